@@ -1,0 +1,89 @@
+// What the three front-ends share: the --version flag from the one version source,
+// a table of subcommands (help and dispatch come from the same table), and the
+// mapping of outcomes to exit codes: 0 success, 1 failure at run time, 2 invalid input.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <exception>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/error.h"
+#include "popkit/version.h"
+
+namespace popkit::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitInvalid = 2;
+
+inline std::string version_line(const std::string& tool) {
+  return fmt::format("{} {} (git {}, {})", tool, kVersion, kGitRevision, kBuildType);
+}
+
+inline std::string exit_code_help() {
+  return "Exit codes: 0 success, 1 failure at run time, 2 invalid input.";
+}
+
+class Tool {
+ public:
+  Tool(std::string name, const std::string& description)
+      : name_(std::move(name)), app_(description, name_) {
+    app_.set_version_flag("--version", version_line(name_));
+    app_.footer(exit_code_help());
+    app_.require_subcommand(0, 1);
+  }
+
+  CLI::App& app() { return app_; }
+  const std::string& name() const { return name_; }
+
+  // Adds a verb; `run` is called after parsing when the verb was given and returns the
+  // exit code.
+  CLI::App* add(const std::string& verb, const std::string& description,
+                std::function<int()> run) {
+    CLI::App* sub = app_.add_subcommand(verb, description);
+    verbs_.emplace_back(sub, std::move(run));
+    return sub;
+  }
+
+  int main(int argc, char** argv) {
+    try {
+      app_.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app_.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+      return app_.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+      return app_.exit(e);
+    } catch (const CLI::ParseError& e) {
+      app_.exit(e);
+      return kExitInvalid;
+    }
+    for (auto& [sub, run] : verbs_) {
+      if (!sub->parsed()) continue;
+      try {
+        return run();
+      } catch (const Error& e) {
+        std::cerr << name_ << ": error: " << e.what() << '\n';
+        return kExitFailure;
+      } catch (const std::exception& e) {
+        std::cerr << name_ << ": error: " << e.what() << '\n';
+        return kExitFailure;
+      }
+    }
+    std::cout << app_.help();
+    return verbs_.empty() ? kExitOk : kExitInvalid;
+  }
+
+ private:
+  std::string name_;
+  CLI::App app_;
+  std::vector<std::pair<CLI::App*, std::function<int()>>> verbs_;
+};
+
+}  // namespace popkit::cli

@@ -1,0 +1,175 @@
+// The typed model of a popkit config (schema version 1, see DESIGN.md "The config").
+// Plain structs with the defaults the schema documents; no YAML types appear here, so
+// the planner and the engine can build a Config in code. `config/load.h` fills one
+// from YAML and `config/validate.h` checks it; a Config that passed validation
+// satisfies every rule listed beside its fields.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace popkit::config {
+
+inline constexpr int kSchemaVersion = 1;
+
+enum class LayerType { kLinear };
+enum class Activation { kNone, kGelu, kRelu };
+enum class Loss { kSoftmaxCrossEntropy };
+
+struct Layer {
+  std::string name;            // unique, [A-Za-z_][A-Za-z0-9_]*
+  LayerType type = LayerType::kLinear;
+  std::int64_t out_features = 0;  // >= 1
+  Activation activation = Activation::kNone;
+};
+
+struct Init {
+  double weights_mean = 0.0;
+  double weights_std = 0.02;  // > 0
+  bool biases_zero = true;    // `biases: zeros`
+  std::uint64_t seed = 42;
+};
+
+struct Model {
+  std::vector<std::int64_t> input_shape{28, 28};  // every dim >= 1
+  std::vector<Layer> layers;                      // >= 1; the last one produces the logits
+  Loss loss = Loss::kSoftmaxCrossEntropy;
+  Init init;
+  std::string init_from;  // optional safetensors file with starting weights; empty = none
+};
+
+// PopXL ReplicaGrouping(group_size, stride) over replication factor R:
+// stride == 1 needs R % group_size == 0, replica r is in group r / group_size;
+// stride != 1 needs stride * group_size == R, replica r is in group r % stride.
+struct Grouping {
+  std::string name;
+  std::int64_t group_size = 1;
+  std::int64_t stride = 1;
+};
+
+struct Replication {
+  std::int64_t factor = 1;           // >= 1
+  std::vector<Grouping> groupings;   // named; names unique
+};
+
+enum class RetrievalMode { kOnePerGroup, kAllReplicas };
+
+struct Variables {
+  std::string grouping;  // name in replication.groupings; empty = one group of all replicas
+  RetrievalMode retrieval_mode = RetrievalMode::kOnePerGroup;
+};
+
+// Replicated tensor sharding. `enabled` is false when the section is absent, or when
+// replication.factor == 1 (validation warns and turns it off, as PopART does).
+struct Sharding {
+  bool enabled = false;
+  std::int64_t threshold = 1024;  // >= 1: a tensor with nelms >= threshold is sharded
+  std::string grouping;           // empty = the variables' grouping
+  bool weights = true;
+  bool optimizer_state = true;
+};
+
+struct Remote {
+  bool weights = false;
+  bool optimizer_state = false;
+};
+
+enum class ExecutionMode { kPhased, kStandard };
+enum class IoMode { kCompute, kIo, kIoOverlapped };
+enum class Pass { kForward, kBackward };
+
+// One item of an explicit phase: `fc1.forward` or `fc1.backward` (the backward item
+// also runs that layer's gradient reduction and optimizer step).
+struct PhaseItem {
+  std::string layer;
+  Pass pass = Pass::kForward;
+};
+
+struct Execution {
+  ExecutionMode mode = ExecutionMode::kStandard;
+  bool phases_auto = true;
+  // When !phases_auto: each phase lists its items in order. Validation guarantees
+  // every layer's forward and backward appear exactly once, forwards in layer order,
+  // backwards in reverse layer order, every forward before any backward, and the last
+  // layer's backward in the same phase as, and right after, its forward.
+  std::vector<std::vector<PhaseItem>> phases;
+  IoMode io_mode = IoMode::kCompute;
+  std::int64_t io_tiles = 0;  // > 0 when io_mode is io or io_overlapped
+};
+
+enum class OptimizerType { kAdam };
+enum class DType { kFloat32, kFloat16 };
+
+struct Optimizer {
+  OptimizerType type = OptimizerType::kAdam;
+  double lr = 1.0e-3;    // > 0
+  double beta1 = 0.9;    // [0, 1)
+  double beta2 = 0.999;  // [0, 1)
+  double eps = 1.0e-5;   // > 0
+  double weight_decay = 0.0;  // >= 0
+  bool bias_correction = false;
+  DType first_order_dtype = DType::kFloat32;
+};
+
+struct Training {
+  std::int64_t micro_batch_size = 1;       // >= 1
+  std::int64_t gradient_accumulation = 1;  // >= 1
+  std::optional<std::int64_t> epochs;      // >= 1; when neither is given, epochs = 1
+  std::optional<std::int64_t> steps;       // >= 1; optimizer steps of the whole run
+  Optimizer optimizer;
+  std::uint64_t seed = 42;
+};
+
+enum class Dataset { kMnist, kFashionMnist, kSynthetic, kIdx };
+
+struct Data {
+  Dataset dataset = Dataset::kMnist;
+  bool shuffle = true;
+  double normalize_mean = 0.1307;
+  double normalize_std = 0.3081;  // > 0
+  std::string dir;  // where mnist / fashion-mnist live; empty = $POPKIT_DATA_DIR or ~/.cache/popkit/data
+  // dataset: idx — all four required.
+  std::string train_images, train_labels, test_images, test_labels;
+  // dataset: synthetic
+  std::int64_t synthetic_train = 8000;
+  std::int64_t synthetic_test = 2000;
+  double synthetic_noise = 0.5;
+};
+
+struct Eval {
+  std::int64_t micro_batch_size = 0;  // 0 = training.micro_batch_size
+  std::int64_t every = 0;             // evaluate every N epochs; 0 = only at the end
+};
+
+struct Device {
+  std::string profile = "ipu-mk2";  // a profile known to the planner
+  std::uint64_t memory_per_replica = 0;  // bytes; 0 = the profile's own
+};
+
+struct Config {
+  int version = kSchemaVersion;
+  std::string name;
+  Model model;
+  Replication replication;
+  Variables variables;
+  Sharding sharding;
+  Remote remote;
+  Execution execution;
+  Training training;
+  Data data;
+  Eval eval;
+  Device device;
+
+  // Looks up a grouping by name; an empty name means one group of all replicas.
+  // Returns nullopt for an unknown name (validation rejects those).
+  [[nodiscard]] std::optional<Grouping> grouping(const std::string& grouping_name) const {
+    if (grouping_name.empty()) return Grouping{"", replication.factor, 1};
+    for (const auto& g : replication.groupings)
+      if (g.name == grouping_name) return g;
+    return std::nullopt;
+  }
+};
+
+}  // namespace popkit::config

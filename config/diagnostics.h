@@ -1,0 +1,33 @@
+// Diagnostics in the compiler shape: `file:line:column: error: message`, then the
+// source line and a caret under the column; notes and warnings the same way.
+// Also printed as JSON for CI tools.
+#pragma once
+
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace popkit::config {
+
+enum class Severity { kError, kWarning, kNote };
+
+struct Diagnostic {
+  Severity severity = Severity::kError;
+  std::string file;  // the config path, or "--set" for an override
+  int line = 0;      // 1-based; 0 = no position (e.g. a missing file)
+  int column = 0;    // 1-based
+  std::string message;
+};
+
+// file name -> its text, so a printer can show the offending line.
+using SourceMap = std::map<std::string, std::string>;
+
+enum class DiagnosticFormat { kText, kJson };
+
+void print_diagnostics(std::ostream& out, const std::vector<Diagnostic>& diagnostics,
+                       const SourceMap& sources, DiagnosticFormat format = DiagnosticFormat::kText);
+
+[[nodiscard]] bool has_errors(const std::vector<Diagnostic>& diagnostics);
+
+}  // namespace popkit::config

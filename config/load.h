@@ -1,0 +1,29 @@
+// Loading a config: YAML text -> Config, with every problem collected as a diagnostic
+// that points at file:line:column (or at the `--set` argument that caused it).
+// Loading validates too: a LoadResult with a config has no errors.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+#include "config/diagnostics.h"
+
+namespace popkit::config {
+
+struct LoadResult {
+  std::optional<Config> config;          // set when there are no errors
+  std::vector<Diagnostic> diagnostics;   // errors, warnings and notes, in source order
+  SourceMap sources;                     // the text of every source, for caret lines
+  [[nodiscard]] bool ok() const { return config.has_value(); }
+};
+
+// `overrides` are `--set key.path=value` arguments, applied in order after the file.
+LoadResult load_config_file(const std::string& path, const std::vector<std::string>& overrides = {});
+LoadResult load_config_string(std::string_view yaml, const std::string& filename,
+                              const std::vector<std::string>& overrides = {});
+
+}  // namespace popkit::config

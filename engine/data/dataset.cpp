@@ -1,0 +1,175 @@
+// IDX reading (raw or gzip) with checks that name the file, and the synthetic set.
+#include "engine/data/dataset.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "config/error.h"
+
+namespace popkit::engine {
+namespace {
+
+std::uint32_t read_be32(const std::vector<std::uint8_t>& bytes, std::size_t offset) {
+  return (std::uint32_t{bytes[offset]} << 24) | (std::uint32_t{bytes[offset + 1]} << 16) |
+         (std::uint32_t{bytes[offset + 2]} << 8) | std::uint32_t{bytes[offset + 3]};
+}
+
+void put_be32(std::ofstream& out, std::uint32_t v) {
+  const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                     static_cast<char>(v >> 8), static_cast<char>(v)};
+  out.write(b, 4);
+}
+
+std::vector<std::uint8_t> gunzip(const std::vector<std::uint8_t>& in, const std::string& path) {
+  z_stream zs{};
+  // 16 + MAX_WBITS: expect a gzip header.
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw Error("{}: cannot start gzip decoder", path);
+  std::vector<std::uint8_t> out;
+  std::vector<std::uint8_t> chunk(1 << 20);
+  zs.next_in = const_cast<Bytef*>(in.data());
+  zs.avail_in = static_cast<uInt>(in.size());
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    zs.next_out = chunk.data();
+    zs.avail_out = static_cast<uInt>(chunk.size());
+    rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      const std::string why = rc == Z_BUF_ERROR ? "truncated gzip data" : "corrupt gzip data";
+      inflateEnd(&zs);
+      throw Error("{}: {}", path, why);
+    }
+    out.insert(out.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(chunk.size() - zs.avail_out));
+    if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
+      inflateEnd(&zs);
+      throw Error("{}: truncated gzip data", path);
+    }
+  }
+  inflateEnd(&zs);
+  return out;
+}
+
+// splitmix64: a small, fully specified generator, so synthetic data is the same on
+// every platform and standard library.
+struct SplitMix64 {
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  double normal() {  // Box-Muller
+    const double u1 = std::max(uniform(), 1e-300);
+    const double u2 = uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+};
+
+}  // namespace
+
+std::vector<std::uint8_t> read_maybe_gzip(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw Error("{}: no such file", path);
+  if (std::filesystem::is_directory(path, ec)) throw Error("{}: is a directory, not a data file", path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("{}: cannot open for reading", path);
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw Error("{}: read error", path);
+  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return gunzip(bytes, path);
+  return bytes;
+}
+
+Dataset read_idx(const std::string& images_path, const std::string& labels_path) {
+  const std::vector<std::uint8_t> img = read_maybe_gzip(images_path);
+  const std::vector<std::uint8_t> lab = read_maybe_gzip(labels_path);
+  // The magic number first (a label file given as images is named as such), then the size.
+  if (img.size() >= 4 && read_be32(img, 0) != kIdxImagesMagic)
+    throw Error("{}: wrong magic number {} (an IDX image file has {})", images_path, read_be32(img, 0),
+                kIdxImagesMagic);
+  if (lab.size() >= 4 && read_be32(lab, 0) != kIdxLabelsMagic)
+    throw Error("{}: wrong magic number {} (an IDX label file has {})", labels_path, read_be32(lab, 0),
+                kIdxLabelsMagic);
+  if (img.size() < 16) throw Error("{}: truncated: {} bytes, an IDX image header needs 16", images_path, img.size());
+  if (lab.size() < 8) throw Error("{}: truncated: {} bytes, an IDX label header needs 8", labels_path, lab.size());
+
+  Dataset d;
+  d.n = read_be32(img, 4);
+  d.rows = read_be32(img, 8);
+  d.cols = read_be32(img, 12);
+  const std::int64_t n_labels = read_be32(lab, 4);
+  if (d.rows == 0 || d.cols == 0) throw Error("{}: image size {}x{} is empty", images_path, d.rows, d.cols);
+  const std::uint64_t img_need = 16 + static_cast<std::uint64_t>(d.n) * static_cast<std::uint64_t>(d.rows * d.cols);
+  if (img.size() != img_need)
+    throw Error("{}: {}: header says {} images of {}x{} ({} bytes) but the file has {} bytes", images_path,
+                img.size() < img_need ? "truncated" : "trailing data", d.n, d.rows, d.cols, img_need, img.size());
+  const std::uint64_t lab_need = 8 + static_cast<std::uint64_t>(n_labels);
+  if (lab.size() != lab_need)
+    throw Error("{}: {}: header says {} labels ({} bytes) but the file has {} bytes", labels_path,
+                lab.size() < lab_need ? "truncated" : "trailing data", n_labels, lab_need, lab.size());
+  if (n_labels != d.n)
+    throw Error("{} has {} images but {} has {} labels", images_path, d.n, labels_path, n_labels);
+  d.images.assign(img.begin() + 16, img.end());
+  d.labels.assign(lab.begin() + 8, lab.end());
+  for (std::int64_t i = 0; i < d.n; ++i) {
+    if (d.labels[static_cast<std::size_t>(i)] >= kClasses)
+      throw Error("{}: label {} of sample {} is not a class 0-{}", labels_path,
+                  d.labels[static_cast<std::size_t>(i)], i, kClasses - 1);
+  }
+  d.name = std::filesystem::path(images_path).filename().string();
+  return d;
+}
+
+void write_idx_images(const std::string& path, const Dataset& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error("{}: cannot open for writing", path);
+  put_be32(out, kIdxImagesMagic);
+  put_be32(out, static_cast<std::uint32_t>(data.n));
+  put_be32(out, static_cast<std::uint32_t>(data.rows));
+  put_be32(out, static_cast<std::uint32_t>(data.cols));
+  out.write(reinterpret_cast<const char*>(data.images.data()), static_cast<std::streamsize>(data.images.size()));
+  if (!out) throw Error("{}: write failed", path);
+}
+
+void write_idx_labels(const std::string& path, const Dataset& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error("{}: cannot open for writing", path);
+  put_be32(out, kIdxLabelsMagic);
+  put_be32(out, static_cast<std::uint32_t>(data.n));
+  out.write(reinterpret_cast<const char*>(data.labels.data()), static_cast<std::streamsize>(data.labels.size()));
+  if (!out) throw Error("{}: write failed", path);
+}
+
+Dataset make_synthetic(std::int64_t n, std::int64_t rows, std::int64_t cols, std::uint64_t seed, double noise) {
+  Dataset d;
+  d.name = "synthetic";
+  d.n = n;
+  d.rows = rows;
+  d.cols = cols;
+  const std::int64_t size = rows * cols;
+  SplitMix64 rng{seed};
+  // One prototype per class: a sparse random pattern of bright pixels, like a digit.
+  std::vector<double> prototypes(static_cast<std::size_t>(kClasses * size));
+  for (double& p : prototypes) p = rng.uniform() < 0.2 ? 0.6 + 0.4 * rng.uniform() : 0.0;
+  d.images.resize(static_cast<std::size_t>(n * size));
+  d.labels.resize(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto label = static_cast<std::uint8_t>(rng.next() % kClasses);
+    d.labels[static_cast<std::size_t>(i)] = label;
+    const double* proto = prototypes.data() + label * size;
+    std::uint8_t* px = d.images.data() + i * size;
+    for (std::int64_t k = 0; k < size; ++k) {
+      const double v = std::clamp(proto[k] + noise * rng.normal() * 0.5, 0.0, 1.0);
+      px[k] = static_cast<std::uint8_t>(std::lround(v * 255.0));
+    }
+  }
+  return d;
+}
+
+}  // namespace popkit::engine

@@ -1,0 +1,50 @@
+// Image-classification datasets as the engine keeps them: pixels as bytes, read once
+// and normalised on the fly. MNIST and Fashion-MNIST come as IDX files (raw or gzip);
+// the synthetic set is made from a seed, for tests and benchmarks that must not
+// depend on downloads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace popkit::engine {
+
+struct Dataset {
+  std::string name;
+  std::int64_t n = 0;     // samples
+  std::int64_t rows = 0;  // pixels per image: rows x cols
+  std::int64_t cols = 0;
+  std::vector<std::uint8_t> images;  // n * rows * cols, row-major per image
+  std::vector<std::uint8_t> labels;  // n, each < n_classes
+
+  [[nodiscard]] std::int64_t image_size() const { return rows * cols; }
+  [[nodiscard]] const std::uint8_t* image(std::int64_t i) const {
+    return images.data() + i * image_size();
+  }
+};
+
+inline constexpr std::uint32_t kIdxImagesMagic = 2051;  // 0x00000803: ubyte, 3 dims
+inline constexpr std::uint32_t kIdxLabelsMagic = 2049;  // 0x00000801: ubyte, 1 dim
+inline constexpr int kClasses = 10;
+
+// Reads a whole file; gzip is recognised by its magic bytes and inflated.
+// Throws popkit::Error naming the file when it is missing, unreadable or corrupt.
+std::vector<std::uint8_t> read_maybe_gzip(const std::string& path);
+
+// Reads an IDX image file and its label file (raw or gzip). Checks the magic numbers,
+// the big-endian dimensions against the file sizes, that the counts match and that
+// every label is below 10; each failure is a popkit::Error naming the file and what is
+// wrong.
+Dataset read_idx(const std::string& images_path, const std::string& labels_path);
+
+// Writes IDX files (raw), as the fetch script produces them; used by tests.
+void write_idx_images(const std::string& path, const Dataset& data);
+void write_idx_labels(const std::string& path, const Dataset& data);
+
+// A learnable synthetic set: one random prototype image per class plus seeded noise
+// (noise is the standard deviation relative to the pixel range).
+Dataset make_synthetic(std::int64_t n, std::int64_t rows, std::int64_t cols, std::uint64_t seed,
+                       double noise);
+
+}  // namespace popkit::engine

@@ -1,0 +1,243 @@
+// The Plan: the program that `poprun` interprets (DESIGN.md, "The plan is the
+// program"). The planner builds it from a validated Config; the engine executes its
+// ops in order and allocates exactly the device tensors it lists, so the memory the
+// planner computes per phase is the memory the engine measures, to the byte.
+//
+// A plan is the same for every replica: device tensors, buffers and ops are described
+// once and hold per replica, and groupings are three numbers, so its size grows with
+// the model, never with the replication factor.
+//
+// Execution: `setup` runs once (it allocates the always-live tensors); then, for every
+// optimizer step, `phases` run in order. Inside a phase, a kRepeat op runs its body
+// `steps` times (the gradient-accumulation loop, batch serialisation); the repeat step
+// s = 0..steps-1 selects the micro-batch and the batch-serial buffer entries.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "planner/replica_grouping.h"
+
+namespace popkit::planner {
+
+using config::Activation;
+using config::DType;
+using config::IoMode;
+using config::RetrievalMode;
+
+[[nodiscard]] constexpr std::int64_t dtype_size(DType t) { return t == DType::kFloat16 ? 2 : 4; }
+
+// The classes of the memory breakdown (PopVision's and the issue's vocabulary).
+enum class TensorClass {
+  kWeights,           // weights and biases, full or shard
+  kGradAccumulators,  // gradient accumulators and reduced gradients
+  kOptimizerState,    // Adam first and second moments
+  kActivations,       // values computed per micro-batch and kept for backward
+  kIoSlots,           // tensors that receive host or remote streams inside a repeat loop
+};
+inline constexpr std::size_t kNumTensorClasses = 5;
+using ClassBytes = std::array<std::uint64_t, kNumTensorClasses>;  // indexed by TensorClass
+
+// A tensor on the device of every replica. Ops name device tensors by index.
+struct DeviceTensor {
+  std::string name;  // e.g. "fc1.weight", "inner.weight", "fc1.weight.grad", "x.in"
+  TensorClass cls = TensorClass::kActivations;
+  DType dtype = DType::kFloat32;
+  std::vector<std::int64_t> shape;  // on-device shape: the meta shape, or {shard_size} for a shard
+  std::int64_t nelms = 0;
+  std::uint64_t nbytes = 0;  // nelms * dtype_size
+  bool always_live = false;  // allocated by `setup`, never freed
+  // io_overlapped: the second slot of a double-buffered tensor. Ops name the first
+  // slot; at odd repeat steps the engine uses `double_buffer` instead.
+  int double_buffer = -1;
+};
+
+// A remote buffer in streaming memory, per replica (PopXL remote_buffer).
+// Batch-serial buffers are rows x steps entries: entry = row * steps + step.
+// Other buffers have steps == 1 and one entry per row.
+struct RemoteBuffer {
+  std::string name;  // e.g. "fc1.weight", "inner.weight", "x", "dx"
+  TensorClass cls = TensorClass::kWeights;
+  DType dtype = DType::kFloat32;
+  std::vector<std::int64_t> element_shape;  // the shard shape {shard_size} when sharded
+  std::int64_t rows = 1;
+  std::int64_t steps = 1;
+  std::uint64_t entry_bytes = 0;
+  [[nodiscard]] std::int64_t entries() const { return rows * steps; }
+  [[nodiscard]] std::uint64_t nbytes() const { return entry_bytes * static_cast<std::uint64_t>(entries()); }
+};
+
+// A model layer as the engine computes it: y = act(x W + b), W of shape in x out.
+struct LayerInfo {
+  std::string name;
+  std::int64_t in_features = 0;
+  std::int64_t out_features = 0;
+  Activation activation = Activation::kNone;
+  int graph = 0;  // identical layers (same in, out, activation) share one graph ...
+  int row = 0;    // ... and its buffers, one row or entry each
+};
+
+enum class VariableRole { kWeight, kBias, kAdamM, kAdamV };
+
+// A named value that lives across optimizer steps: a weight, a bias, or an Adam
+// moment. Its home is a device tensor (always live) or a remote buffer entry. This is
+// what initialisation writes, what checkpoints save by name, and what retrieval reads.
+struct Variable {
+  std::string name;  // "fc1.weight", "fc1.bias", "fc1.weight.adam_m", "fc1.weight.adam_v"
+  int layer = 0;
+  VariableRole role = VariableRole::kWeight;
+  TensorClass cls = TensorClass::kWeights;
+  DType dtype = DType::kFloat32;
+  std::vector<std::int64_t> meta_shape;  // the full shape
+  std::int64_t nelms = 0;
+  // RTS: sharded when nelms >= threshold and its class is sharded. A shard is flat,
+  // shard_size = ceil(nelms / S) elements over the S members of the sharding group;
+  // replica of rank k holds elements [k * shard_size, (k+1) * shard_size), and the
+  // last ranks' tails (padding = S * shard_size - nelms elements in all) are zero.
+  bool sharded = false;
+  std::int64_t shard_size = 0;  // == nelms when not sharded
+  std::int64_t padding = 0;
+  bool remote = false;    // home is a remote buffer entry, else the device tensor below
+  int device_tensor = -1;
+  int buffer = -1;
+  std::int64_t entry = -1;
+};
+
+enum class Stream { kImages, kLabels, kLoss };
+enum class ReduceOp { kMean, kSum };
+
+enum class OpKind {
+  kAlloc,          // tensor: allocate (counted by the memory account)
+  kFree,           // tensor: release
+  kZero,           // tensor = 0
+  kRemoteLoad,     // buffer[entry] -> tensor
+  kRemoteStore,    // tensor -> buffer[entry]
+  kHostLoad,       // stream (images | labels) micro-batch of this replica and step -> tensor
+  kHostStore,      // tensor -> stream (loss)
+  kAllGather,      // src shard -> dst full (meta shape), within `grouping` (the sharding group)
+  kReduceScatter,  // src full -> dst shard: reduce over `grouping`, keep the slice of this
+                   //   replica's rank in `shard_grouping`
+  kAllReduce,      // tensor reduced in place over `grouping`
+  kSliceShard,     // src full -> dst shard: this replica's own slice, padded with zeros
+  kForward,        // layer: in -> pre (pre-activation, when the layer has one) -> out
+  kLoss,           // logits, labels -> loss (1 element), dlogits (mean over the micro-batch)
+  kBackward,       // layer: dy, in, pre, weight -> dx (when >= 0); accumulates dW, db
+  kOptimizerStep,  // Adam on one variable: weight, grad, adam_m, adam_v (full or shard)
+  kRepeat,         // body runs `steps` times; io_mode says how its streams move
+};
+
+// One op. Fields not used by a kind keep their defaults (-1 or empty).
+struct Op {
+  OpKind kind = OpKind::kAlloc;
+  std::string label;  // for printouts, e.g. "load x row 0"
+
+  int tensor = -1;   // kAlloc kFree kZero kRemoteLoad kRemoteStore kHostLoad kHostStore kAllReduce
+  int src = -1;      // kAllGather kReduceScatter kSliceShard
+  int dst = -1;      // kAllGather kReduceScatter kSliceShard
+
+  // Remote ops. entry >= 0: that entry. entry < 0: batch-serial, entry = row * steps + s.
+  int buffer = -1;
+  std::int64_t entry = -1;
+  std::int64_t row = -1;
+
+  Stream stream = Stream::kImages;  // host ops
+
+  // Collectives.
+  ReplicaGrouping grouping;
+  ReplicaGrouping shard_grouping;  // kReduceScatter
+  ReduceOp reduce = ReduceOp::kMean;
+
+  // Compute. kForward: in, pre, out.  kLoss: in (logits), labels, out (loss), dx (dlogits).
+  // kBackward: dy, in, pre, dx, weight, grad_weight, grad_bias; the gradients are a
+  // running mean over the repeat steps: acc = s/(s+1) * acc + g/(s+1)  (popxl-addons).
+  // The engine may overwrite dy while computing dx.
+  // kOptimizerStep: variable (the weight's Variable index), weight, grad, adam_m, adam_v.
+  int layer = -1;
+  int variable = -1;
+  int in = -1, pre = -1, out = -1, labels = -1;
+  int dy = -1, dx = -1;
+  int weight = -1, bias = -1, grad_weight = -1, grad_bias = -1;
+  int grad = -1, adam_m = -1, adam_v = -1;
+
+  // kRepeat.
+  std::int64_t steps = 0;
+  IoMode io_mode = IoMode::kCompute;
+  std::vector<Op> body;
+
+  // Cost, per replica, for one execution of the op (a repeat: its body times steps).
+  std::uint64_t flops = 0;
+  std::uint64_t host_bytes = 0;
+  std::uint64_t remote_bytes = 0;
+  std::uint64_t collective_bytes = 0;  // sent + received
+};
+
+// Memory per replica in one phase. Live bytes are sampled at the phase's start and
+// after every op (inside a repeat, after every op of one iteration; repeats never
+// allocate). `peak` is the largest sample; `always_live` the bytes of always-live
+// tensors; `not_always_live` = peak - always_live; `peak_by_class` the live bytes by
+// class at the first sample that reaches the peak.
+struct PhaseMemory {
+  std::uint64_t peak = 0;
+  std::uint64_t always_live = 0;
+  std::uint64_t not_always_live = 0;
+  ClassBytes peak_by_class{};
+};
+
+struct Phase {
+  std::string name;  // e.g. "fc1 forward", "fc4 forward+loss+backward+optimizer"
+  std::vector<Op> ops;
+  PhaseMemory memory;
+  double estimated_seconds = 0.0;
+};
+
+// Why a plan does not fit, and what would help.
+struct NotFitting {
+  std::string phase;
+  std::uint64_t bytes_over = 0;
+  std::vector<std::string> largest;      // "fc1.weight.grad (1.5 MiB)", largest first
+  std::vector<std::string> suggestions;  // "lower sharding.threshold", ...
+};
+
+struct Plan {
+  int version = 1;  // of the plan file format
+  std::string name;
+  std::int64_t replication_factor = 1;
+  std::int64_t micro_batch_size = 1;
+  std::int64_t gradient_accumulation = 1;
+  std::int64_t global_batch_size = 1;  // micro_batch * accumulation * replicas
+  std::vector<std::int64_t> input_shape;
+  std::int64_t n_classes = 0;
+  config::ExecutionMode mode = config::ExecutionMode::kStandard;
+  IoMode io_mode = IoMode::kCompute;
+  ReplicaGrouping variables_grouping;  // one value per group
+  RetrievalMode retrieval_mode = RetrievalMode::kOnePerGroup;
+  ReplicaGrouping sharding_grouping;
+  std::int64_t sharding_threshold = 0;  // 0 = sharding off
+  config::Optimizer optimizer;
+
+  std::vector<LayerInfo> layers;
+  std::vector<Variable> variables;
+  std::vector<DeviceTensor> tensors;
+  std::vector<RemoteBuffer> buffers;
+  std::vector<Op> setup;
+  std::vector<Phase> phases;
+
+  // Per replica, for the whole program.
+  std::uint64_t peak_bytes = 0;
+  int peak_phase = 0;
+  std::uint64_t always_live_bytes = 0;
+  std::uint64_t streaming_bytes = 0;        // all remote buffers
+  std::uint64_t host_bytes_per_step = 0;    // host <-> device per optimizer step
+  std::uint64_t memory_per_replica = 0;     // the device's
+  bool fits = true;
+  NotFitting not_fitting;                   // when !fits
+
+  std::string device_profile;
+  double estimated_step_seconds = 0.0;
+  double estimated_samples_per_second = 0.0;
+};
+
+}  // namespace popkit::planner

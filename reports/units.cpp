@@ -1,0 +1,36 @@
+#include "reports/units.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+
+namespace popkit::reports {
+
+std::string format_bytes(std::uint64_t bytes) {
+  static constexpr std::array<const char*, 4> kUnits{"B", "KiB", "MiB", "GiB"};
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  double value = static_cast<double>(bytes);
+  std::size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < kUnits.size()) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return fmt::format("{:.2f} {}", value, kUnits[unit]);
+}
+
+std::string format_thousands(double value, int decimals) {
+  const bool negative = value < 0;
+  std::string digits = fmt::format("{:.{}f}", std::fabs(value), decimals);
+  const std::size_t dot = digits.find('.');
+  std::string whole = digits.substr(0, dot);
+  const std::string frac = dot == std::string::npos ? "" : digits.substr(dot);
+  std::string grouped;
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    if (i > 0 && (whole.size() - i) % 3 == 0) grouped += ',';
+    grouped += whole[i];
+  }
+  return (negative ? "-" : "") + grouped + frac;
+}
+
+}  // namespace popkit::reports

@@ -1,0 +1,29 @@
+#include "reports/units.h"
+
+#include <boost/test/unit_test.hpp>
+
+using popkit::reports::format_bytes;
+using popkit::reports::format_thousands;
+
+BOOST_AUTO_TEST_SUITE(units)
+
+BOOST_AUTO_TEST_CASE(bytes_pick_the_unit_by_size) {
+  BOOST_TEST(format_bytes(0) == "0 B");
+  BOOST_TEST(format_bytes(1023) == "1023 B");
+  BOOST_TEST(format_bytes(1024) == "1.00 KiB");
+  BOOST_TEST(format_bytes(1536) == "1.50 KiB");
+  BOOST_TEST(format_bytes(900ull << 20) == "900.00 MiB");
+  BOOST_TEST(format_bytes(3ull << 30) == "3.00 GiB");
+  BOOST_TEST(format_bytes(5000ull << 30) == "5000.00 GiB");
+}
+
+BOOST_AUTO_TEST_CASE(thousands_are_separated) {
+  BOOST_TEST(format_thousands(0) == "0");
+  BOOST_TEST(format_thousands(999) == "999");
+  BOOST_TEST(format_thousands(1000) == "1,000");
+  BOOST_TEST(format_thousands(1234567.8) == "1,234,568");
+  BOOST_TEST(format_thousands(1234.5678, 2) == "1,234.57");
+  BOOST_TEST(format_thousands(-1234567) == "-1,234,567");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
