@@ -110,10 +110,10 @@ enum class Stream { kImages, kLabels, kLoss };
 enum class ReduceOp { kMean, kSum };
 
 enum class OpKind {
-  kAlloc,          // tensor: allocate (counted by the memory account)
+  kAlloc,          // tensor: allocate (adds nbytes to the replica's live bytes)
   kFree,           // tensor: release
   kZero,           // tensor = 0
-  kRemoteLoad,     // buffer[entry] -> tensor
+  kRemoteLoad,     // buffer[entry] -> tensor (tensor.nbytes == buffer.entry_bytes)
   kRemoteStore,    // tensor -> buffer[entry]
   kHostLoad,       // stream (images | labels) micro-batch of this replica and step -> tensor
   kHostStore,      // tensor -> stream (loss)
@@ -128,6 +128,30 @@ enum class OpKind {
   kOptimizerStep,  // Adam on one variable: weight, grad, adam_m, adam_v (full or shard)
   kRepeat,         // body runs `steps` times; io_mode says how its streams move
 };
+
+// What each op computes, per replica r (the contract between planner and engine):
+//  kHostLoad images: dst [mb, prod(input_shape)] float32, the micro-batch of replica r
+//    at repeat step s, normalised (x - mean) / std. labels: dst [mb] float32 class ids.
+//  kHostStore loss: the host records the loss of (r, s).
+//  kForward: pre = in * W + b (W [in, out], b [out]); out = act(pre). A layer without
+//    activation has pre == -1 and writes in * W + b to out.
+//  kLoss: out[0] = mean over the micro-batch of -log softmax(in)[label];
+//    dx = (softmax(in) - onehot(label)) / mb.
+//  kBackward: dz = dy * act'(pre) (dy itself when no activation; may be computed in
+//    place in dy); grad_weight = s/(s+1) * grad_weight + (in^T dz)/(s+1);
+//    grad_bias likewise with the column sums of dz; dx = dz W^T when dx >= 0.
+//    s is the enclosing repeat's step (0 outside a repeat).
+//  kAllReduce: tensor = mean (or sum) over the members of r's group in `grouping`,
+//    added in replica order.
+//  kReduceScatter: dst = slice k of (mean or sum over r's group in `grouping` of src),
+//    k = rank of r in `shard_grouping`; slice k is elements [k*n, (k+1)*n) of the flat
+//    tensor, n = dst.nelms, zero past the end.
+//  kAllGather: dst (flat) = the shards of r's group in `grouping`, in rank order,
+//    truncated to dst.nelms.
+//  kSliceShard: dst = slice (rank of r in `grouping`) of src, zero past the end.
+//  kOptimizerStep: Adam (popxl-addons) on weight, with grad, adam_m, adam_v of equal
+//    nelms; the step counter t is per optimizer step, incremented before use.
+//  Sums in collectives always run in replica order, so results never depend on timing.
 
 // One op. Fields not used by a kind keep their defaults (-1 or empty).
 struct Op {
