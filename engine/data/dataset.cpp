@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -146,7 +147,8 @@ void write_idx_labels(const std::string& path, const Dataset& data) {
   if (!out) throw Error("{}: write failed", path);
 }
 
-Dataset make_synthetic(std::int64_t n, std::int64_t rows, std::int64_t cols, std::uint64_t seed, double noise) {
+Dataset make_synthetic(std::int64_t n, std::int64_t rows, std::int64_t cols, std::uint64_t seed, double noise,
+                       std::uint64_t stream) {
   Dataset d;
   d.name = "synthetic";
   d.n = n;
@@ -157,19 +159,82 @@ Dataset make_synthetic(std::int64_t n, std::int64_t rows, std::int64_t cols, std
   // One prototype per class: a sparse random pattern of bright pixels, like a digit.
   std::vector<double> prototypes(static_cast<std::size_t>(kClasses * size));
   for (double& p : prototypes) p = rng.uniform() < 0.2 ? 0.6 + 0.4 * rng.uniform() : 0.0;
+  SplitMix64 samples{seed ^ (0xD1B54A32D192ED03ull * (stream + 1))};
   d.images.resize(static_cast<std::size_t>(n * size));
   d.labels.resize(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
-    const auto label = static_cast<std::uint8_t>(rng.next() % kClasses);
+    const auto label = static_cast<std::uint8_t>(samples.next() % kClasses);
     d.labels[static_cast<std::size_t>(i)] = label;
     const double* proto = prototypes.data() + label * size;
     std::uint8_t* px = d.images.data() + i * size;
     for (std::int64_t k = 0; k < size; ++k) {
-      const double v = std::clamp(proto[k] + noise * rng.normal() * 0.5, 0.0, 1.0);
+      const double v = std::clamp(proto[k] + noise * samples.normal() * 0.5, 0.0, 1.0);
       px[k] = static_cast<std::uint8_t>(std::lround(v * 255.0));
     }
   }
   return d;
+}
+
+std::string data_dir(const config::Data& data) {
+  if (!data.dir.empty()) return data.dir;
+  if (const char* env = std::getenv("POPKIT_DATA_DIR"); env && *env) return env;
+  const char* home = std::getenv("HOME");
+  return (std::filesystem::path(home && *home ? home : ".") / ".cache" / "popkit" / "data").string();
+}
+
+namespace {
+
+// The IDX file `stem` in `dir`, raw or gzip; empty when neither exists.
+std::string find_idx(const std::filesystem::path& dir, const std::string& stem) {
+  for (const std::string& name : {stem, stem + ".gz"}) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(dir / name, ec)) return (dir / name).string();
+  }
+  return "";
+}
+
+Dataset load_named(const std::vector<std::filesystem::path>& dirs, const std::string& what, Split split) {
+  const std::string prefix = split == Split::kTrain ? "train" : "t10k";
+  for (const auto& dir : dirs) {
+    const std::string images = find_idx(dir, prefix + "-images-idx3-ubyte");
+    const std::string labels = find_idx(dir, prefix + "-labels-idx1-ubyte");
+    if (images.empty() && labels.empty()) continue;
+    if (images.empty()) throw Error("{}: {}-images-idx3-ubyte[.gz] is missing beside {}", dir.string(), prefix, labels);
+    if (labels.empty()) throw Error("{}: {}-labels-idx1-ubyte[.gz] is missing beside {}", dir.string(), prefix, images);
+    Dataset d = read_idx(images, labels);
+    d.name = what + (split == Split::kTrain ? " train" : " test");
+    return d;
+  }
+  std::string where;
+  for (const auto& dir : dirs) where += (where.empty() ? "" : " or ") + dir.string();
+  throw Error("{} not found in {}: run scripts/fetch_data.sh (or set data.dir / POPKIT_DATA_DIR)", what, where);
+}
+
+}  // namespace
+
+Dataset load_dataset(const config::Config& config, Split split) {
+  const config::Data& data = config.data;
+  const std::filesystem::path dir = data_dir(data);
+  switch (data.dataset) {
+    case config::Dataset::kMnist:
+      return load_named({dir / "mnist"}, "MNIST", split);
+    case config::Dataset::kFashionMnist:
+      return load_named({dir / "fashion-mnist", "/usr/share/datasets/fashion-mnist"}, "Fashion-MNIST", split);
+    case config::Dataset::kIdx:
+      return split == Split::kTrain ? read_idx(data.train_images, data.train_labels)
+                                    : read_idx(data.test_images, data.test_labels);
+    case config::Dataset::kSynthetic: {
+      const auto& shape = config.model.input_shape;
+      const std::int64_t rows = shape.empty() ? 1 : shape.front();
+      std::int64_t cols = 1;
+      for (std::size_t i = 1; i < shape.size(); ++i) cols *= shape[i];
+      Dataset d = make_synthetic(split == Split::kTrain ? data.synthetic_train : data.synthetic_test, rows, cols,
+                                 config.training.seed, data.synthetic_noise, split == Split::kTrain ? 0 : 1);
+      d.name = split == Split::kTrain ? "synthetic train" : "synthetic test";
+      return d;
+    }
+  }
+  throw Error("unknown dataset");
 }
 
 }  // namespace popkit::engine

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+
 namespace popkit::engine {
 
 struct Dataset {
@@ -42,9 +44,21 @@ Dataset read_idx(const std::string& images_path, const std::string& labels_path)
 void write_idx_images(const std::string& path, const Dataset& data);
 void write_idx_labels(const std::string& path, const Dataset& data);
 
-// A learnable synthetic set: one random prototype image per class plus seeded noise
-// (noise is the standard deviation relative to the pixel range).
+// A learnable synthetic set: one random prototype image per class (from `seed`) plus
+// noise (standard deviation relative to the pixel range). Samples come from `stream`:
+// the training and test sets share the prototypes and differ in their samples.
 Dataset make_synthetic(std::int64_t n, std::int64_t rows, std::int64_t cols, std::uint64_t seed,
-                       double noise);
+                       double noise, std::uint64_t stream = 0);
+
+enum class Split { kTrain, kTest };
+
+// Where the named datasets live: data.dir, else $POPKIT_DATA_DIR, else
+// ~/.cache/popkit/data (scripts/fetch_data.sh fills it).
+std::string data_dir(const config::Data& data);
+
+// The dataset a config names, one split: mnist and fashion-mnist from data_dir() (raw
+// or .gz; Fashion-MNIST also from Debian's /usr/share/datasets/fashion-mnist), idx from
+// the given paths, synthetic made from training.seed with images of `input_shape`.
+Dataset load_dataset(const config::Config& config, Split split);
 
 }  // namespace popkit::engine
