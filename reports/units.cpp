@@ -33,4 +33,24 @@ std::string format_thousands(double value, int decimals) {
   return (negative ? "-" : "") + grouped + frac;
 }
 
+std::string format_signed_bytes(std::int64_t bytes) {
+  if (bytes == 0) return "0 B";
+  const auto magnitude = static_cast<std::uint64_t>(bytes < 0 ? -bytes : bytes);
+  return (bytes < 0 ? "-" : "+") + format_bytes(magnitude);
+}
+
+std::string format_seconds(double seconds) {
+  if (seconds == 0.0) return "0 s";
+  const double magnitude = std::fabs(seconds);
+  if (magnitude >= 1.0) return fmt::format("{:.3f} s", seconds);
+  if (magnitude >= 1.0e-3) return fmt::format("{:.3f} ms", seconds * 1.0e3);
+  return fmt::format("{:.1f} µs", seconds * 1.0e6);
+}
+
+std::string format_change(double fraction) {
+  const double percent = fraction * 100.0;
+  if (std::fabs(percent) < 0.05) return "+0.0%";
+  return fmt::format("{:+.1f}%", percent);
+}
+
 }  // namespace popkit::reports

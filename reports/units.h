@@ -13,4 +13,14 @@ std::string format_bytes(std::uint64_t bytes);
 // 1234567.8 -> "1,234,568" (rounded to `decimals` places, default none).
 std::string format_thousands(double value, int decimals = 0);
 
+// A byte difference with its sign: 1536 -> "+1.50 KiB", -512 -> "-512 B", 0 -> "0 B".
+std::string format_signed_bytes(std::int64_t bytes);
+
+// Seconds with the unit chosen by size: 1.5 -> "1.500 s", 0.0123 -> "12.300 ms",
+// 4.2e-5 -> "42.0 µs", 0 -> "0 s".
+std::string format_seconds(double seconds);
+
+// A relative change in percent with its sign: 0.05 -> "+5.0%", -0.073 -> "-7.3%".
+std::string format_change(double fraction);
+
 }  // namespace popkit::reports

@@ -27,3 +27,21 @@ BOOST_AUTO_TEST_CASE(thousands_are_separated) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(units)  // reopened: signed bytes, seconds, changes
+
+BOOST_AUTO_TEST_CASE(differences_seconds_and_changes) {
+  using namespace popkit::reports;
+  BOOST_TEST(format_signed_bytes(0) == "0 B");
+  BOOST_TEST(format_signed_bytes(1536) == "+1.50 KiB");
+  BOOST_TEST(format_signed_bytes(-512) == "-512 B");
+  BOOST_TEST(format_seconds(0) == "0 s");
+  BOOST_TEST(format_seconds(1.5) == "1.500 s");
+  BOOST_TEST(format_seconds(0.0123) == "12.300 ms");
+  BOOST_TEST(format_seconds(4.2e-5) == "42.0 µs");
+  BOOST_TEST(format_change(0.05) == "+5.0%");
+  BOOST_TEST(format_change(-0.073) == "-7.3%");
+  BOOST_TEST(format_change(0.0) == "+0.0%");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

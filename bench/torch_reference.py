@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""The PyTorch reference for popkit's throughput benchmarks.
+
+The same model popkit trains: 784 -> 512 GELU(tanh) -> 512 GELU -> 512 GELU -> 10,
+softmax cross-entropy, Adam (lr 1e-3, betas 0.9/0.999, eps 1e-5), float32, on
+synthetic data of MNIST shape. Modes:
+  plain     one process, one optimizer step per global batch
+  emulated  one process, replicas x accumulation micro-batches per step: forward and
+            backward each micro-batch, gradients summed (loss scaled by 1/(R*A)), step
+  ddp       `--replicas` processes with DistributedDataParallel over gloo on
+            127.0.0.1, each accumulating `--accumulation` micro-batches per step
+Prints one JSON object: samples/s as the median of the repeats after warm-up, with
+min and max. Needs Debian's python3-torch, so run it with /usr/bin/python3.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 512)
+        self.fc2 = nn.Linear(512, 512)
+        self.fc3 = nn.Linear(512, 512)
+        self.fc4 = nn.Linear(512, 10)
+
+    def forward(self, x):
+        x = F.gelu(self.fc1(x), approximate="tanh")
+        x = F.gelu(self.fc2(x), approximate="tanh")
+        x = F.gelu(self.fc3(x), approximate="tanh")
+        return self.fc4(x)
+
+
+def make_data(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    prototypes = torch.rand(10, 784, generator=g)
+    labels = torch.randint(0, 10, (n,), generator=g)
+    images = prototypes[labels] + 0.25 * torch.randn(n, 784, generator=g)
+    return images, labels
+
+
+def timed_steps(step, steps):
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return time.perf_counter() - start
+
+
+def run(args, rank=0, world=1):
+    torch.manual_seed(args.seed)
+    model = Mlp()
+    if world > 1:
+        model = nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-5)
+    mb = args.micro_batch
+    if args.mode == "plain":
+        per_step_batches = 1
+        mb = args.micro_batch * args.replicas * args.accumulation
+    elif args.mode == "emulated":
+        per_step_batches = args.replicas * args.accumulation
+    else:
+        per_step_batches = args.accumulation
+    images, labels = make_data(mb * per_step_batches * 4, args.seed + rank)
+    cursor = [0]
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        for k in range(per_step_batches):
+            lo = (cursor[0] % 4) * mb * per_step_batches + k * mb
+            x, y = images[lo:lo + mb], labels[lo:lo + mb]
+            ctx = model.no_sync() if world > 1 and k < per_step_batches - 1 else _Null()
+            with ctx:
+                loss = F.cross_entropy(model(x), y) / per_step_batches
+                loss.backward()
+        opt.step()
+        cursor[0] += 1
+
+    global_batch = args.micro_batch * args.replicas * args.accumulation
+    timed_steps(step, args.warmup)
+    rates = []
+    for _ in range(args.repeats):
+        if world > 1:
+            torch.distributed.barrier()
+        seconds = timed_steps(step, args.steps)
+        rates.append(global_batch * args.steps / seconds)
+    return rates
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def ddp_worker(rank, args, queue):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(args.port)
+    torch.set_num_threads(args.threads)
+    torch.distributed.init_process_group("gloo", rank=rank, world_size=args.replicas)
+    rates = run(args, rank, args.replicas)
+    if rank == 0:
+        queue.put(rates)
+    torch.distributed.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--mode", choices=["plain", "emulated", "ddp"], default="plain")
+    p.add_argument("--micro-batch", type=int, default=8)
+    p.add_argument("--replicas", type=int, default=2)
+    p.add_argument("--accumulation", type=int, default=4)
+    p.add_argument("--steps", type=int, default=50, help="optimizer steps per timed repeat")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--threads", type=int, default=0, help="torch threads per process (0: cores / processes)")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--port", type=int, default=29517)
+    args = p.parse_args()
+    cores = os.cpu_count() or 1
+    if args.threads <= 0:
+        args.threads = max(1, cores // (args.replicas if args.mode == "ddp" else 1))
+    if args.mode == "ddp":
+        import torch.multiprocessing as mp
+        ctx = mp.get_context("spawn")
+        queue = ctx.SimpleQueue()
+        mp.spawn(ddp_worker, args=(args, queue), nprocs=args.replicas, join=True)
+        rates = queue.get()
+    else:
+        torch.set_num_threads(args.threads)
+        rates = run(args)
+    print(json.dumps({
+        "tool": "pytorch", "version": torch.__version__, "mode": args.mode,
+        "micro_batch": args.micro_batch, "replicas": args.replicas, "accumulation": args.accumulation,
+        "global_batch": args.micro_batch * args.replicas * args.accumulation, "threads": args.threads,
+        "samples_per_second": {"median": statistics.median(rates), "min": min(rates), "max": max(rates)},
+        "repeats": len(rates), "steps_per_repeat": args.steps,
+        "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", ""),
+    }))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

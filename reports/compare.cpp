@@ -1,0 +1,220 @@
+#include "reports/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <regex>
+
+#include "reports/input_error.h"
+#include "reports/units.h"
+
+namespace popkit::reports {
+
+namespace {
+
+struct MetricInfo {
+  Metric metric;
+  const char* key;
+};
+constexpr std::array<MetricInfo, 4> kMetrics{{{Metric::kThroughput, "throughput"},
+                                              {Metric::kExecutionTime, "execution_time"},
+                                              {Metric::kPeakMemory, "peak_memory"},
+                                              {Metric::kStreamingMemory, "streaming_memory"}}};
+
+const char* metric_key(Metric m) {
+  for (const MetricInfo& i : kMetrics)
+    if (i.metric == m) return i.key;
+  return "?";
+}
+
+std::string metric_text(Metric m, double v) {
+  switch (m) {
+    case Metric::kThroughput:
+      return format_thousands(v, 1) + " samples/s";
+    case Metric::kExecutionTime:
+      return format_seconds(v);
+    case Metric::kPeakMemory:
+    case Metric::kStreamingMemory:
+      return format_bytes(static_cast<std::uint64_t>(v));
+  }
+  return "?";
+}
+
+// value / base; a zero base gives 1 for a zero value, else infinity.
+double ratio(double value, double base) {
+  if (base == 0.0) return value == 0.0 ? 1.0 : std::numeric_limits<double>::infinity();
+  return value / base;
+}
+
+Cell ratio_cell(double value, double base) {
+  const double r = ratio(value, base);
+  if (std::isinf(r)) return Cell{"n/a", {}};
+  return Cell{fmt::format("{:.2f}x", r), r};
+}
+
+std::string format_percent_bound(double p) {
+  return fmt::format("{}{}%", p > 0 ? "+" : "", p);
+}
+
+// Decimals for a column of seconds: three significant digits for its smallest non-zero
+// value (plan estimates are microseconds, runs milliseconds), at least 4, at most 9.
+int seconds_decimals(const std::vector<CompareRow>& rows) {
+  double smallest = 0.0;
+  for (const CompareRow& r : rows) {
+    if (r.execution_time > 0 && (smallest == 0.0 || r.execution_time < smallest)) {
+      smallest = r.execution_time;
+    }
+  }
+  if (smallest == 0.0) return 4;
+  const int decimals = 2 - static_cast<int>(std::floor(std::log10(smallest)));
+  return std::clamp(decimals, 4, 9);
+}
+
+}  // namespace
+
+double CompareRow::metric(Metric m) const {
+  switch (m) {
+    case Metric::kThroughput:
+      return throughput;
+    case Metric::kExecutionTime:
+      return execution_time;
+    case Metric::kPeakMemory:
+      return static_cast<double>(peak_memory);
+    case Metric::kStreamingMemory:
+      return static_cast<double>(streaming_memory);
+  }
+  return 0.0;
+}
+
+Comparison compare(const std::vector<Source>& sources, const std::vector<std::string>& names,
+                   const std::string& baseline) {
+  if (!names.empty() && names.size() != sources.size()) {
+    throw InputError("--names: {} names for {} files", names.size(), sources.size());
+  }
+  Comparison c;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    const Source& s = sources[i];
+    CompareRow row;
+    row.name = names.empty() ? s.name : names[i];
+    for (const CompareRow& other : c.rows) {
+      if (other.name == row.name) {
+        throw InputError("two rows are named \"{}\"; name them with --names a,b,...", row.name);
+      }
+    }
+    row.kind = s.kind;
+    row.sharding_threshold = s.record.plan.sharding_threshold;
+    row.throughput = samples_per_second(s);
+    row.execution_time = step_seconds(s);
+    row.peak_memory = peak_memory(s);
+    row.streaming_memory = streaming_memory(s);
+    c.rows.push_back(std::move(row));
+  }
+  if (!baseline.empty()) {
+    const auto it = std::find_if(c.rows.begin(), c.rows.end(),
+                                 [&](const CompareRow& r) { return r.name == baseline; });
+    if (it == c.rows.end()) {
+      std::string known;
+      for (const CompareRow& r : c.rows) known += (known.empty() ? "" : ", ") + r.name;
+      throw InputError("--baseline: no row is named \"{}\" (rows: {})", baseline, known);
+    }
+    c.baseline = static_cast<std::size_t>(it - c.rows.begin());
+  }
+  return c;
+}
+
+Report compare_report(const Comparison& c) {
+  Table t;
+  t.key = "compare";
+  t.title = "Comparison";
+  if (!c.rows.empty()) {
+    t.notes.push_back(fmt::format(
+        "ratios against baseline \"{}\"; execution time per optimizer step (runs: median); "
+        "plan rows are estimates, run rows measurements",
+        c.rows[c.baseline].name));
+  }
+  t.columns = {{"case", "Case", false},
+               {"source", "Source", false},
+               {"threshold", "Threshold", true},
+               {"throughput", "Throughput (samples/s)", true},
+               {"throughput_ratio", "vs base", true},
+               {"execution_time", "Execution time (s)", true},
+               {"execution_time_ratio", "vs base", true},
+               {"peak_memory", "Peak memory per replica", true},
+               {"peak_memory_ratio", "vs base", true},
+               {"streaming_memory", "Streaming memory", true},
+               {"streaming_memory_ratio", "vs base", true}};
+  const int decimals = seconds_decimals(c.rows);
+  for (const CompareRow& r : c.rows) {
+    const CompareRow& b = c.rows[c.baseline];
+    t.rows.push_back({
+        Cell{r.name, {}},
+        Cell{r.kind == SourceKind::kPlan ? "estimate" : "measured", {}},
+        r.sharding_threshold == 0
+            ? Cell{"off", {}}
+            : Cell{format_thousands(static_cast<double>(r.sharding_threshold)),
+                   static_cast<double>(r.sharding_threshold)},
+        Cell{format_thousands(r.throughput, 1), r.throughput},
+        ratio_cell(r.throughput, b.throughput),
+        Cell{fmt::format("{:.{}f}", r.execution_time, decimals), r.execution_time},
+        ratio_cell(r.execution_time, b.execution_time),
+        Cell{format_bytes(r.peak_memory), static_cast<double>(r.peak_memory)},
+        ratio_cell(static_cast<double>(r.peak_memory), static_cast<double>(b.peak_memory)),
+        Cell{format_bytes(r.streaming_memory), static_cast<double>(r.streaming_memory)},
+        ratio_cell(static_cast<double>(r.streaming_memory),
+                   static_cast<double>(b.streaming_memory)),
+    });
+  }
+  fold_equal_columns(t, {"case"});
+  return Report{{t}};
+}
+
+Gate parse_gate(const std::string& text) {
+  static const std::regex kGate(R"(^\s*([a-z_]+)\s*([<>])\s*([+-]?[0-9]+(\.[0-9]+)?)\s*%\s*$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, kGate)) {
+    throw InputError(
+        "--fail-if '{}': want METRIC < PERCENT or METRIC > PERCENT, e.g. 'throughput < -5%'", text);
+  }
+  Gate g;
+  g.text = text;
+  const std::string key = m[1].str();
+  const auto it = std::find_if(kMetrics.begin(), kMetrics.end(),
+                               [&](const MetricInfo& i) { return key == i.key; });
+  if (it == kMetrics.end()) {
+    throw InputError(
+        "--fail-if '{}': unknown metric \"{}\" (throughput, execution_time, peak_memory, "
+        "streaming_memory)",
+        text, key);
+  }
+  g.metric = it->metric;
+  g.less = m[2].str() == "<";
+  g.percent = std::stod(m[3].str());
+  return g;
+}
+
+std::vector<std::string> check_gates(const Comparison& c, const std::vector<Gate>& gates) {
+  std::vector<std::string> failures;
+  if (c.rows.empty()) return failures;
+  const CompareRow& base = c.rows[c.baseline];
+  for (std::size_t i = 0; i < c.rows.size(); ++i) {
+    if (i == c.baseline) continue;
+    const CompareRow& row = c.rows[i];
+    for (const Gate& g : gates) {
+      const double value = row.metric(g.metric);
+      const double base_value = base.metric(g.metric);
+      const double change = (ratio(value, base_value) - 1.0) * 100.0;
+      const bool failed = g.less ? change < g.percent : change > g.percent;
+      if (!failed) continue;
+      failures.push_back(
+          fmt::format("{}: {} {} {} {} ({} vs {} of baseline {})", row.name, metric_key(g.metric),
+                      std::isinf(change) ? std::string("+inf%") : format_change(change / 100.0),
+                      g.less ? "<" : ">", format_percent_bound(g.percent),
+                      metric_text(g.metric, value), metric_text(g.metric, base_value), base.name));
+    }
+  }
+  return failures;
+}
+
+}  // namespace popkit::reports

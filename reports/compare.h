@@ -1,0 +1,59 @@
+// `popreport compare`: one row per plan or run file, in the shape of the PopXL
+// remote-variables tutorial's table (Case | Threshold | Throughput | Execution time |
+// Peak memory per replica | Streaming memory), ratios against a baseline, and the CI
+// gate (--fail-if 'throughput < -5%') that says which row falls short and by how much.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "reports/source.h"
+#include "reports/table.h"
+
+namespace popkit::reports {
+
+enum class Metric { kThroughput, kExecutionTime, kPeakMemory, kStreamingMemory };
+
+struct CompareRow {
+  std::string name;
+  SourceKind kind = SourceKind::kRun;
+  std::int64_t sharding_threshold = 0;  // 0 = off
+  double throughput = 0.0;              // samples/s
+  double execution_time = 0.0;          // seconds per optimizer step
+  std::uint64_t peak_memory = 0;        // per replica
+  std::uint64_t streaming_memory = 0;   // per replica
+  [[nodiscard]] double metric(Metric m) const;
+};
+
+struct Comparison {
+  std::vector<CompareRow> rows;
+  std::size_t baseline = 0;
+};
+
+// `names` (one per source, or empty: the files' stems) name the rows; `baseline` is a
+// row name (empty: the first row). Throws InputError for a wrong count of names, a
+// repeated name or an unknown baseline.
+Comparison compare(const std::vector<Source>& sources, const std::vector<std::string>& names,
+                   const std::string& baseline);
+
+// The table: columns equal in every row are folded into header lines; "case" stays.
+Report compare_report(const Comparison& comparison);
+
+// `METRIC < PERCENT` or `METRIC > PERCENT`: the row fails when its change against the
+// baseline, in percent, is below (<) or above (>) the bound.
+struct Gate {
+  std::string text;  // as the user wrote it
+  Metric metric = Metric::kThroughput;
+  bool less = true;
+  double percent = 0.0;
+};
+
+// Throws InputError for anything but `throughput|execution_time|peak_memory|
+// streaming_memory  <|>  [+-]N%`.
+Gate parse_gate(const std::string& text);
+
+// One line per failing (row, gate), e.g. "b: throughput -7.3% < -5% (925.9 vs 1,000.0
+// samples/s of baseline a)"; empty when every row passes. The baseline row is not checked.
+std::vector<std::string> check_gates(const Comparison& comparison, const std::vector<Gate>& gates);
+
+}  // namespace popkit::reports

@@ -1,0 +1,129 @@
+#include "reports/memory_report.h"
+
+#include <fmt/format.h>
+
+#include "reports/units.h"
+
+namespace popkit::reports {
+
+namespace {
+
+Cell bytes_cell(std::uint64_t b) {
+  return Cell{format_bytes(b), static_cast<double>(b)};
+}
+
+Cell diff_cell(std::uint64_t measured, std::uint64_t planned) {
+  const auto d = static_cast<std::int64_t>(measured) - static_cast<std::int64_t>(planned);
+  return Cell{format_signed_bytes(d), static_cast<double>(d)};
+}
+
+std::string kind_word(SourceKind k) {
+  return k == SourceKind::kPlan ? "plan" : "run";
+}
+
+bool all_equal(const std::vector<Memory>& ms) {
+  for (const Memory& m : ms) {
+    if (m.peak != ms.front().peak || m.always_live != ms.front().always_live ||
+        m.not_always_live != ms.front().not_always_live || m.by_class != ms.front().by_class) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string source_title(const Source& s) {
+  return fmt::format("{} ({} {}, {} replicas, {} execution)", s.file, kind_word(s.kind),
+                     s.record.plan.name, s.record.plan.replication_factor,
+                     s.record.plan.execution_mode);
+}
+
+std::vector<Cell> memory_cells(const std::string& phase, const std::string& source, const Memory& m,
+                               const Memory* planned) {
+  std::vector<Cell> row{Cell{phase, {}}, Cell{source, {}}, bytes_cell(m.always_live),
+                        bytes_cell(m.not_always_live), bytes_cell(m.peak)};
+  if (planned) row.push_back(source == "planned" ? Cell{} : diff_cell(m.peak, planned->peak));
+  for (std::uint64_t b : m.by_class) row.push_back(bytes_cell(b));
+  return row;
+}
+
+Table phase_table(const Source& s) {
+  const bool run = s.kind == SourceKind::kRun;
+  Table t;
+  t.key = "memory";
+  t.title = "Device memory per replica by phase: " + source_title(s);
+  const PlanSummary& p = s.record.plan;
+  t.notes.push_back(fmt::format("device memory {} per replica; planned peak {} ({})",
+                                format_bytes(p.memory_per_replica), format_bytes(p.peak_bytes),
+                                p.fits ? "fits" : "does not fit"));
+  t.columns = {{"phase", "Phase", false},
+               {"source", "Source", false},
+               {"always_live", "Always-live", true},
+               {"not_always_live", "Not-always-live", true},
+               {"peak", "Peak", true}};
+  if (run) t.columns.push_back({"peak_vs_plan", "Δ peak", true});
+  for (const auto& [key, title] : std::vector<std::pair<std::string, std::string>>{
+           {"weights", "Weights"},
+           {"gradient_accumulators", "Grad accumulators"},
+           {"optimizer_state", "Optimizer state"},
+           {"activations", "Activations"},
+           {"io_slots", "IO slots"}}) {
+    t.columns.push_back({key, title, true});
+  }
+  bool identical = true;
+  for (const PhaseRecord& ph : s.record.phases) identical = identical && all_equal(ph.measured);
+  const std::size_t n_replicas =
+      run && !s.record.phases.empty() ? s.record.phases.front().measured.size() : 0;
+  if (run && identical && n_replicas > 1) {
+    t.notes.push_back(fmt::format("measured: identical on all {} replicas", n_replicas));
+  }
+  for (const PhaseRecord& ph : s.record.phases) {
+    const Memory* planned = run ? &ph.planned : nullptr;
+    t.rows.push_back(memory_cells(ph.name, "planned", ph.planned, planned));
+    if (!run || ph.measured.empty()) continue;
+    if (identical) {
+      t.rows.push_back(memory_cells(ph.name, "measured", ph.measured.front(), planned));
+    } else {
+      for (std::size_t r = 0; r < ph.measured.size(); ++r) {
+        t.rows.push_back(
+            memory_cells(ph.name, fmt::format("measured r{}", r), ph.measured[r], planned));
+      }
+    }
+  }
+  return t;
+}
+
+Table streaming_table(const Source& s) {
+  const bool run = s.kind == SourceKind::kRun;
+  Table t;
+  t.key = "streaming";
+  t.title = "Streaming memory per replica: " + s.file;
+  t.columns = {{"source", "Source", false}, {"bytes", "Streaming memory", true}};
+  if (run) t.columns.push_back({"vs_plan", "Δ", true});
+  const std::uint64_t planned = s.record.streaming_planned;
+  std::vector<Cell> planned_row{Cell{"planned", {}}, bytes_cell(planned)};
+  if (run) planned_row.emplace_back();
+  t.rows.push_back(planned_row);
+  if (!run) return t;
+  const auto& m = s.record.streaming_measured;
+  const bool identical =
+      std::all_of(m.begin(), m.end(), [&](std::uint64_t b) { return b == m.front(); });
+  for (std::size_t r = 0; r < m.size(); ++r) {
+    t.rows.push_back({Cell{identical ? "measured" : fmt::format("measured r{}", r), {}},
+                      bytes_cell(m[r]), diff_cell(m[r], planned)});
+    if (identical) break;
+  }
+  return t;
+}
+
+}  // namespace
+
+Report memory_report(const std::vector<Source>& sources) {
+  Report report;
+  for (const Source& s : sources) {
+    report.tables.push_back(phase_table(s));
+    report.tables.push_back(streaming_table(s));
+  }
+  return report;
+}
+
+}  // namespace popkit::reports

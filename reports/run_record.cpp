@@ -1,0 +1,356 @@
+#include "reports/run_record.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "planner/names.h"
+#include "popkit/version.h"
+#include "reports/json_reader.h"
+
+namespace popkit::reports {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<planner::TensorClass, planner::kNumTensorClasses> kClasses{
+    planner::TensorClass::kWeights, planner::TensorClass::kGradAccumulators,
+    planner::TensorClass::kOptimizerState, planner::TensorClass::kActivations,
+    planner::TensorClass::kIoSlots};
+
+std::string execution_mode_name(config::ExecutionMode m) {
+  return m == config::ExecutionMode::kPhased ? "phased" : "standard";
+}
+
+std::string io_mode_name(config::IoMode m) {
+  switch (m) {
+    case config::IoMode::kCompute:
+      return "compute";
+    case config::IoMode::kIo:
+      return "io";
+    case config::IoMode::kIoOverlapped:
+      return "io_overlapped";
+  }
+  return "?";
+}
+
+Memory memory_from_phase(const planner::PhaseMemory& m) {
+  return Memory{m.always_live, m.not_always_live, m.peak, m.peak_by_class};
+}
+
+json memory_to_json(const Memory& m) {
+  json by_class = json::object();
+  for (const planner::TensorClass c : kClasses) {
+    by_class[std::string(planner::tensor_class_name(c))] = m.by_class[static_cast<std::size_t>(c)];
+  }
+  return {{"always_live", m.always_live},
+          {"not_always_live", m.not_always_live},
+          {"peak", m.peak},
+          {"by_class", by_class}};
+}
+
+Memory memory_from_json(const JsonReader& r) {
+  Memory m;
+  m.always_live = r.bytes("always_live");
+  m.not_always_live = r.bytes("not_always_live");
+  m.peak = r.bytes("peak");
+  const JsonReader by_class = r.object("by_class");
+  for (const planner::TensorClass c : kClasses) {
+    m.by_class[static_cast<std::size_t>(c)] =
+        by_class.bytes(std::string(planner::tensor_class_name(c)));
+  }
+  return m;
+}
+
+json seconds_to_json(const OpKindSeconds& s) {
+  return {{"compute", s.compute},
+          {"collective", s.collective},
+          {"remote", s.remote},
+          {"host_io", s.host_io}};
+}
+
+OpKindSeconds seconds_from_json(const JsonReader& r) {
+  return OpKindSeconds{r.number("compute"), r.number("collective"), r.number("remote"),
+                       r.number("host_io")};
+}
+
+json bytes_to_json(const BytesMoved& b) {
+  return {{"host", b.host}, {"remote", b.remote}, {"collective", b.collective}};
+}
+
+BytesMoved bytes_from_json(const JsonReader& r) {
+  return BytesMoved{r.bytes("host"), r.bytes("remote"), r.bytes("collective")};
+}
+
+json plan_summary_to_json(const PlanSummary& p) {
+  return {{"name", p.name},
+          {"replication_factor", p.replication_factor},
+          {"micro_batch_size", p.micro_batch_size},
+          {"gradient_accumulation", p.gradient_accumulation},
+          {"global_batch_size", p.global_batch_size},
+          {"execution_mode", p.execution_mode},
+          {"io_mode", p.io_mode},
+          {"sharding_threshold", p.sharding_threshold},
+          {"device_profile", p.device_profile},
+          {"memory_per_replica", p.memory_per_replica},
+          {"fits", p.fits},
+          {"peak_bytes", p.peak_bytes},
+          {"always_live_bytes", p.always_live_bytes},
+          {"streaming_bytes", p.streaming_bytes},
+          {"estimated_step_seconds", p.estimated_step_seconds},
+          {"estimated_samples_per_second", p.estimated_samples_per_second}};
+}
+
+PlanSummary plan_summary_from_json(const JsonReader& r) {
+  PlanSummary p;
+  p.name = r.string("name");
+  p.replication_factor = r.integer("replication_factor");
+  p.micro_batch_size = r.integer("micro_batch_size");
+  p.gradient_accumulation = r.integer("gradient_accumulation");
+  p.global_batch_size = r.integer("global_batch_size");
+  p.execution_mode = r.string("execution_mode");
+  p.io_mode = r.string("io_mode");
+  p.sharding_threshold = r.integer("sharding_threshold");
+  p.device_profile = r.string("device_profile");
+  p.memory_per_replica = r.bytes("memory_per_replica");
+  p.fits = r.boolean("fits");
+  p.peak_bytes = r.bytes("peak_bytes");
+  p.always_live_bytes = r.bytes("always_live_bytes");
+  p.streaming_bytes = r.bytes("streaming_bytes");
+  p.estimated_step_seconds = r.number("estimated_step_seconds");
+  p.estimated_samples_per_second = r.number("estimated_samples_per_second");
+  return p;
+}
+
+void add_op_bytes(const std::vector<planner::Op>& ops, BytesMoved& b) {
+  // A repeat's cost already covers its body times its steps: count it once.
+  for (const planner::Op& op : ops) {
+    b.host += op.host_bytes;
+    b.remote += op.remote_bytes;
+    b.collective += op.collective_bytes;
+  }
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const std::size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::size_t start = line.find_first_not_of(' ', colon + 1);
+        return start == std::string::npos ? "" : line.substr(start);
+      }
+    }
+  }
+  return "unknown";
+}
+
+std::string compiler_name() {
+#if defined(__clang__)
+  return fmt::format("clang {}.{}.{}", __clang_major__, __clang_minor__, __clang_patchlevel__);
+#elif defined(__GNUC__)
+  return fmt::format("gcc {}.{}.{}", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__);
+#else
+  return "unknown";
+#endif
+}
+
+}  // namespace
+
+PlanSummary plan_summary(const planner::Plan& plan) {
+  PlanSummary p;
+  p.name = plan.name;
+  p.replication_factor = plan.replication_factor;
+  p.micro_batch_size = plan.micro_batch_size;
+  p.gradient_accumulation = plan.gradient_accumulation;
+  p.global_batch_size = plan.global_batch_size;
+  p.execution_mode = execution_mode_name(plan.mode);
+  p.io_mode = io_mode_name(plan.io_mode);
+  p.sharding_threshold = plan.sharding_threshold;
+  p.device_profile = plan.device_profile;
+  p.memory_per_replica = plan.memory_per_replica;
+  p.fits = plan.fits;
+  p.peak_bytes = plan.peak_bytes;
+  p.always_live_bytes = plan.always_live_bytes;
+  p.streaming_bytes = plan.streaming_bytes;
+  p.estimated_step_seconds = plan.estimated_step_seconds;
+  p.estimated_samples_per_second = plan.estimated_samples_per_second;
+  return p;
+}
+
+BytesMoved planned_bytes_moved(const planner::Plan& plan) {
+  BytesMoved b;
+  for (const planner::Phase& phase : plan.phases) add_op_bytes(phase.ops, b);
+  return b;
+}
+
+RunRecord record_from_plan(const planner::Plan& plan) {
+  RunRecord r;
+  r.name = plan.name;
+  r.plan = plan_summary(plan);
+  for (const planner::Phase& phase : plan.phases) {
+    PhaseRecord p;
+    p.name = phase.name;
+    p.planned = memory_from_phase(phase.memory);
+    p.planned_seconds = phase.estimated_seconds;
+    r.phases.push_back(std::move(p));
+  }
+  r.streaming_planned = plan.streaming_bytes;
+  r.bytes_planned = planned_bytes_moved(plan);
+  return r;
+}
+
+Throughput throughput_from_steps(const std::vector<double>& step_seconds,
+                                 std::int64_t global_batch_size, std::int64_t warmup_steps) {
+  Throughput t;
+  if (step_seconds.empty()) return t;
+  const auto n = static_cast<std::int64_t>(step_seconds.size());
+  t.warmup_steps = std::clamp<std::int64_t>(warmup_steps, 0, n - 1);
+  std::vector<double> rates;
+  for (std::int64_t i = t.warmup_steps; i < n; ++i) {
+    rates.push_back(static_cast<double>(global_batch_size) /
+                    step_seconds[static_cast<std::size_t>(i)]);
+  }
+  std::sort(rates.begin(), rates.end());
+  const std::size_t m = rates.size();
+  t.median = m % 2 == 1 ? rates[m / 2] : (rates[m / 2 - 1] + rates[m / 2]) / 2.0;
+  t.min = rates.front();
+  t.max = rates.back();
+  return t;
+}
+
+Environment current_environment(std::int64_t n_threads) {
+  Environment e;
+  e.cpu_model = cpu_model();
+  e.n_cores = static_cast<std::int64_t>(std::thread::hardware_concurrency());
+  e.n_threads = n_threads;
+  e.compiler = compiler_name();
+  e.build_type = kBuildType;
+  e.git_revision = kGitRevision;
+  e.popkit_version = kVersion;
+  return e;
+}
+
+nlohmann::json run_record_to_json(const RunRecord& r) {
+  json phases = json::array();
+  for (const PhaseRecord& p : r.phases) {
+    json measured = json::array();
+    for (const Memory& m : p.measured) measured.push_back(memory_to_json(m));
+    phases.push_back({{"name", p.name},
+                      {"planned_memory", memory_to_json(p.planned)},
+                      {"measured_memory", measured},
+                      {"planned_seconds", p.planned_seconds},
+                      {"measured_seconds", p.measured_seconds},
+                      {"measured_seconds_by_kind", seconds_to_json(p.measured_by_kind)}});
+  }
+  json test = nullptr;
+  if (r.test) {
+    test = {
+        {"accuracy", r.test->accuracy}, {"loss", r.test->loss}, {"n_samples", r.test->n_samples}};
+  }
+  json checkpoints = json::array();
+  for (const CheckpointRecord& c : r.checkpoints) {
+    checkpoints.push_back({{"path", c.path}, {"step", c.step}});
+  }
+  const Environment& e = r.environment;
+  return {
+      {"kind", "run"},
+      {"version", r.version},
+      {"name", r.name},
+      {"config", r.config},
+      {"plan", plan_summary_to_json(r.plan)},
+      {"phases", phases},
+      {"streaming_memory", {{"planned", r.streaming_planned}, {"measured", r.streaming_measured}}},
+      {"step_seconds", r.step_seconds},
+      {"loss", r.loss},
+      {"throughput",
+       {{"median", r.throughput.median},
+        {"min", r.throughput.min},
+        {"max", r.throughput.max},
+        {"warmup_steps", r.throughput.warmup_steps}}},
+      {"test", test},
+      {"bytes_moved",
+       {{"planned", bytes_to_json(r.bytes_planned)},
+        {"measured", bytes_to_json(r.bytes_measured)}}},
+      {"checkpoints", checkpoints},
+      {"environment",
+       {{"cpu_model", e.cpu_model},
+        {"n_cores", e.n_cores},
+        {"n_threads", e.n_threads},
+        {"compiler", e.compiler},
+        {"build_type", e.build_type},
+        {"git_revision", e.git_revision},
+        {"popkit_version", e.popkit_version}}}};
+}
+
+RunRecord run_record_from_json(const nlohmann::json& json, const std::string& filename) {
+  const JsonReader top(json, filename);
+  const std::string kind = top.string("kind");
+  if (kind != "run") top.fail("kind", fmt::format("\"{}\" is not a run file (want \"run\")", kind));
+  RunRecord r;
+  r.version = static_cast<int>(top.integer("version"));
+  if (r.version > kRunFileVersion) {
+    top.fail("version", fmt::format("{} is newer than this build of popkit reads ({})", r.version,
+                                    kRunFileVersion));
+  }
+  if (r.version < 1) top.fail("version", fmt::format("{} is not a run file version", r.version));
+  r.name = top.string("name");
+  r.config = top.value("config");
+  r.plan = plan_summary_from_json(top.object("plan"));
+  for (const JsonReader& p : top.array("phases")) {
+    PhaseRecord phase;
+    phase.name = p.string("name");
+    phase.planned = memory_from_json(p.object("planned_memory"));
+    for (const JsonReader& m : p.array("measured_memory")) {
+      phase.measured.push_back(memory_from_json(m));
+    }
+    phase.planned_seconds = p.number("planned_seconds");
+    phase.measured_seconds = p.number("measured_seconds");
+    phase.measured_by_kind = seconds_from_json(p.object("measured_seconds_by_kind"));
+    r.phases.push_back(std::move(phase));
+  }
+  const JsonReader streaming = top.object("streaming_memory");
+  r.streaming_planned = streaming.bytes("planned");
+  r.streaming_measured = streaming.bytes_list("measured");
+  r.step_seconds = top.numbers("step_seconds");
+  r.loss = top.numbers("loss");
+  const JsonReader t = top.object("throughput");
+  r.throughput =
+      Throughput{t.number("median"), t.number("min"), t.number("max"), t.integer("warmup_steps")};
+  if (!top.value("test").is_null()) {
+    const JsonReader test = top.object("test");
+    r.test = TestResult{test.number("accuracy"), test.number("loss"), test.integer("n_samples")};
+  }
+  const JsonReader bytes = top.object("bytes_moved");
+  r.bytes_planned = bytes_from_json(bytes.object("planned"));
+  r.bytes_measured = bytes_from_json(bytes.object("measured"));
+  for (const JsonReader& c : top.array("checkpoints")) {
+    r.checkpoints.push_back(CheckpointRecord{c.string("path"), c.integer("step")});
+  }
+  const JsonReader e = top.object("environment");
+  r.environment =
+      Environment{e.string("cpu_model"),     e.integer("n_cores"),   e.integer("n_threads"),
+                  e.string("compiler"),      e.string("build_type"), e.string("git_revision"),
+                  e.string("popkit_version")};
+  return r;
+}
+
+void write_run_file(const RunRecord& record, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error("{}: cannot open for writing", tmp);
+    out << run_record_to_json(record).dump(2) << '\n';
+    out.flush();
+    if (!out) throw Error("{}: write failed", tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw Error("{}: cannot rename to {}: {}", tmp, path, ec.message());
+}
+
+}  // namespace popkit::reports

@@ -1,0 +1,148 @@
+// The run file: what `poprun` measured in one run, beside what the plan predicted
+// (schemas/run.schema.json). reports/ owns this format: poprun fills a RunRecord and
+// calls write_run_file; popreport reads it back with run_record_from_json. Memory
+// figures are per replica in bytes; times are seconds per optimizer step unless a
+// name says otherwise.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/plan.h"
+
+namespace popkit::reports {
+
+inline constexpr int kRunFileVersion = 1;
+
+// Device memory of one replica in one phase (planner::PhaseMemory's figures):
+// not_always_live = peak - always_live; by_class at the first sample that reaches peak.
+struct Memory {
+  std::uint64_t always_live = 0;
+  std::uint64_t not_always_live = 0;
+  std::uint64_t peak = 0;
+  planner::ClassBytes by_class{};
+};
+
+// Where a phase's time went, by the kind of its ops.
+struct OpKindSeconds {
+  double compute = 0.0;     // forward, loss, backward, optimizer step, zero, slice
+  double collective = 0.0;  // all-gather, reduce-scatter, all-reduce
+  double remote = 0.0;      // remote load and store (streaming memory)
+  double host_io = 0.0;     // host load and store
+};
+
+struct PhaseRecord {
+  std::string name;
+  Memory planned;
+  std::vector<Memory> measured;    // one per replica, in replica order; empty for a plan
+  double planned_seconds = 0.0;    // the plan's estimate, per optimizer step
+  double measured_seconds = 0.0;   // mean per optimizer step
+  OpKindSeconds measured_by_kind;  // mean per optimizer step
+};
+
+// Bytes moved per replica per optimizer step, by kind.
+struct BytesMoved {
+  std::uint64_t host = 0;
+  std::uint64_t remote = 0;
+  std::uint64_t collective = 0;  // sent + received
+};
+
+// samples/s of each step = global_batch_size / step seconds; median, min and max over
+// the steps after the first `warmup_steps`.
+struct Throughput {
+  double median = 0.0;
+  double min = 0.0;
+  double max = 0.0;
+  std::int64_t warmup_steps = 0;
+};
+
+struct TestResult {
+  double accuracy = 0.0;  // fraction in [0, 1]
+  double loss = 0.0;
+  std::int64_t n_samples = 0;
+};
+
+struct CheckpointRecord {
+  std::string path;
+  std::int64_t step = 0;
+};
+
+struct Environment {
+  std::string cpu_model;
+  std::int64_t n_cores = 0;
+  std::int64_t n_threads = 0;
+  std::string compiler;
+  std::string build_type;
+  std::string git_revision;
+  std::string popkit_version;
+};
+
+// The plan's headline figures, copied into the run file so a run reads on its own.
+struct PlanSummary {
+  std::string name;
+  std::int64_t replication_factor = 1;
+  std::int64_t micro_batch_size = 1;
+  std::int64_t gradient_accumulation = 1;
+  std::int64_t global_batch_size = 1;
+  std::string execution_mode;           // "phased" | "standard"
+  std::string io_mode;                  // "compute" | "io" | "io_overlapped"
+  std::int64_t sharding_threshold = 0;  // 0 = sharding off
+  std::string device_profile;
+  std::uint64_t memory_per_replica = 0;
+  bool fits = true;
+  std::uint64_t peak_bytes = 0;
+  std::uint64_t always_live_bytes = 0;
+  std::uint64_t streaming_bytes = 0;
+  double estimated_step_seconds = 0.0;
+  double estimated_samples_per_second = 0.0;
+};
+
+struct RunRecord {
+  int version = kRunFileVersion;
+  std::string name;
+  nlohmann::json config = nlohmann::json::object();  // the config as resolved
+  PlanSummary plan;
+  std::vector<PhaseRecord> phases;
+  std::uint64_t streaming_planned = 0;            // per replica
+  std::vector<std::uint64_t> streaming_measured;  // one per replica
+  std::vector<double> step_seconds;               // per optimizer step, in order
+  std::vector<double> loss;  // per optimizer step: mean over micro-batches and replicas
+  Throughput throughput;
+  std::optional<TestResult> test;
+  BytesMoved bytes_planned;   // per replica per optimizer step
+  BytesMoved bytes_measured;  // per replica per optimizer step (mean)
+  std::vector<CheckpointRecord> checkpoints;
+  Environment environment;
+};
+
+// The plan's summary and its planned per-phase figures, ready for poprun to add
+// measurements to.
+PlanSummary plan_summary(const planner::Plan& plan);
+RunRecord record_from_plan(const planner::Plan& plan);
+
+// Bytes moved per replica per optimizer step as the plan counts them (its phases' ops).
+BytesMoved planned_bytes_moved(const planner::Plan& plan);
+
+// median / min / max of global_batch_size / step_seconds[i] over i >= warmup_steps;
+// warm-up shrinks so that at least one step counts. Empty input gives zeros.
+Throughput throughput_from_steps(const std::vector<double>& step_seconds,
+                                 std::int64_t global_batch_size, std::int64_t warmup_steps);
+
+// This machine and build: CPU model (from /proc/cpuinfo), cores, the given thread
+// count, compiler, build type, git revision, popkit version.
+Environment current_environment(std::int64_t n_threads);
+
+nlohmann::json run_record_to_json(const RunRecord& record);
+
+// Throws InputError naming `filename` and the field: a missing or ill-typed field,
+// `kind` other than "run", or a version newer than kRunFileVersion.
+RunRecord run_record_from_json(const nlohmann::json& json, const std::string& filename);
+
+// Writes the run file atomically (temporary file, then rename); throws popkit::Error.
+void write_run_file(const RunRecord& record, const std::string& path);
+
+}  // namespace popkit::reports

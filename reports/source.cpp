@@ -1,0 +1,83 @@
+#include "reports/source.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "planner/plan_json.h"
+#include "reports/input_error.h"
+#include "reports/json_reader.h"
+
+namespace popkit::reports {
+
+Source source_from_json(const nlohmann::json& json, const std::string& filename) {
+  const JsonReader top(json, filename);
+  Source s;
+  s.file = filename;
+  s.name = std::filesystem::path(filename).stem().string();
+  // Run files say `"kind": "run"`; plan files (the planner's format) have no kind.
+  const std::string kind = top.has("kind") ? top.string("kind") : "plan";
+  if (kind == "run") {
+    s.kind = SourceKind::kRun;
+    s.record = run_record_from_json(json, filename);
+    return s;
+  }
+  if (kind != "plan") {
+    top.fail(
+        "kind",
+        fmt::format("\"{}\" is neither a plan nor a run file (want \"plan\" or \"run\")", kind));
+  }
+  s.kind = SourceKind::kPlan;
+  try {
+    s.record = record_from_plan(planner::plan_from_json(json, filename));
+  } catch (const InputError&) {
+    throw;
+  } catch (const Error& e) {
+    throw InputError("{}", e.what());
+  }
+  return s;
+}
+
+Source load_source(const std::string& filename) {
+  return source_from_json(read_json_file(filename), filename);
+}
+
+std::vector<Source> load_sources(const std::vector<std::string>& filenames) {
+  std::vector<Source> sources;
+  for (const std::string& f : filenames) sources.push_back(load_source(f));
+  return sources;
+}
+
+std::uint64_t peak_memory(const Source& source) {
+  if (source.kind == SourceKind::kPlan) return source.record.plan.peak_bytes;
+  std::uint64_t peak = 0;
+  for (const PhaseRecord& p : source.record.phases) {
+    for (const Memory& m : p.measured) peak = std::max(peak, m.peak);
+  }
+  return peak;
+}
+
+std::uint64_t streaming_memory(const Source& source) {
+  if (source.kind == SourceKind::kPlan) return source.record.streaming_planned;
+  const auto& m = source.record.streaming_measured;
+  return m.empty() ? 0 : *std::max_element(m.begin(), m.end());
+}
+
+double samples_per_second(const Source& source) {
+  if (source.kind == SourceKind::kPlan) return source.record.plan.estimated_samples_per_second;
+  return source.record.throughput.median;
+}
+
+double step_seconds(const Source& source) {
+  if (source.kind == SourceKind::kPlan) return source.record.plan.estimated_step_seconds;
+  const RunRecord& r = source.record;
+  const auto warmup =
+      static_cast<std::size_t>(std::max<std::int64_t>(r.throughput.warmup_steps, 0));
+  if (r.step_seconds.size() <= warmup) return 0.0;
+  std::vector<double> steps(r.step_seconds.begin() + static_cast<std::ptrdiff_t>(warmup),
+                            r.step_seconds.end());
+  std::sort(steps.begin(), steps.end());
+  const std::size_t n = steps.size();
+  return n % 2 == 1 ? steps[n / 2] : (steps[n / 2 - 1] + steps[n / 2]) / 2.0;
+}
+
+}  // namespace popkit::reports

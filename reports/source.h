@@ -1,0 +1,37 @@
+// A file popreport reads: a plan file (planner::plan_from_json) or a run file
+// (run_record_from_json), brought to one model. A plan becomes a RunRecord with only
+// its planned figures, so every table is built once and plan rows show estimates where
+// run rows show measurements.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "reports/run_record.h"
+
+namespace popkit::reports {
+
+enum class SourceKind { kPlan, kRun };
+
+struct Source {
+  std::string file;
+  std::string name;  // the file's stem: "runs/rts.json" -> "rts"
+  SourceKind kind = SourceKind::kRun;
+  RunRecord record;
+};
+
+// Throws InputError naming the file (and the field): not JSON, `kind` neither "plan"
+// nor "run", a newer version, a missing or ill-typed field.
+Source source_from_json(const nlohmann::json& json, const std::string& filename);
+Source load_source(const std::string& filename);
+std::vector<Source> load_sources(const std::vector<std::string>& filenames);
+
+// Whole-program figures of a source, per replica: the planned ones for a plan, the
+// measured ones (the largest over replicas) for a run.
+std::uint64_t peak_memory(const Source& source);
+std::uint64_t streaming_memory(const Source& source);
+double samples_per_second(const Source& source);  // a run's median
+double step_seconds(const Source& source);        // a run's median after warm-up
+
+}  // namespace popkit::reports

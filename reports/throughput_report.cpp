@@ -1,0 +1,141 @@
+#include "reports/throughput_report.h"
+
+#include <fmt/format.h>
+
+#include "reports/units.h"
+
+namespace popkit::reports {
+
+namespace {
+
+Cell rate_cell(double v) {
+  return Cell{format_thousands(v, 1), v};
+}
+Cell seconds_cell(double v) {
+  return Cell{format_seconds(v), v};
+}
+Cell bytes_cell(std::uint64_t b) {
+  return Cell{format_bytes(b), static_cast<double>(b)};
+}
+Cell count_cell(std::int64_t n) {
+  return Cell{format_thousands(static_cast<double>(n)), static_cast<double>(n)};
+}
+Cell plain_cell(double v, int decimals) {
+  return Cell{fmt::format("{:.{}f}", v, decimals), v};
+}
+
+Table summary_table(const Source& s) {
+  const bool run = s.kind == SourceKind::kRun;
+  const RunRecord& r = s.record;
+  Table t;
+  t.key = "throughput";
+  t.title = fmt::format(
+      "Throughput: {} ({} {}, global batch {} = micro-batch {} x accumulation {} x "
+      "{} replicas)",
+      s.file, run ? "run" : "plan", r.plan.name, r.plan.global_batch_size, r.plan.micro_batch_size,
+      r.plan.gradient_accumulation, r.plan.replication_factor);
+  t.columns = {{"metric", "Metric", false}, {"planned", "Planned", true}};
+  if (run) t.columns.push_back({"measured", "Measured", true});
+  auto add = [&](const std::string& metric, Cell planned, Cell measured) {
+    std::vector<Cell> row{Cell{metric, {}}, std::move(planned)};
+    if (run) row.push_back(std::move(measured));
+    t.rows.push_back(std::move(row));
+  };
+  add("samples/s (median)", rate_cell(r.plan.estimated_samples_per_second),
+      rate_cell(r.throughput.median));
+  add("time per step (median)", seconds_cell(r.plan.estimated_step_seconds),
+      seconds_cell(step_seconds(s)));
+  if (!run) return t;
+  t.notes.push_back(fmt::format("{} steps, the first {} not counted (warm-up)",
+                                r.step_seconds.size(), r.throughput.warmup_steps));
+  add("samples/s (min)", Cell{}, rate_cell(r.throughput.min));
+  add("samples/s (max)", Cell{}, rate_cell(r.throughput.max));
+  double total = 0.0;
+  for (double x : r.step_seconds) total += x;
+  add("total step time", Cell{}, seconds_cell(total));
+  if (!r.loss.empty()) add("final training loss", Cell{}, plain_cell(r.loss.back(), 4));
+  if (r.test) {
+    add("test accuracy", Cell{},
+        Cell{fmt::format("{:.2f}%", r.test->accuracy * 100.0), r.test->accuracy});
+    add("test loss", Cell{}, plain_cell(r.test->loss, 4));
+    add("test samples", Cell{}, count_cell(r.test->n_samples));
+  }
+  return t;
+}
+
+Table phase_table(const Source& s) {
+  const bool run = s.kind == SourceKind::kRun;
+  Table t;
+  t.key = "phase_times";
+  t.title = "Time per optimizer step by phase: " + s.file;
+  t.columns = {{"phase", "Phase", false}, {"planned", "Planned", true}};
+  if (run) {
+    t.columns.insert(t.columns.end(), {{"measured", "Measured", true},
+                                       {"compute", "Compute", true},
+                                       {"collective", "Collective", true},
+                                       {"remote", "Remote", true},
+                                       {"host_io", "Host IO", true}});
+  }
+  PhaseRecord total;
+  total.name = "total";
+  for (const PhaseRecord& p : s.record.phases) {
+    std::vector<Cell> row{Cell{p.name, {}}, seconds_cell(p.planned_seconds)};
+    if (run) {
+      row.insert(
+          row.end(),
+          {seconds_cell(p.measured_seconds), seconds_cell(p.measured_by_kind.compute),
+           seconds_cell(p.measured_by_kind.collective), seconds_cell(p.measured_by_kind.remote),
+           seconds_cell(p.measured_by_kind.host_io)});
+    }
+    t.rows.push_back(std::move(row));
+    total.planned_seconds += p.planned_seconds;
+    total.measured_seconds += p.measured_seconds;
+    total.measured_by_kind.compute += p.measured_by_kind.compute;
+    total.measured_by_kind.collective += p.measured_by_kind.collective;
+    total.measured_by_kind.remote += p.measured_by_kind.remote;
+    total.measured_by_kind.host_io += p.measured_by_kind.host_io;
+  }
+  std::vector<Cell> row{Cell{"total", {}}, seconds_cell(total.planned_seconds)};
+  if (run) {
+    row.insert(row.end(),
+               {seconds_cell(total.measured_seconds), seconds_cell(total.measured_by_kind.compute),
+                seconds_cell(total.measured_by_kind.collective),
+                seconds_cell(total.measured_by_kind.remote),
+                seconds_cell(total.measured_by_kind.host_io)});
+  }
+  t.rows.push_back(std::move(row));
+  return t;
+}
+
+Table bytes_table(const Source& s) {
+  const bool run = s.kind == SourceKind::kRun;
+  const RunRecord& r = s.record;
+  Table t;
+  t.key = "bytes_moved";
+  t.title = "Bytes moved per replica per optimizer step: " + s.file;
+  t.columns = {{"kind", "Kind", false}, {"planned", "Planned", true}};
+  if (run) t.columns.push_back({"measured", "Measured", true});
+  auto add = [&](const std::string& kind, std::uint64_t planned, std::uint64_t measured) {
+    std::vector<Cell> row{Cell{kind, {}}, bytes_cell(planned)};
+    if (run) row.push_back(bytes_cell(measured));
+    t.rows.push_back(std::move(row));
+  };
+  add("host", r.bytes_planned.host, r.bytes_measured.host);
+  add("remote", r.bytes_planned.remote, r.bytes_measured.remote);
+  add("collective", r.bytes_planned.collective, r.bytes_measured.collective);
+  return t;
+}
+
+}  // namespace
+
+Report throughput_report(const std::vector<Source>& sources) {
+  Report report;
+  for (const Source& s : sources) {
+    report.tables.push_back(summary_table(s));
+    report.tables.push_back(phase_table(s));
+    report.tables.push_back(bytes_table(s));
+  }
+  return report;
+}
+
+}  // namespace popkit::reports

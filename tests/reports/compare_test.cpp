@@ -1,0 +1,92 @@
+// The comparison's rows and the CI gate: parsing, both directions, the messages.
+#include "reports/compare.h"
+
+#include <boost/test/unit_test.hpp>
+
+#include "reports/input_error.h"
+#include "tests/reports/golden.h"
+
+namespace r = popkit::reports;
+using r::testing::fixtures;
+
+namespace {
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const r::InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(compare)
+
+BOOST_AUTO_TEST_CASE(rows_take_the_measured_figures_of_runs) {
+  const auto c = r::compare(fixtures({"base.json", "nosharding.json"}), {}, "");
+  BOOST_TEST_REQUIRE(c.rows.size() == 2u);
+  BOOST_TEST(c.rows[0].name == "base");
+  BOOST_TEST(c.rows[0].throughput == 640.0);
+  BOOST_TEST(c.rows[0].execution_time == 0.1);  // median of 0.1, 0.125, 0.08, 0.1
+  BOOST_TEST(c.rows[0].peak_memory == 1606656u);
+  BOOST_TEST(c.rows[1].sharding_threshold == 0);
+  BOOST_TEST(c.rows[1].peak_memory == 1606656u + 802816u + 1024u);  // replica 1's peak
+  BOOST_TEST(c.rows[1].streaming_memory == 4931584u);
+}
+
+BOOST_AUTO_TEST_CASE(gates_parse) {
+  const r::Gate g = r::parse_gate("throughput < -5%");
+  BOOST_TEST((g.metric == r::Metric::kThroughput));
+  BOOST_TEST(g.less);
+  BOOST_TEST(g.percent == -5.0);
+  const r::Gate h = r::parse_gate(" peak_memory>+2.5% ");
+  BOOST_TEST((h.metric == r::Metric::kPeakMemory));
+  BOOST_TEST(!h.less);
+  BOOST_TEST(h.percent == 2.5);
+  BOOST_TEST(message_of([] { r::parse_gate("throughput -5%"); }) ==
+             "--fail-if 'throughput -5%': want METRIC < PERCENT or METRIC > PERCENT, e.g. "
+             "'throughput < -5%'");
+  BOOST_TEST(message_of([] { r::parse_gate("speed < -5%"); }) ==
+             "--fail-if 'speed < -5%': unknown metric \"speed\" (throughput, execution_time, "
+             "peak_memory, streaming_memory)");
+}
+
+BOOST_AUTO_TEST_CASE(gate_fails_a_row_that_falls_short_and_says_by_how_much) {
+  const auto c = r::compare(fixtures({"base.json", "nosharding.json", "fast.json"}), {}, "");
+  const auto failures =
+      r::check_gates(c, {r::parse_gate("throughput < -5%"), r::parse_gate("peak_memory > +2%")});
+  BOOST_TEST_REQUIRE(failures.size() == 2u);
+  BOOST_TEST(failures[0] ==
+             "nosharding: throughput -20.0% < -5% (512.0 samples/s vs 640.0 samples/s of "
+             "baseline base)");
+  BOOST_TEST(failures[1] ==
+             "nosharding: peak_memory +50.0% > +2% (2.30 MiB vs 1.53 MiB of baseline base)");
+}
+
+BOOST_AUTO_TEST_CASE(gate_passes_rows_within_the_bound) {
+  const auto c = r::compare(fixtures({"base.json", "fast.json"}), {}, "");
+  BOOST_TEST(
+      r::check_gates(c, {r::parse_gate("throughput < -5%"), r::parse_gate("peak_memory > +2%")})
+          .empty());
+  // Against `fast`, `base` is 3.0% slower: inside -5%, outside -2%.
+  const auto d = r::compare(fixtures({"base.json", "fast.json"}), {}, "fast");
+  BOOST_TEST(r::check_gates(d, {r::parse_gate("throughput < -5%")}).empty());
+  const auto failures = r::check_gates(d, {r::parse_gate("throughput < -2%")});
+  BOOST_TEST_REQUIRE(failures.size() == 1u);
+  BOOST_TEST(failures[0] ==
+             "base: throughput -3.0% < -2% (640.0 samples/s vs 660.0 samples/s of baseline fast)");
+}
+
+BOOST_AUTO_TEST_CASE(bad_names_and_baselines_are_input_errors) {
+  const auto sources = fixtures({"base.json", "fast.json"});
+  BOOST_TEST(message_of([&] { r::compare(sources, {"a"}, ""); }) == "--names: 1 names for 2 files");
+  BOOST_TEST(message_of([&] {
+               r::compare(sources, {"a", "a"}, "");
+             }) == "two rows are named \"a\"; name them with --names a,b,...");
+  BOOST_TEST(message_of([&] { r::compare(sources, {}, "nope"); }) ==
+             "--baseline: no row is named \"nope\" (rows: base, fast)");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,114 @@
+// Golden outputs of every verb in every format, from the fixtures in tests/data/reports
+// (fixed timings, so the outputs are stable).
+#include <boost/test/unit_test.hpp>
+#include <sstream>
+
+#include "reports/compare.h"
+#include "reports/input_error.h"
+#include "reports/memory_report.h"
+#include "reports/throughput_report.h"
+#include "tests/reports/golden.h"
+
+namespace r = popkit::reports;
+using r::testing::fixtures;
+using r::testing::golden;
+
+namespace {
+
+struct NamedFormat {
+  r::Format format;
+  const char* extension;
+};
+const NamedFormat kFormats[] = {{r::Format::kText, "txt"},
+                                {r::Format::kMarkdown, "md"},
+                                {r::Format::kCsv, "csv"},
+                                {r::Format::kJson, "json"}};
+
+std::string render(const r::Report& report, r::Format format) {
+  std::ostringstream out;
+  r::write_report(report, format, out);
+  return out.str();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(report_golden)
+
+BOOST_AUTO_TEST_CASE(memory_in_every_format) {
+  const auto report = r::memory_report(fixtures({"base.json", "nosharding.json"}));
+  for (const NamedFormat& f : kFormats) {
+    const std::string actual = render(report, f.format);
+    BOOST_TEST(actual == golden(std::string("memory.") + f.extension, actual));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(throughput_in_every_format) {
+  const auto report = r::throughput_report(fixtures({"base.json", "nosharding.json"}));
+  for (const NamedFormat& f : kFormats) {
+    const std::string actual = render(report, f.format);
+    BOOST_TEST(actual == golden(std::string("throughput.") + f.extension, actual));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(compare_in_every_format) {
+  const auto c = r::compare(fixtures({"base.json", "nosharding.json", "fast.json"}),
+                            {"on-chip", "no sharding", "fast"}, "");
+  const auto report = r::compare_report(c);
+  for (const NamedFormat& f : kFormats) {
+    const std::string actual = render(report, f.format);
+    BOOST_TEST(actual == golden(std::string("compare.") + f.extension, actual));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(compare_against_a_named_baseline) {
+  const auto c = r::compare(fixtures({"base.json", "fast.json"}), {}, "fast");
+  BOOST_TEST(c.baseline == 1u);
+  const std::string actual = render(r::compare_report(c), r::Format::kText);
+  BOOST_TEST(actual == golden("compare_baseline.txt", actual));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Plan files (from the planner's own plan_to_json, examples/quick.yaml): estimates only,
+// and mixed with runs in one comparison, the Source column saying which is which.
+BOOST_AUTO_TEST_SUITE(plan_files)
+
+BOOST_AUTO_TEST_CASE(memory_and_throughput_of_a_plan) {
+  const auto sources = fixtures({"quick_plan.json"});
+  BOOST_TEST((sources[0].kind == r::SourceKind::kPlan));
+  const std::string memory = render(r::memory_report(sources), r::Format::kText);
+  BOOST_TEST(memory == golden("plan_memory.txt", memory));
+  const std::string throughput = render(r::throughput_report(sources), r::Format::kText);
+  BOOST_TEST(throughput == golden("plan_throughput.txt", throughput));
+}
+
+BOOST_AUTO_TEST_CASE(compare_mixes_plans_and_runs) {
+  const auto c = r::compare(fixtures({"quick_plan.json", "quick_onchip_plan.json", "base.json"}),
+                            {"rts + remote (plan)", "on-chip (plan)", "tiny run"}, "");
+  const auto report = r::compare_report(c);
+  for (const NamedFormat& f : kFormats) {
+    const std::string actual = render(report, f.format);
+    BOOST_TEST(actual == golden(std::string("compare_mixed.") + f.extension, actual));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(plan_file_errors_name_the_file_and_field) {
+  nlohmann::json j = r::read_json_file(r::testing::data_dir() + "/quick_plan.json");
+  j["version"] = 99;
+  try {
+    r::source_from_json(j, "p.json");
+    BOOST_FAIL("no error");
+  } catch (const popkit::reports::InputError& e) {
+    BOOST_TEST(std::string(e.what()).rfind("p.json: version: ", 0) == 0u, e.what());
+  }
+  j = r::read_json_file(r::testing::data_dir() + "/quick_plan.json");
+  j.erase("phases");
+  try {
+    r::source_from_json(j, "p.json");
+    BOOST_FAIL("no error");
+  } catch (const popkit::reports::InputError& e) {
+    BOOST_TEST(std::string(e.what()).find("phases") != std::string::npos, e.what());
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,143 @@
+// The run file: round trips, the schema, and the errors a bad file gets (exact text).
+#include "reports/run_record.h"
+
+#include <boost/test/unit_test.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+
+#include "reports/input_error.h"
+#include "reports/source.h"
+#include "tests/reports/golden.h"
+
+namespace r = popkit::reports;
+using r::testing::data_dir;
+using r::testing::fixture;
+
+namespace {
+
+std::string load_error(const std::string& name) {
+  try {
+    fixture(name);
+  } catch (const r::InputError& e) {
+    // The reader names the path it opened; the fixtures' directory is not the point.
+    std::string message = e.what();
+    const std::string dir = data_dir() + "/";
+    if (message.rfind(dir, 0) == 0) message.erase(0, dir.size());
+    return message;
+  }
+  return "(no error)";
+}
+
+// Validates `file` against schemas/run.schema.json with Debian's python3-jsonschema
+// (installed for /usr/bin/python3); returns the exit status.
+int validate_with_schema(const std::string& file, bool quiet = false) {
+  const std::string cmd = std::string("/usr/bin/python3 ") + POPKIT_SOURCE_DIR +
+                          "/tests/reports/validate_run_file.py " + POPKIT_SOURCE_DIR +
+                          "/schemas/run.schema.json " + file + (quiet ? " 2>/dev/null" : "");
+  return std::system(cmd.c_str());
+}
+
+r::RunRecord sample_record() {
+  r::RunRecord rec = fixture("base.json").record;
+  rec.name = "written-by-test";
+  rec.environment = r::current_environment(3);
+  rec.test.reset();
+  return rec;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(run_record)
+
+BOOST_AUTO_TEST_CASE(json_round_trip_keeps_every_field) {
+  const r::RunRecord rec = sample_record();
+  const nlohmann::json j = r::run_record_to_json(rec);
+  BOOST_TEST(j.at("kind") == "run");
+  BOOST_TEST(j.at("version") == r::kRunFileVersion);
+  const r::RunRecord back = r::run_record_from_json(j, "x.json");
+  BOOST_TEST(r::run_record_to_json(back) == j);
+  BOOST_TEST(back.phases.size() == 3u);
+  BOOST_TEST(back.phases[2].measured.size() == 2u);
+  BOOST_TEST(back.phases[2].planned.by_class[2] == 802816u);  // optimizer_state
+  BOOST_TEST(!back.test.has_value());
+  BOOST_TEST(back.environment.n_threads == 3);
+}
+
+BOOST_AUTO_TEST_CASE(fixtures_match_their_own_writer) {
+  for (const char* name : {"base.json", "nosharding.json", "fast.json"}) {
+    const nlohmann::json j = r::read_json_file(data_dir() + "/" + name);
+    BOOST_TEST(r::run_record_to_json(r::run_record_from_json(j, name)) == j, name);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(written_run_files_follow_the_schema) {
+  const auto dir = std::filesystem::temp_directory_path() / "popkit_reports_run_record_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "run.json").string();
+  r::RunRecord rec = sample_record();
+  r::write_run_file(rec, path);
+  BOOST_TEST(validate_with_schema(path) == 0);
+  rec.test = r::TestResult{0.96, 0.125, 2000};
+  r::write_run_file(rec, path);
+  BOOST_TEST(validate_with_schema(path) == 0);
+  BOOST_TEST(!std::filesystem::exists(path + ".tmp"));
+  for (const char* name : {"base.json", "nosharding.json", "fast.json"}) {
+    BOOST_TEST(validate_with_schema(data_dir() + "/" + name) == 0, name);
+  }
+  // The schema is a contract, not a formality: a file missing a field fails it.
+  BOOST_TEST(validate_with_schema(data_dir() + "/missing_field.json", true) != 0);
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(bad_files_are_named_with_the_field) {
+  BOOST_TEST(load_error("not_json.json") ==
+             "not_json.json: not JSON: parse error at line 1, column 1: syntax error while "
+             "parsing value - invalid literal; last read: 'k'");
+  BOOST_TEST(load_error("wrong_kind.json") ==
+             "wrong_kind.json: kind: \"config\" is neither a plan nor a run file (want \"plan\" "
+             "or \"run\")");
+  BOOST_TEST(load_error("newer_version.json") ==
+             "newer_version.json: version: 2 is newer than this build of popkit reads (1)");
+  BOOST_TEST(load_error("missing_field.json") ==
+             "missing_field.json: phases[1].planned_memory.peak: missing");
+  BOOST_TEST(load_error("wrong_type.json") ==
+             "wrong_type.json: throughput.median: expected a number, got a string");
+  BOOST_TEST(load_error("no_such_file.json") == "no_such_file.json: cannot open for reading");
+}
+
+BOOST_AUTO_TEST_CASE(wrong_kind_for_the_run_reader) {
+  nlohmann::json j = r::read_json_file(data_dir() + "/base.json");
+  j["kind"] = "plan";
+  try {
+    r::run_record_from_json(j, "p.json");
+    BOOST_FAIL("no error");
+  } catch (const r::InputError& e) {
+    BOOST_TEST(std::string(e.what()) == "p.json: kind: \"plan\" is not a run file (want \"run\")");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(throughput_is_the_median_after_warmup) {
+  // 64 samples per step: 640, 512, 800, 640 samples/s after the first step.
+  const r::Throughput t = r::throughput_from_steps({0.5, 0.1, 0.125, 0.08, 0.1}, 64, 1);
+  BOOST_TEST(t.median == 640.0);
+  BOOST_TEST(t.min == 512.0);
+  BOOST_TEST(t.max == 800.0);
+  BOOST_TEST(t.warmup_steps == 1);
+  // Warm-up shrinks so one step still counts; odd counts take the middle value.
+  const r::Throughput one = r::throughput_from_steps({0.5}, 64, 3);
+  BOOST_TEST(one.warmup_steps == 0);
+  BOOST_TEST(one.median == 128.0);
+  BOOST_TEST(r::throughput_from_steps({}, 64, 1).median == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(environment_names_this_build) {
+  const r::Environment e = r::current_environment(2);
+  BOOST_TEST(e.n_threads == 2);
+  BOOST_TEST(e.n_cores >= 1);
+  BOOST_TEST(!e.cpu_model.empty());
+  BOOST_TEST(!e.compiler.empty());
+  BOOST_TEST(!e.popkit_version.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
