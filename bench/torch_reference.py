@@ -19,9 +19,13 @@ import statistics
 import sys
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+# Debian's PyTorch runs its GEMMs in OpenBLAS, whose own threads fight torch's on a small
+# machine; one OpenBLAS thread per torch thread is PyTorch's best setting here.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 class Mlp(nn.Module):

@@ -1,8 +1,171 @@
-// Verbs registered by add_plan_verbs; none yet (see the open issues).
+// popplan plan and popplan groups: build a config's plan (text or JSON, to stdout or a
+// file) and print replica groupings as "Group | Replicas" tables.
+// Exit codes: plan 0 fits / 1 does not fit / 2 invalid config; groups 0 / 2.
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
 #include "cli/verbs.h"
+#include "config/load.h"
+#include "planner/build.h"
+#include "planner/plan_json.h"
+#include "planner/plan_text.h"
 
 namespace popkit::cli {
+namespace {
 
-void add_plan_verbs(Tool& /*tool*/) {}
+struct PlanOptions {
+  std::string config;
+  std::string format = "text";
+  std::string output;
+  std::vector<std::string> overrides;
+};
+
+// Loads and validates; prints the diagnostics (warnings too) to stderr.
+std::optional<config::Config> load(const std::string& path,
+                                   const std::vector<std::string>& overrides) {
+  auto result = config::load_config_file(path, overrides);
+  config::print_diagnostics(std::cerr, result.diagnostics, result.sources);
+  return result.config;
+}
+
+int run_plan(const PlanOptions& o) {
+  const auto cfg = load(o.config, o.overrides);
+  if (!cfg) return kExitInvalid;
+  planner::Plan plan;
+  try {
+    plan = planner::build_plan(*cfg);
+  } catch (const Error& e) {
+    std::cerr << "popplan: error: " << o.config << ": " << e.what() << '\n';
+    return kExitInvalid;
+  }
+  std::ofstream file;
+  if (!o.output.empty()) {
+    file.open(o.output);
+    if (!file) throw Error("cannot write {}", o.output);
+  }
+  std::ostream& out = o.output.empty() ? std::cout : file;
+  if (o.format == "json") {
+    out << planner::plan_to_json(plan).dump(1) << '\n';
+  } else {
+    planner::print_plan(out, plan);
+  }
+  if (!out) throw Error("cannot write {}", o.output.empty() ? "the plan" : o.output);
+  if (o.format == "json" || !o.output.empty()) {
+    for (const auto& w : plan.warnings) std::cerr << "popplan: warning: " << w << '\n';
+    if (!plan.fits)
+      std::cerr << fmt::format("popplan: {} does not fit: phase '{}' needs {} more than {}\n",
+                               o.config, plan.not_fitting.phase,
+                               planner::format_bytes(plan.not_fitting.bytes_over),
+                               planner::format_bytes(plan.memory_per_replica));
+  }
+  return plan.fits ? kExitOk : kExitFailure;
+}
+
+struct GroupsOptions {
+  std::string config;
+  std::int64_t factor = 0;
+  std::int64_t group_size = 0;
+  std::int64_t stride = 1;
+  std::string format = "text";
+  std::vector<std::string> overrides;
+};
+
+int run_groups(const GroupsOptions& o) {
+  const bool json = o.format == "json";
+  if (o.config.empty()) {
+    if (o.factor < 1 || o.group_size < 1 || o.stride < 1) {
+      std::cerr
+          << "popplan groups: give CONFIG, or --factor, --group-size (and --stride), all >= 1\n";
+      return kExitInvalid;
+    }
+    // PopXL ReplicaGrouping rules.
+    if (o.stride == 1 && o.factor % o.group_size != 0) {
+      std::cerr << fmt::format(
+          "popplan groups: --group-size {} does not divide --factor {}, but stride 1 needs "
+          "factor % group_size == 0\n",
+          o.group_size, o.factor);
+      return kExitInvalid;
+    }
+    if (o.stride != 1 && o.stride * o.group_size != o.factor) {
+      std::cerr << fmt::format(
+          "popplan groups: --stride {} x --group-size {} = {}, but stride != 1 needs "
+          "stride x group_size == factor ({})\n",
+          o.stride, o.group_size, o.stride * o.group_size, o.factor);
+      return kExitInvalid;
+    }
+    const planner::ReplicaGrouping g{o.factor, o.group_size, o.stride};
+    if (json)
+      std::cout << planner::grouping_to_json(g).dump(1) << '\n';
+    else
+      planner::print_grouping(std::cout, g);
+    return kExitOk;
+  }
+  const auto cfg = load(o.config, o.overrides);
+  if (!cfg) return kExitInvalid;
+  const std::int64_t r = cfg->replication.factor;
+  std::vector<config::Grouping> all = cfg->replication.groupings;
+  all.insert(all.begin(), config::Grouping{"(all)", r, 1});
+  nlohmann::json groupings = nlohmann::json::array();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const planner::ReplicaGrouping g{r, all[i].group_size, all[i].stride};
+    if (json) {
+      auto j = planner::grouping_to_json(g);
+      j["name"] = all[i].name;
+      groupings.push_back(j);
+      continue;
+    }
+    std::cout << fmt::format("{}Grouping {}: group_size {}, stride {} over {} replicas\n",
+                             i ? "\n" : "", all[i].name, g.group_size, g.stride, r);
+    planner::print_grouping(std::cout, g);
+  }
+  const auto name = [](const std::string& n) { return n.empty() ? std::string("(all)") : n; };
+  const std::string vars = name(cfg->variables.grouping);
+  const std::string shard =
+      name(cfg->sharding.grouping.empty() ? cfg->variables.grouping : cfg->sharding.grouping);
+  if (json) {
+    nlohmann::json out = {
+        {"replication_factor", r},
+        {"groupings", groupings},
+        {"variables", vars},
+        {"sharding", cfg->sharding.enabled ? nlohmann::json(shard) : nlohmann::json()}};
+    std::cout << out.dump(1) << '\n';
+  } else {
+    std::cout << fmt::format("\nvariables: {}\nsharding: {}\n", vars,
+                             cfg->sharding.enabled ? shard : std::string("off"));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_plan_verbs(Tool& tool) {
+  auto plan = std::make_shared<PlanOptions>();
+  CLI::App* p = tool.add(
+      "plan",
+      "Build the phased execution plan of CONFIG: phases, ops, buffers, tensors, memory per "
+      "replica. Exit 0 when it fits the device, 1 when it does not, 2 for an invalid config.",
+      [plan] { return run_plan(*plan); });
+  p->add_option("config", plan->config, "the config file (YAML)")->required();
+  p->add_option("--format", plan->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  p->add_option("-o,--output", plan->output, "write the plan to FILE instead of stdout");
+  p->add_option("--set", plan->overrides, "override a config key: --set key.path=value")
+      ->allow_extra_args(false);
+
+  auto groups = std::make_shared<GroupsOptions>();
+  CLI::App* g = tool.add(
+      "groups",
+      "Print replica groupings as Group | Replicas tables: those of CONFIG, or the one given "
+      "by --factor, --group-size and --stride.",
+      [groups] { return run_groups(*groups); });
+  g->add_option("config", groups->config, "the config file (YAML)");
+  g->add_option("--factor", groups->factor, "replication factor R");
+  g->add_option("--group-size", groups->group_size, "replicas per group");
+  g->add_option("--stride", groups->stride, "distance between members (default 1)");
+  g->add_option("--format", groups->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  g->add_option("--set", groups->overrides, "override a config key: --set key.path=value")
+      ->allow_extra_args(false);
+}
 
 }  // namespace popkit::cli

@@ -28,7 +28,9 @@ using config::DType;
 using config::IoMode;
 using config::RetrievalMode;
 
-[[nodiscard]] constexpr std::int64_t dtype_size(DType t) { return t == DType::kFloat16 ? 2 : 4; }
+[[nodiscard]] constexpr std::int64_t dtype_size(DType t) {
+  return t == DType::kFloat16 ? 2 : 4;
+}
 
 // The classes of the memory breakdown (PopVision's and the vocabulary).
 enum class TensorClass {
@@ -67,7 +69,13 @@ struct RemoteBuffer {
   std::int64_t steps = 1;
   std::uint64_t entry_bytes = 0;
   [[nodiscard]] std::int64_t entries() const { return rows * steps; }
-  [[nodiscard]] std::uint64_t nbytes() const { return entry_bytes * static_cast<std::uint64_t>(entries()); }
+  // entry = row * steps + step  (batch-serial buffer layout)
+  [[nodiscard]] std::int64_t flat_index(std::int64_t row, std::int64_t step) const {
+    return row * steps + step;
+  }
+  [[nodiscard]] std::uint64_t nbytes() const {
+    return entry_bytes * static_cast<std::uint64_t>(entries());
+  }
 };
 
 // A model layer as the engine computes it: y = act(x W + b), W of shape in x out.
@@ -100,7 +108,7 @@ struct Variable {
   bool sharded = false;
   std::int64_t shard_size = 0;  // == nelms when not sharded
   std::int64_t padding = 0;
-  bool remote = false;    // home is a remote buffer entry, else the device tensor below
+  bool remote = false;  // home is a remote buffer entry, else the device tensor below
   int device_tensor = -1;
   int buffer = -1;
   std::int64_t entry = -1;
@@ -158,9 +166,9 @@ struct Op {
   OpKind kind = OpKind::kAlloc;
   std::string label;  // for printouts, e.g. "load x row 0"
 
-  int tensor = -1;   // kAlloc kFree kZero kRemoteLoad kRemoteStore kHostLoad kHostStore kAllReduce
-  int src = -1;      // kAllGather kReduceScatter kSliceShard
-  int dst = -1;      // kAllGather kReduceScatter kSliceShard
+  int tensor = -1;  // kAlloc kFree kZero kRemoteLoad kRemoteStore kHostLoad kHostStore kAllReduce
+  int src = -1;     // kAllGather kReduceScatter kSliceShard
+  int dst = -1;     // kAllGather kReduceScatter kSliceShard
 
   // Remote ops. entry >= 0: that entry. entry < 0: batch-serial, entry = row * steps + s.
   int buffer = -1;
@@ -236,6 +244,7 @@ struct Plan {
   std::int64_t n_classes = 0;
   config::ExecutionMode mode = config::ExecutionMode::kStandard;
   IoMode io_mode = IoMode::kCompute;
+  std::int64_t io_tiles = 0;           // execution.io_tiles, for the cost model
   ReplicaGrouping variables_grouping;  // one value per group
   RetrievalMode retrieval_mode = RetrievalMode::kOnePerGroup;
   ReplicaGrouping sharding_grouping;
@@ -253,15 +262,18 @@ struct Plan {
   std::uint64_t peak_bytes = 0;
   int peak_phase = 0;
   std::uint64_t always_live_bytes = 0;
-  std::uint64_t streaming_bytes = 0;        // all remote buffers
-  std::uint64_t host_bytes_per_step = 0;    // host <-> device per optimizer step
-  std::uint64_t memory_per_replica = 0;     // the device's
+  std::uint64_t streaming_bytes = 0;      // all remote buffers
+  std::uint64_t host_bytes_per_step = 0;  // host <-> device per optimizer step
+  std::uint64_t memory_per_replica = 0;   // the device's
   bool fits = true;
-  NotFitting not_fitting;                   // when !fits
+  NotFitting not_fitting;  // when !fits
 
   std::string device_profile;
   double estimated_step_seconds = 0.0;
   double estimated_samples_per_second = 0.0;
+
+  // What the planner changed or doubts, e.g. io_overlapped falling back to io.
+  std::vector<std::string> warnings;
 };
 
 }  // namespace popkit::planner

@@ -1,0 +1,948 @@
+// build_plan: Config -> Plan. Decides groupings, RTS sharding, variable homes and
+// remote buffers, then emits each phase's ops (see plan.h for what every op computes),
+// and finally runs the memory walk and the cost model over the result.
+#include "planner/build.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include "config/error.h"
+#include "planner/cost.h"
+#include "planner/device_profile.h"
+#include "planner/memory.h"
+#include "planner/plan_text.h"
+#include "planner/sharding.h"
+
+namespace popkit::planner {
+namespace {
+
+using Shape = std::vector<std::int64_t>;
+using config::ExecutionMode;
+using config::Pass;
+
+std::int64_t product(const Shape& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+ReplicaGrouping to_grouping(const config::Config& c, const std::string& name) {
+  const auto g = c.grouping(name);
+  if (!g) throw Error("replication.groupings: unknown grouping '{}'", name);
+  return {c.replication.factor, g->group_size, g->stride};
+}
+
+struct Item {
+  int layer = 0;
+  bool backward = false;
+};
+
+constexpr int kWeightParam = 0;
+constexpr int kBiasParam = 1;
+const char* param_name(int p) {
+  return p == kWeightParam ? "weight" : "bias";
+}
+
+// The variables of one parameter (weight or bias) of a layer.
+struct ParamVars {
+  int value = -1;
+  int m = -1;
+  int v = -1;
+};
+
+// The forms a parameter takes on device within the phase being built.
+struct ParamState {
+  int home = -1;               // what the variable's home holds: the shard, or the full tensor
+  bool home_loaded = false;    // loaded from its remote buffer in this phase
+  int full = -1;               // the full (meta shape) tensor compute reads
+  bool full_gathered = false;  // all-gathered in this phase
+};
+
+// Where the values passed between phases go: one batch-serial buffer per width and
+// kind, one row per layer that needs it.
+struct Slot {
+  int buffer = -1;
+  std::int64_t row = -1;
+};
+
+class Builder {
+ public:
+  explicit Builder(const config::Config& c) : c_(c) {}
+
+  Plan build() {
+    init_plan();
+    add_layers();
+    add_variables();
+    std::vector<std::vector<Item>> phases;
+    std::vector<std::string> names;
+    plan_phases(phases, names);
+    place_activations(phases);
+    if (c_.execution.mode == ExecutionMode::kStandard && c_.remote.optimizer_state) {
+      // The off-chip optimizer: training in one phase, then an optimizer phase that
+      // loads, updates and stores the optimizer state; gradients stay on device between.
+      build_phase(names[0], phases[0], /*defer_optimizer=*/true);
+      build_optimizer_phase("optimizer");
+    } else {
+      for (std::size_t p = 0; p < phases.size(); ++p) build_phase(names[p], phases[p], false);
+    }
+    finish();
+    return std::move(p_);
+  }
+
+ private:
+  // ---- plan header, layers, variables ----
+
+  void init_plan() {
+    const auto& t = c_.training;
+    p_.name = c_.name;
+    p_.replication_factor = c_.replication.factor;
+    p_.micro_batch_size = t.micro_batch_size;
+    p_.gradient_accumulation = t.gradient_accumulation;
+    p_.global_batch_size = t.micro_batch_size * t.gradient_accumulation * c_.replication.factor;
+    p_.input_shape = c_.model.input_shape;
+    p_.mode = c_.execution.mode;
+    p_.io_mode = c_.execution.io_mode;
+    if (p_.io_mode == IoMode::kIoOverlapped && t.gradient_accumulation < 2) {
+      // Overlap needs a next step to load while this one computes.
+      p_.io_mode = IoMode::kIo;
+      p_.warnings.push_back(fmt::format(
+          "execution.io_mode: io_overlapped needs at least 2 steps per repeat loop, but "
+          "training.gradient_accumulation is {}; using io",
+          t.gradient_accumulation));
+    }
+    p_.variables_grouping = to_grouping(c_, c_.variables.grouping);
+    p_.retrieval_mode = c_.variables.retrieval_mode;
+    const std::string& sg =
+        c_.sharding.grouping.empty() ? c_.variables.grouping : c_.sharding.grouping;
+    p_.sharding_grouping = to_grouping(c_, sg);
+    // A sharding group of one replica shards nothing: RTS is off then.
+    sharding_on_ = c_.sharding.enabled && p_.sharding_grouping.group_size > 1;
+    p_.sharding_threshold = sharding_on_ ? c_.sharding.threshold : 0;
+    p_.optimizer = t.optimizer;
+    mb_ = t.micro_batch_size;
+    steps_ = t.gradient_accumulation;
+  }
+
+  void add_layers() {
+    const auto& layers = c_.model.layers;
+    if (layers.empty()) throw Error("model.layers: a model needs at least one layer");
+    n_ = static_cast<int>(layers.size());
+    std::int64_t in = product(c_.model.input_shape);
+    // Identical layers (same in, out, activation) share one graph, one row each.
+    std::map<std::tuple<std::int64_t, std::int64_t, int>, int> graph_of;
+    for (const auto& l : layers) {
+      LayerInfo info;
+      info.name = l.name;
+      info.in_features = in;
+      info.out_features = l.out_features;
+      info.activation = l.activation;
+      const auto key = std::make_tuple(in, l.out_features, static_cast<int>(l.activation));
+      auto [it, added] = graph_of.emplace(key, static_cast<int>(graph_layers_.size()));
+      if (added) graph_layers_.emplace_back();
+      info.graph = it->second;
+      info.row = static_cast<int>(graph_layers_[static_cast<std::size_t>(info.graph)].size());
+      graph_layers_[static_cast<std::size_t>(info.graph)].push_back(
+          static_cast<int>(p_.layers.size()));
+      p_.layers.push_back(info);
+      in = l.out_features;
+    }
+    p_.n_classes = layers.back().out_features;
+    // A graph of one layer is named after it; shared graphs are "inner", "inner2", ...
+    int n_shared = 0;
+    for (const auto& members : graph_layers_) {
+      if (members.size() == 1) {
+        graph_names_.push_back(p_.layers[static_cast<std::size_t>(members[0])].name);
+      } else {
+        ++n_shared;
+        graph_names_.push_back(n_shared == 1 ? "inner" : fmt::format("inner{}", n_shared));
+      }
+    }
+  }
+
+  const LayerInfo& layer(int k) const { return p_.layers[static_cast<std::size_t>(k)]; }
+  std::int64_t n_shards() const { return p_.sharding_grouping.group_size; }
+
+  void add_variables() {
+    params_.assign(static_cast<std::size_t>(n_), {});
+    std::unordered_map<std::string, int> buffer_of;
+    for (int k = 0; k < n_; ++k) {
+      const LayerInfo& l = layer(k);
+      const std::string& graph = graph_names_[static_cast<std::size_t>(l.graph)];
+      const auto rows =
+          static_cast<std::int64_t>(graph_layers_[static_cast<std::size_t>(l.graph)].size());
+      for (int param = 0; param < 2; ++param) {
+        const Shape meta =
+            param == kWeightParam ? Shape{l.in_features, l.out_features} : Shape{l.out_features};
+        const std::string base = fmt::format("{}.{}", l.name, param_name(param));
+        auto add = [&](std::string name, VariableRole role, TensorClass cls, DType dtype,
+                       bool class_sharded, bool remote, const std::string& buffer_name) {
+          Variable v;
+          v.name = std::move(name);
+          v.layer = k;
+          v.role = role;
+          v.cls = cls;
+          v.dtype = dtype;
+          v.meta_shape = meta;
+          v.nelms = product(meta);
+          v.sharded = sharding_on_ && class_sharded && v.nelms >= c_.sharding.threshold;
+          v.shard_size = v.sharded ? shard_size(v.nelms, n_shards()) : v.nelms;
+          v.padding = v.sharded ? shard_padding(v.nelms, n_shards()) : 0;
+          v.remote = remote;
+          const Shape stored = v.sharded ? Shape{v.shard_size} : meta;
+          if (remote) {
+            auto [it, added] = buffer_of.emplace(buffer_name, static_cast<int>(p_.buffers.size()));
+            if (added) {
+              RemoteBuffer b;
+              b.name = buffer_name;
+              b.cls = cls;
+              b.dtype = dtype;
+              b.element_shape = stored;
+              b.rows = rows;
+              b.steps = 1;
+              b.entry_bytes = static_cast<std::uint64_t>(product(stored)) *
+                              static_cast<std::uint64_t>(dtype_size(dtype));
+              p_.buffers.push_back(b);
+            }
+            v.buffer = it->second;
+            v.entry = l.row;
+          } else {
+            const std::string tname = v.sharded ? v.name + ".shard" : v.name;
+            v.device_tensor = tensor(tname, cls, dtype, stored, /*always_live=*/true);
+            alloc(p_.setup, v.device_tensor);
+          }
+          p_.variables.push_back(v);
+          return static_cast<int>(p_.variables.size()) - 1;
+        };
+        const std::string gbase = fmt::format("{}.{}", graph, param_name(param));
+        ParamVars& pv = params_[static_cast<std::size_t>(k)][static_cast<std::size_t>(param)];
+        pv.value = add(base, param == kWeightParam ? VariableRole::kWeight : VariableRole::kBias,
+                       TensorClass::kWeights, DType::kFloat32, c_.sharding.weights,
+                       c_.remote.weights, gbase);
+        pv.m = add(base + ".adam_m", VariableRole::kAdamM, TensorClass::kOptimizerState,
+                   c_.training.optimizer.first_order_dtype, c_.sharding.optimizer_state,
+                   c_.remote.optimizer_state, gbase + ".adam_m");
+        pv.v = add(base + ".adam_v", VariableRole::kAdamV, TensorClass::kOptimizerState,
+                   DType::kFloat32, c_.sharding.optimizer_state, c_.remote.optimizer_state,
+                   gbase + ".adam_v");
+      }
+    }
+  }
+
+  const Variable& var(int index) const { return p_.variables[static_cast<std::size_t>(index)]; }
+
+  // ---- which phases ----
+
+  void plan_phases(std::vector<std::vector<Item>>& phases, std::vector<std::string>& names) {
+    if (c_.execution.mode == ExecutionMode::kStandard) {
+      std::vector<Item> all;
+      for (int k = 0; k < n_; ++k) all.push_back({k, false});
+      for (int k = n_ - 1; k >= 0; --k) all.push_back({k, true});
+      phases.push_back(all);
+      names.push_back(c_.remote.optimizer_state ? "forward+loss+backward"
+                                                : "forward+loss+backward+optimizer");
+      return;
+    }
+    if (c_.execution.phases_auto) {
+      // The phased-execution MNIST example: a forward phase per layer but the last; the
+      // last layer's forward, loss, backward and optimizer; then a backward + optimizer
+      // phase per layer in reverse.
+      for (int k = 0; k + 1 < n_; ++k) phases.push_back({{k, false}});
+      phases.push_back({{n_ - 1, false}, {n_ - 1, true}});
+      for (int k = n_ - 2; k >= 0; --k) phases.push_back({{k, true}});
+    } else {
+      std::unordered_map<std::string, int> index;
+      for (int k = 0; k < n_; ++k) index.emplace(layer(k).name, k);
+      for (std::size_t p = 0; p < c_.execution.phases.size(); ++p) {
+        std::vector<Item> items;
+        for (const auto& it : c_.execution.phases[p]) {
+          const auto found = index.find(it.layer);
+          if (found == index.end())
+            throw Error("execution.phases[{}]: unknown layer '{}'", p, it.layer);
+          items.push_back({found->second, it.pass == Pass::kBackward});
+        }
+        phases.push_back(items);
+      }
+      check_phases(phases);
+    }
+    for (const auto& items : phases) names.push_back(phase_name(items));
+  }
+
+  // The rules validation guarantees, checked again because the engine relies on them.
+  void check_phases(const std::vector<std::vector<Item>>& phases) const {
+    std::vector<Item> flat;
+    for (const auto& items : phases) flat.insert(flat.end(), items.begin(), items.end());
+    bool ok = static_cast<int>(flat.size()) == 2 * n_;
+    for (int k = 0; ok && k < n_; ++k) {
+      ok = flat[static_cast<std::size_t>(k)].layer == k &&
+           !flat[static_cast<std::size_t>(k)].backward &&
+           flat[static_cast<std::size_t>(n_ + k)].layer == n_ - 1 - k &&
+           flat[static_cast<std::size_t>(n_ + k)].backward;
+    }
+    if (ok) {
+      // The last forward and the last layer's backward share a phase.
+      std::size_t pos = 0;
+      for (const auto& items : phases) {
+        const std::size_t end = pos + items.size();
+        const auto last_fwd = static_cast<std::size_t>(n_ - 1);
+        if (last_fwd >= pos && last_fwd < end) ok = last_fwd + 1 < end;
+        pos = end;
+      }
+    }
+    if (!ok)
+      throw Error(
+          "execution.phases: every layer's forward and backward must appear once, forwards "
+          "in layer order, then backwards in reverse order, the last layer's backward right "
+          "after its forward in the same phase");
+  }
+
+  std::string phase_name(const std::vector<Item>& items) const {
+    std::string name;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const Item& it = items[i];
+      if (it.backward && i > 0 && items[i - 1].layer == it.layer && !items[i - 1].backward)
+        continue;  // merged into the forward below
+      if (!name.empty()) name += ", ";
+      const bool both = !it.backward && i + 1 < items.size() && items[i + 1].layer == it.layer &&
+                        items[i + 1].backward;
+      const std::string& lname = layer(it.layer).name;
+      if (both)
+        name += lname + (it.layer == n_ - 1 ? " forward+loss+backward+optimizer"
+                                            : " forward+backward+optimizer");
+      else
+        name += lname + (it.backward ? " backward+optimizer" : " forward");
+    }
+    return name;
+  }
+
+  // ---- activation buffers ----
+
+  // x_j is layer j's output, dx_j its gradient, pre_k layer k's pre-activation.
+  void place_activations(const std::vector<std::vector<Item>>& phases) {
+    fwd_phase_.assign(static_cast<std::size_t>(n_), -1);
+    bwd_phase_.assign(static_cast<std::size_t>(n_), -1);
+    for (std::size_t p = 0; p < phases.size(); ++p)
+      for (const Item& it : phases[p])
+        (it.backward ? bwd_phase_ : fwd_phase_)[static_cast<std::size_t>(it.layer)] =
+            static_cast<int>(p);
+    x_slot_.assign(static_cast<std::size_t>(n_), {});
+    dx_slot_.assign(static_cast<std::size_t>(n_), {});
+    pre_slot_.assign(static_cast<std::size_t>(n_), {});
+    // Which values cross a phase boundary.
+    std::vector<int> x_layers, dx_layers, pre_layers;
+    for (int j = 0; j + 1 < n_; ++j) {
+      if (fwd_at(j + 1) != fwd_at(j) || bwd_at(j + 1) != fwd_at(j)) x_layers.push_back(j);
+      if (bwd_at(j + 1) != bwd_at(j)) dx_layers.push_back(j);
+    }
+    for (int k = 0; k < n_; ++k)
+      if (layer(k).activation != Activation::kNone && bwd_at(k) != fwd_at(k))
+        pre_layers.push_back(k);
+    assign_rows("x", x_layers, x_slot_);
+    assign_rows("dx", dx_layers, dx_slot_);
+    assign_rows("pre", pre_layers, pre_slot_);
+  }
+
+  int fwd_at(int k) const { return fwd_phase_[static_cast<std::size_t>(k)]; }
+  int bwd_at(int k) const { return bwd_phase_[static_cast<std::size_t>(k)]; }
+
+  // One batch-serial buffer per width, [micro_batch, width] elements, rows x steps
+  // entries; named "x" when all rows have one width, else "x.<width>".
+  void assign_rows(const std::string& kind, const std::vector<int>& layers,
+                   std::vector<Slot>& slots) {
+    std::map<std::int64_t, int> buffer_of_width;
+    for (int k : layers) buffer_of_width.emplace(layer(k).out_features, -1);
+    for (auto& [width, buffer] : buffer_of_width) {
+      RemoteBuffer b;
+      b.name = buffer_of_width.size() == 1 ? kind : fmt::format("{}.{}", kind, width);
+      b.cls = TensorClass::kActivations;
+      b.dtype = DType::kFloat32;
+      b.element_shape = {mb_, width};
+      b.rows = 0;
+      b.steps = steps_;
+      b.entry_bytes = static_cast<std::uint64_t>(mb_ * width) * 4;
+      buffer = static_cast<int>(p_.buffers.size());
+      p_.buffers.push_back(b);
+    }
+    for (int k : layers) {
+      const int b = buffer_of_width[layer(k).out_features];
+      slots[static_cast<std::size_t>(k)] = {b, p_.buffers[static_cast<std::size_t>(b)].rows++};
+    }
+  }
+
+  // ---- tensors and ops ----
+
+  int tensor(const std::string& name, TensorClass cls, DType dtype, const Shape& shape,
+             bool always_live = false) {
+    std::string key = name;
+    for (int n = 2;; ++n) {
+      const auto it = tensor_of_.find(key);
+      if (it == tensor_of_.end()) break;
+      const DeviceTensor& t = p_.tensors[static_cast<std::size_t>(it->second)];
+      if (t.cls == cls && t.dtype == dtype && t.shape == shape && t.always_live == always_live)
+        return it->second;
+      key = fmt::format("{}#{}", name, n);  // same name, different tensor: keep both
+    }
+    DeviceTensor t;
+    t.name = key;
+    t.cls = cls;
+    t.dtype = dtype;
+    t.shape = shape;
+    t.nelms = product(shape);
+    t.nbytes = static_cast<std::uint64_t>(t.nelms) * static_cast<std::uint64_t>(dtype_size(dtype));
+    t.always_live = always_live;
+    p_.tensors.push_back(t);
+    const int index = static_cast<int>(p_.tensors.size()) - 1;
+    tensor_of_.emplace(key, index);
+    return index;
+  }
+
+  const std::string& tname(int t) const { return p_.tensors[static_cast<std::size_t>(t)].name; }
+
+  static Op op(OpKind kind, std::string label) {
+    Op o;
+    o.kind = kind;
+    o.label = std::move(label);
+    return o;
+  }
+
+  void alloc(std::vector<Op>& ops, int t) {
+    Op o = op(OpKind::kAlloc, tname(t));
+    o.tensor = t;
+    ops.push_back(std::move(o));
+  }
+  void free(std::vector<Op>& ops, int t) {
+    Op o = op(OpKind::kFree, tname(t));
+    o.tensor = t;
+    ops.push_back(std::move(o));
+  }
+  void zero(std::vector<Op>& ops, int t) {
+    Op o = op(OpKind::kZero, tname(t));
+    o.tensor = t;
+    ops.push_back(std::move(o));
+  }
+  void remote_load(std::vector<Op>& ops, int buffer, std::int64_t row, std::int64_t entry, int t) {
+    const RemoteBuffer& b = p_.buffers[static_cast<std::size_t>(buffer)];
+    Op o =
+        op(OpKind::kRemoteLoad, entry >= 0 ? fmt::format("{}[{}] -> {}", b.name, entry, tname(t))
+                                           : fmt::format("{} row {} -> {}", b.name, row, tname(t)));
+    o.tensor = t;
+    o.buffer = buffer;
+    o.row = row;
+    o.entry = entry;
+    ops.push_back(std::move(o));
+  }
+  void remote_store(std::vector<Op>& ops, int buffer, std::int64_t row, std::int64_t entry, int t) {
+    const RemoteBuffer& b = p_.buffers[static_cast<std::size_t>(buffer)];
+    Op o = op(OpKind::kRemoteStore, entry >= 0
+                                        ? fmt::format("{} -> {}[{}]", tname(t), b.name, entry)
+                                        : fmt::format("{} -> {} row {}", tname(t), b.name, row));
+    o.tensor = t;
+    o.buffer = buffer;
+    o.row = row;
+    o.entry = entry;
+    ops.push_back(std::move(o));
+  }
+  void host_load(std::vector<Op>& ops, Stream s, int t) {
+    Op o = op(OpKind::kHostLoad,
+              fmt::format("{} -> {}", s == Stream::kImages ? "images" : "labels", tname(t)));
+    o.stream = s;
+    o.tensor = t;
+    ops.push_back(std::move(o));
+  }
+  void all_gather(std::vector<Op>& ops, int src, int dst) {
+    Op o = op(OpKind::kAllGather, fmt::format("{} -> {}", tname(src), tname(dst)));
+    o.src = src;
+    o.dst = dst;
+    o.grouping = p_.sharding_grouping;
+    ops.push_back(std::move(o));
+  }
+  void slice_shard(std::vector<Op>& ops, int src, int dst) {
+    Op o = op(OpKind::kSliceShard, fmt::format("{} -> {}", tname(src), tname(dst)));
+    o.src = src;
+    o.dst = dst;
+    o.grouping = p_.sharding_grouping;
+    ops.push_back(std::move(o));
+  }
+
+  // ---- one phase ----
+
+  // The name prefix of layer k's tensors in the current phase: its graph's name, so
+  // identical layers in different phases share device tensors; the layer's own name
+  // when several layers of that graph are in the phase.
+  std::string prefix(int k) const {
+    const int g = layer(k).graph;
+    const auto it = graph_count_.find(g);
+    return it != graph_count_.end() && it->second > 1 ? layer(k).name
+                                                      : graph_names_[static_cast<std::size_t>(g)];
+  }
+
+  void begin_phase(const std::vector<Item>& items) {
+    pre_.clear();
+    body_.clear();
+    repeat_tensors_.clear();
+    state_.clear();
+    graph_count_.clear();
+    std::vector<int> seen;
+    for (const Item& it : items) {
+      if (std::find(seen.begin(), seen.end(), it.layer) != seen.end()) continue;
+      seen.push_back(it.layer);
+      ++graph_count_[layer(it.layer).graph];
+    }
+  }
+
+  ParamState& state(int k, int param) { return state_[k * 2 + param]; }
+
+  // Brings the parameter's home on device (loads it when remote).
+  int ensure_home(std::vector<Op>& ops, int k, int param) {
+    ParamState& s = state(k, param);
+    if (s.home >= 0) return s.home;
+    const Variable& v =
+        var(params_[static_cast<std::size_t>(k)][static_cast<std::size_t>(param)].value);
+    if (!v.remote) {
+      s.home = v.device_tensor;
+      return s.home;
+    }
+    const std::string base = fmt::format("{}.{}", prefix(k), param_name(param));
+    s.home = tensor(v.sharded ? base + ".shard" : base, TensorClass::kWeights, DType::kFloat32,
+                    v.sharded ? Shape{v.shard_size} : v.meta_shape);
+    s.home_loaded = true;
+    alloc(ops, s.home);
+    remote_load(ops, v.buffer, -1, v.entry, s.home);
+    return s.home;
+  }
+
+  // Brings the full tensor on device: the home itself, or all-gathered from the shards.
+  int ensure_full(std::vector<Op>& ops, int k, int param) {
+    ParamState& s = state(k, param);
+    if (s.full >= 0) return s.full;
+    const Variable& v =
+        var(params_[static_cast<std::size_t>(k)][static_cast<std::size_t>(param)].value);
+    const int home = ensure_home(ops, k, param);
+    if (!v.sharded) {
+      s.full = home;
+      return s.full;
+    }
+    s.full = tensor(fmt::format("{}.{}", prefix(k), param_name(param)), TensorClass::kWeights,
+                    DType::kFloat32, v.meta_shape);
+    s.full_gathered = true;
+    alloc(ops, s.full);
+    all_gather(ops, home, s.full);
+    return s.full;
+  }
+
+  // Frees what this phase brought on device for the parameter, without storing.
+  void release(std::vector<Op>& ops, int k, int param) {
+    ParamState& s = state(k, param);
+    if (s.full_gathered) free(ops, s.full);
+    if (s.home_loaded) free(ops, s.home);
+    s = {};
+  }
+
+  // Loads (or names) an Adam moment of the parameter.
+  int ensure_moment(std::vector<Op>& ops, int var_index, int k, int param, const char* moment) {
+    const Variable& v = var(var_index);
+    if (!v.remote) return v.device_tensor;
+    const int t = tensor(fmt::format("{}.{}.{}", prefix(k), param_name(param), moment),
+                         TensorClass::kOptimizerState, v.dtype,
+                         v.sharded ? Shape{v.shard_size} : v.meta_shape);
+    alloc(ops, t);
+    remote_load(ops, v.buffer, -1, v.entry, t);
+    return t;
+  }
+
+  void done_with_moment(std::vector<Op>& ops, int var_index, int t) {
+    const Variable& v = var(var_index);
+    if (!v.remote) return;
+    remote_store(ops, v.buffer, -1, v.entry, t);
+    free(ops, t);
+  }
+
+  void optimizer_step(std::vector<Op>& ops, int var_index, int weight, int grad, int m, int v) {
+    Op o = op(OpKind::kOptimizerStep, fmt::format("adam {}", var(var_index).name));
+    o.layer = var(var_index).layer;
+    o.variable = var_index;
+    o.weight = weight;
+    o.grad = grad;
+    o.adam_m = m;
+    o.adam_v = v;
+    ops.push_back(std::move(o));
+  }
+
+  // Reduces the accumulated gradient over the variables' grouping (mean over the
+  // replicas that hold one value), runs Adam, stores the variable and state home and
+  // frees everything of the parameter. Sharded ↔ unsharded as plan.h prescribes.
+  void update(std::vector<Op>& ops, int k, int param, int grad) {
+    const ParamVars& pv = params_[static_cast<std::size_t>(k)][static_cast<std::size_t>(param)];
+    const Variable& w = var(pv.value);
+    const bool ws = w.sharded;
+    const bool ss = var(pv.m).sharded;
+    const std::string base = fmt::format("{}.{}", prefix(k), param_name(param));
+    ParamState& s = state(k, param);
+    int home = ensure_home(ops, k, param);
+    if (ss) {
+      // The state is sharded: Adam on shards, the gradient reduce-scattered.
+      if (ws && s.full_gathered) {
+        free(ops, s.full);  // the full copy is stale after the update
+        s.full = -1;
+        s.full_gathered = false;
+      }
+      const int grad_shard = tensor(base + ".grad.shard", TensorClass::kGradAccumulators,
+                                    DType::kFloat32, {w.shard_size});
+      alloc(ops, grad_shard);
+      Op rs = op(OpKind::kReduceScatter,
+                 fmt::format("{} -> {} (mean)", tname(grad), tname(grad_shard)));
+      rs.src = grad;
+      rs.dst = grad_shard;
+      rs.grouping = p_.variables_grouping;
+      rs.shard_grouping = p_.sharding_grouping;
+      rs.reduce = ReduceOp::kMean;
+      ops.push_back(std::move(rs));
+      free(ops, grad);
+      int weight_shard = home;
+      if (!ws) {
+        // Weight full, state sharded: slice this replica's shard, update it, gather back.
+        weight_shard =
+            tensor(base + ".shard", TensorClass::kWeights, DType::kFloat32, {w.shard_size});
+        alloc(ops, weight_shard);
+        slice_shard(ops, home, weight_shard);
+      }
+      const int m = ensure_moment(ops, pv.m, k, param, "adam_m");
+      const int v = ensure_moment(ops, pv.v, k, param, "adam_v");
+      optimizer_step(ops, pv.value, weight_shard, grad_shard, m, v);
+      free(ops, grad_shard);
+      done_with_moment(ops, pv.m, m);
+      done_with_moment(ops, pv.v, v);
+      if (!ws) {
+        all_gather(ops, weight_shard, home);
+        free(ops, weight_shard);
+      }
+    } else {
+      // The state is full: all-reduce the gradient, Adam on the full weight.
+      Op ar = op(OpKind::kAllReduce, fmt::format("{} (mean)", tname(grad)));
+      ar.tensor = grad;
+      ar.grouping = p_.variables_grouping;
+      ar.reduce = ReduceOp::kMean;
+      ops.push_back(std::move(ar));
+      const int full = ensure_full(ops, k, param);
+      const int m = ensure_moment(ops, pv.m, k, param, "adam_m");
+      const int v = ensure_moment(ops, pv.v, k, param, "adam_v");
+      optimizer_step(ops, pv.value, full, grad, m, v);
+      free(ops, grad);
+      done_with_moment(ops, pv.m, m);
+      done_with_moment(ops, pv.v, v);
+      if (ws) {
+        // Sharded weight, full state: back to this replica's home shard.
+        slice_shard(ops, full, home);
+        free(ops, full);
+        s.full = -1;
+        s.full_gathered = false;
+      }
+    }
+    if (w.remote) remote_store(ops, w.buffer, -1, w.entry, home);
+    release(ops, k, param);
+  }
+
+  // A tensor the repeat body uses, allocated before the loop and freed after it.
+  int repeat_tensor(const std::string& name, TensorClass cls, const Shape& shape) {
+    const int t = tensor(name, cls, DType::kFloat32, shape);
+    alloc(pre_, t);
+    repeat_tensors_.push_back(t);
+    return t;
+  }
+
+  void build_phase(const std::string& name, const std::vector<Item>& items, bool defer_optimizer) {
+    begin_phase(items);
+    // Values on device inside the loop: x[j + 1] is layer j's output (x[0] the images),
+    // pre[k], dx[j + 1] the gradient of x[j + 1].
+    std::vector<int> x(static_cast<std::size_t>(n_ + 1), -1);
+    std::vector<int> dx(static_cast<std::size_t>(n_ + 1), -1);
+    std::unordered_map<int, int> pre;
+    std::vector<std::pair<int, std::array<int, 2>>> grads;  // layer, {weight, bias}
+
+    auto input_of = [&](int k) {  // x[k], loading it when it is not on device
+      int& t = x[static_cast<std::size_t>(k)];
+      if (t >= 0) return t;
+      if (k == 0) {
+        // The first layer's input: the images, streamed from the host (again in the
+        // first layer's backward phase rather than kept in a buffer).
+        t = repeat_tensor("images", TensorClass::kIoSlots, {mb_, layer(0).in_features});
+        host_load(body_, Stream::kImages, t);
+      } else {
+        const Slot& s = x_slot_[static_cast<std::size_t>(k - 1)];
+        POPKIT_ASSERT(s.buffer >= 0);
+        t = repeat_tensor(prefix(k) + ".in", TensorClass::kIoSlots, {mb_, layer(k).in_features});
+        remote_load(body_, s.buffer, s.row, -1, t);
+      }
+      return t;
+    };
+
+    // Parameters first: loaded once per phase, all-gathered where sharded.
+    for (const Item& it : items) {
+      const bool needs_weight = !it.backward || it.layer > 0;  // backward needs W for dx
+      if (needs_weight) ensure_full(pre_, it.layer, kWeightParam);
+      if (!it.backward) ensure_full(pre_, it.layer, kBiasParam);
+    }
+    // Free a loaded shard once gathered when this phase does not update the parameter.
+    for (const Item& it : items) {
+      const bool updated = std::any_of(items.begin(), items.end(), [&](const Item& o) {
+        return o.backward && o.layer == it.layer;
+      });
+      if (updated || it.backward) continue;
+      for (int param = 0; param < 2; ++param) {
+        ParamState& s = state(it.layer, param);
+        if (s.full_gathered && s.home_loaded) {
+          free(pre_, s.home);
+          s.home_loaded = false;
+          s.home = -1;
+        }
+      }
+    }
+
+    for (const Item& it : items) {
+      const int k = it.layer;
+      const LayerInfo& l = layer(k);
+      const std::string p = prefix(k);
+      if (!it.backward) {
+        Op f = op(OpKind::kForward, l.name);
+        f.layer = k;
+        f.in = input_of(k);
+        f.weight = state(k, kWeightParam).full;
+        f.bias = state(k, kBiasParam).full;
+        if (l.activation != Activation::kNone) {
+          f.pre = repeat_tensor(p + ".pre", TensorClass::kActivations, {mb_, l.out_features});
+          pre[k] = f.pre;
+        }
+        f.out = repeat_tensor(p + ".out", TensorClass::kActivations, {mb_, l.out_features});
+        x[static_cast<std::size_t>(k + 1)] = f.out;
+        body_.push_back(f);
+        const Slot& xs = x_slot_[static_cast<std::size_t>(k)];
+        if (xs.buffer >= 0) remote_store(body_, xs.buffer, xs.row, -1, f.out);
+        const Slot& ps = pre_slot_[static_cast<std::size_t>(k)];
+        if (ps.buffer >= 0) remote_store(body_, ps.buffer, ps.row, -1, f.pre);
+        if (k == n_ - 1) {
+          const int labels = repeat_tensor("labels", TensorClass::kIoSlots, {mb_});
+          host_load(body_, Stream::kLabels, labels);
+          Op loss = op(OpKind::kLoss, "softmax_cross_entropy");
+          loss.in = f.out;
+          loss.labels = labels;
+          loss.out = repeat_tensor("loss", TensorClass::kActivations, {1});
+          loss.dx = repeat_tensor("dlogits", TensorClass::kActivations, {mb_, l.out_features});
+          dx[static_cast<std::size_t>(n_)] = loss.dx;
+          body_.push_back(loss);
+          Op hs = op(OpKind::kHostStore, "loss -> host");
+          hs.stream = Stream::kLoss;
+          hs.tensor = loss.out;
+          body_.push_back(hs);
+        }
+        continue;
+      }
+      // Backward of layer k.
+      Op b = op(OpKind::kBackward, l.name);
+      b.layer = k;
+      int& dy = dx[static_cast<std::size_t>(k + 1)];
+      if (dy < 0) {
+        const Slot& s = dx_slot_[static_cast<std::size_t>(k)];
+        POPKIT_ASSERT(s.buffer >= 0);
+        dy = repeat_tensor(p + ".dy", TensorClass::kIoSlots, {mb_, l.out_features});
+        remote_load(body_, s.buffer, s.row, -1, dy);
+      }
+      b.dy = dy;
+      b.in = input_of(k);
+      if (l.activation != Activation::kNone) {
+        auto found = pre.find(k);
+        if (found == pre.end()) {
+          const Slot& s = pre_slot_[static_cast<std::size_t>(k)];
+          POPKIT_ASSERT(s.buffer >= 0);
+          const int t =
+              repeat_tensor(p + ".pre.saved", TensorClass::kIoSlots, {mb_, l.out_features});
+          remote_load(body_, s.buffer, s.row, -1, t);
+          found = pre.emplace(k, t).first;
+        }
+        b.pre = found->second;
+      }
+      if (k > 0) {
+        b.weight = state(k, kWeightParam).full;
+        b.dx = repeat_tensor(p + ".dx", TensorClass::kActivations, {mb_, l.in_features});
+        dx[static_cast<std::size_t>(k)] = b.dx;
+      }
+      const int gw = tensor(p + ".weight.grad", TensorClass::kGradAccumulators, DType::kFloat32,
+                            {l.in_features, l.out_features});
+      const int gb = tensor(p + ".bias.grad", TensorClass::kGradAccumulators, DType::kFloat32,
+                            {l.out_features});
+      for (int g : {gw, gb}) {
+        alloc(pre_, g);
+        zero(pre_, g);
+      }
+      grads.push_back({k, {gw, gb}});
+      b.grad_weight = gw;
+      b.grad_bias = gb;
+      body_.push_back(b);
+      if (k > 0) {
+        const Slot& s = dx_slot_[static_cast<std::size_t>(k - 1)];
+        if (s.buffer >= 0) remote_store(body_, s.buffer, s.row, -1, b.dx);
+      }
+    }
+
+    double_buffer();
+    std::vector<Op> ops = std::move(pre_);
+    Op rep = op(OpKind::kRepeat, fmt::format("{} steps", steps_));
+    rep.steps = steps_;
+    rep.io_mode = p_.io_mode;
+    rep.body = std::move(body_);
+    ops.push_back(std::move(rep));
+    for (int t : repeat_tensors_) free(ops, t);
+
+    if (defer_optimizer) {
+      for (const Item& it : items)
+        for (int param = 0; param < 2; ++param) release(ops, it.layer, param);
+      deferred_grads_ = grads;
+    } else {
+      for (const auto& [k, g] : grads) {
+        update(ops, k, kWeightParam, g[0]);
+        update(ops, k, kBiasParam, g[1]);
+      }
+      for (const Item& it : items)
+        for (int param = 0; param < 2; ++param) release(ops, it.layer, param);
+    }
+    Phase ph;
+    ph.name = name;
+    ph.ops = std::move(ops);
+    p_.phases.push_back(std::move(ph));
+  }
+
+  void build_optimizer_phase(const std::string& name) {
+    std::vector<Item> items;
+    for (const auto& [k, g] : deferred_grads_) items.push_back({k, true});
+    begin_phase(items);
+    std::vector<Op> ops;
+    for (const auto& [k, g] : deferred_grads_) {
+      update(ops, k, kWeightParam, g[0]);
+      update(ops, k, kBiasParam, g[1]);
+    }
+    Phase ph;
+    ph.name = name;
+    ph.ops = std::move(ops);
+    p_.phases.push_back(std::move(ph));
+  }
+
+  // io_overlapped: the next step's loads (and the previous step's stores) run while this
+  // step computes, so every tensor the loop streams has a second slot.
+  void double_buffer() {
+    if (p_.io_mode != IoMode::kIoOverlapped) return;
+    std::vector<int> streamed;
+    for (const Op& o : body_)
+      if (o.kind == OpKind::kHostLoad || o.kind == OpKind::kHostStore ||
+          o.kind == OpKind::kRemoteLoad || o.kind == OpKind::kRemoteStore)
+        streamed.push_back(o.tensor);
+    const std::vector<int> loop_tensors = repeat_tensors_;
+    for (int t : loop_tensors) {
+      DeviceTensor& d = p_.tensors[static_cast<std::size_t>(t)];
+      const bool is_streamed = std::find(streamed.begin(), streamed.end(), t) != streamed.end();
+      if (!is_streamed && d.double_buffer < 0) continue;
+      if (d.double_buffer < 0) {
+        const int slot = tensor(d.name + ".slot1", d.cls, d.dtype, d.shape);
+        p_.tensors[static_cast<std::size_t>(t)].double_buffer = slot;
+      }
+      const int slot = p_.tensors[static_cast<std::size_t>(t)].double_buffer;
+      alloc(pre_, slot);
+      repeat_tensors_.push_back(slot);
+    }
+  }
+
+  // ---- memory, cost, fit ----
+
+  void finish() {
+    annotate_costs(p_);
+    const DeviceProfile* profile = find_device_profile(c_.device.profile);
+    if (profile == nullptr) throw Error("device.profile: unknown profile '{}'", c_.device.profile);
+    p_.device_profile = profile->name;
+    p_.memory_per_replica =
+        c_.device.memory_per_replica != 0 ? c_.device.memory_per_replica : profile->memory_bytes;
+    p_.io_tiles = c_.execution.io_tiles;
+    estimate_time(p_, *profile, c_.execution.io_tiles);
+    const MemoryWalk walk = analyse_memory(p_);
+    p_.host_bytes_per_step = 0;
+    for (const auto& ph : p_.phases)
+      for (const auto& o : ph.ops) p_.host_bytes_per_step += o.host_bytes;
+    p_.fits = p_.peak_bytes <= p_.memory_per_replica;
+    if (!p_.fits) report_not_fitting(walk);
+  }
+
+  void report_not_fitting(const MemoryWalk& walk) {
+    NotFitting& nf = p_.not_fitting;
+    nf.phase = p_.phases[static_cast<std::size_t>(p_.peak_phase)].name;
+    nf.bytes_over = p_.peak_bytes - p_.memory_per_replica;
+    const std::vector<int> live = live_tensors_at_peak(p_, walk, p_.peak_phase);
+    for (std::size_t i = 0; i < live.size() && i < 5; ++i) {
+      const DeviceTensor& t = p_.tensors[static_cast<std::size_t>(live[i])];
+      nf.largest.push_back(fmt::format("{} ({})", t.name, format_bytes(t.nbytes)));
+    }
+    const ClassBytes& by = p_.phases[static_cast<std::size_t>(p_.peak_phase)].memory.peak_by_class;
+    auto cls = [&](TensorClass c) { return by[static_cast<std::size_t>(c)]; };
+    std::int64_t smallest_unsharded = 0;
+    for (const auto& v : p_.variables)
+      if (!v.sharded &&
+          (v.cls == TensorClass::kWeights ? c_.sharding.weights : c_.sharding.optimizer_state))
+        smallest_unsharded = std::max(smallest_unsharded, v.nelms);
+    if (c_.replication.factor > 1 && !sharding_on_)
+      nf.suggestions.push_back(fmt::format(
+          "enable replicated tensor sharding (sharding:) to split weights and optimizer state "
+          "over the replicas of a group"));
+    else if (sharding_on_ && smallest_unsharded > 0)
+      nf.suggestions.push_back(fmt::format(
+          "lower sharding.threshold (now {}) to at most {} so the largest unsharded variable "
+          "is sharded too",
+          c_.sharding.threshold, smallest_unsharded));
+    if (!c_.remote.optimizer_state && cls(TensorClass::kOptimizerState) > 0)
+      nf.suggestions.push_back(fmt::format(
+          "remote.optimizer_state: true keeps the optimizer state ({}) in streaming memory",
+          format_bytes(cls(TensorClass::kOptimizerState))));
+    if (!c_.remote.weights && cls(TensorClass::kWeights) > 0)
+      nf.suggestions.push_back(fmt::format(
+          "remote.weights: true keeps the weights ({}) in streaming memory between uses",
+          format_bytes(cls(TensorClass::kWeights))));
+    if (c_.execution.mode == ExecutionMode::kStandard && n_ > 1)
+      nf.suggestions.push_back(
+          "execution.mode: phased holds one layer's variables and activations at a time");
+    if (p_.io_mode == IoMode::kIoOverlapped)
+      nf.suggestions.push_back("execution.io_mode: io needs one IO slot per stream instead of two");
+    if (mb_ > 1 && cls(TensorClass::kActivations) + cls(TensorClass::kIoSlots) > 0)
+      nf.suggestions.push_back(fmt::format(
+          "a smaller training.micro_batch_size (now {}) with a larger "
+          "training.gradient_accumulation keeps the global batch with fewer activation bytes",
+          mb_));
+  }
+
+  const config::Config& c_;
+  Plan p_;
+  int n_ = 0;
+  std::int64_t mb_ = 1;
+  std::int64_t steps_ = 1;
+  bool sharding_on_ = false;
+  std::vector<std::vector<int>> graph_layers_;  // per graph, its layers in order
+  std::vector<std::string> graph_names_;
+  std::vector<std::array<ParamVars, 2>> params_;  // per layer: weight, bias
+  std::unordered_map<std::string, int> tensor_of_;
+  std::vector<int> fwd_phase_, bwd_phase_;
+  std::vector<Slot> x_slot_, dx_slot_, pre_slot_;
+
+  // The phase being built.
+  std::vector<Op> pre_, body_;
+  std::vector<int> repeat_tensors_;
+  std::unordered_map<int, ParamState> state_;
+  std::unordered_map<int, int> graph_count_;
+  std::vector<std::pair<int, std::array<int, 2>>> deferred_grads_;
+};
+
+}  // namespace
+
+Plan build_plan(const config::Config& config) {
+  return Builder(config).build();
+}
+
+}  // namespace popkit::planner

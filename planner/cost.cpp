@@ -1,0 +1,189 @@
+// FLOP and byte counts per op, and the time estimate.
+#include "planner/cost.h"
+
+#include <algorithm>
+
+namespace popkit::planner {
+namespace {
+
+std::uint64_t u(std::int64_t v) {
+  return static_cast<std::uint64_t>(v);
+}
+
+// FLOPs per element of an activation and of its derivative (tanh-GELU: a cubic, a tanh
+// and a few products).
+std::uint64_t act_flops(Activation a) {
+  return a == Activation::kGelu ? 8 : a == Activation::kRelu ? 1 : 0;
+}
+std::uint64_t act_grad_flops(Activation a) {
+  return a == Activation::kGelu ? 12 : a == Activation::kRelu ? 1 : 0;
+}
+
+class Costs {
+ public:
+  explicit Costs(Plan& plan) : plan_(plan) {}
+
+  void annotate(Op& op) {
+    op.flops = op.host_bytes = op.remote_bytes = op.collective_bytes = 0;
+    switch (op.kind) {
+      case OpKind::kHostLoad:
+      case OpKind::kHostStore:
+        op.host_bytes = bytes(op.tensor);
+        break;
+      case OpKind::kRemoteLoad:
+      case OpKind::kRemoteStore:
+        op.remote_bytes = bytes(op.tensor);
+        break;
+      case OpKind::kAllGather: {
+        // Each replica sends its shard to G-1 peers' rings and receives G-1 shards.
+        const std::uint64_t g = u(op.grouping.group_size);
+        op.collective_bytes = 2 * (g - 1) * bytes(op.src);
+        break;
+      }
+      case OpKind::kReduceScatter: {
+        const std::uint64_t g = u(op.grouping.group_size);
+        op.collective_bytes = 2 * (g - 1) * bytes(op.src) / g;
+        break;
+      }
+      case OpKind::kAllReduce: {
+        const std::uint64_t g = u(op.grouping.group_size);
+        op.collective_bytes = 4 * (g - 1) * bytes(op.tensor) / g;
+        break;
+      }
+      case OpKind::kForward: {
+        const LayerInfo& l = layer(op.layer);
+        const std::uint64_t mb = rows(op.in);
+        const std::uint64_t outs = mb * u(l.out_features);
+        // x W: 2 mb in out; + b: mb out; activation per element.
+        op.flops =
+            2 * mb * u(l.in_features) * u(l.out_features) + outs + outs * act_flops(l.activation);
+        break;
+      }
+      case OpKind::kLoss: {
+        // softmax (exp, sum, divide), log, and the gradient: about 5 per logit.
+        op.flops = 5 * u(plan_.tensors[static_cast<std::size_t>(op.in)].nelms);
+        break;
+      }
+      case OpKind::kBackward: {
+        const LayerInfo& l = layer(op.layer);
+        const std::uint64_t mb = rows(op.in);
+        const std::uint64_t w = u(l.in_features) * u(l.out_features);
+        const std::uint64_t outs = mb * u(l.out_features);
+        op.flops = 2 * mb * w                       // in^T dz
+                   + (op.dx >= 0 ? 2 * mb * w : 0)  // dz W^T
+                   + outs                           // column sums for the bias
+                   + outs * act_grad_flops(l.activation) +
+                   3 * (w + u(l.out_features));  // running mean of the accumulators
+        break;
+      }
+      case OpKind::kOptimizerStep:
+        // Two moments, bias correction, sqrt, divide, decay, update: ~12 per element.
+        op.flops = 12 * u(plan_.tensors[static_cast<std::size_t>(op.weight)].nelms);
+        break;
+      case OpKind::kRepeat:
+        for (Op& inner : op.body) {
+          annotate(inner);
+          op.flops += inner.flops * u(op.steps);
+          op.host_bytes += inner.host_bytes * u(op.steps);
+          op.remote_bytes += inner.remote_bytes * u(op.steps);
+          op.collective_bytes += inner.collective_bytes * u(op.steps);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+ private:
+  std::uint64_t bytes(int t) const { return plan_.tensors[static_cast<std::size_t>(t)].nbytes; }
+  std::uint64_t rows(int t) const {
+    const auto& shape = plan_.tensors[static_cast<std::size_t>(t)].shape;
+    return shape.empty() ? 1 : u(shape[0]);
+  }
+  const LayerInfo& layer(int k) const { return plan_.layers[static_cast<std::size_t>(k)]; }
+
+  Plan& plan_;
+};
+
+struct Seconds {
+  double compute = 0.0;
+  double io = 0.0;  // host and remote streams
+  double collective = 0.0;
+  [[nodiscard]] double total() const { return compute + io + collective; }
+};
+
+class Timer {
+ public:
+  Timer(const DeviceProfile& p, double compute_fraction) : p_(p), fraction_(compute_fraction) {}
+
+  Seconds time(const Op& op) const {
+    Seconds s;
+    if (op.kind == OpKind::kRepeat) {
+      Seconds step;
+      for (const Op& inner : op.body) {
+        const Seconds t = time(inner);
+        step.compute += t.compute;
+        step.io += t.io;
+        step.collective += t.collective;
+      }
+      const double n = static_cast<double>(op.steps);
+      if (op.io_mode == IoMode::kIoOverlapped) {
+        const double c = step.compute + step.collective;
+        s.compute = n * std::max(c, step.io) + std::min(c, step.io);
+      } else {
+        s.compute = n * step.compute;
+        s.io = n * step.io;
+        s.collective = n * step.collective;
+      }
+      return s;
+    }
+    const double flops = static_cast<double>(op.flops);
+    if (flops > 0) s.compute = flops / (p_.flops_per_second * fraction_);
+    if (op.host_bytes > 0)
+      s.io +=
+          p_.host_latency_seconds + static_cast<double>(op.host_bytes) / p_.host_bytes_per_second;
+    if (op.remote_bytes > 0)
+      s.io += p_.streaming_latency_seconds +
+              static_cast<double>(op.remote_bytes) / p_.streaming_bytes_per_second;
+    if (op.kind == OpKind::kAllGather || op.kind == OpKind::kReduceScatter ||
+        op.kind == OpKind::kAllReduce) {
+      if (op.collective_bytes > 0)
+        s.collective = p_.link_latency_seconds +
+                       static_cast<double>(op.collective_bytes) / 2.0 / p_.link_bytes_per_second;
+    }
+    return s;
+  }
+
+ private:
+  const DeviceProfile& p_;
+  double fraction_;
+};
+
+}  // namespace
+
+void annotate_costs(Plan& plan) {
+  Costs costs(plan);
+  for (Op& op : plan.setup) costs.annotate(op);
+  for (Phase& ph : plan.phases)
+    for (Op& op : ph.ops) costs.annotate(op);
+}
+
+void estimate_time(Plan& plan, const DeviceProfile& profile, std::int64_t io_tiles) {
+  // IO tiles stream data; the rest compute (PopXL io_tiles).
+  double fraction = 1.0;
+  if (plan.io_mode != IoMode::kCompute && io_tiles > 0 && io_tiles < profile.tiles)
+    fraction = static_cast<double>(profile.tiles - io_tiles) / static_cast<double>(profile.tiles);
+  const Timer timer(profile, fraction);
+  plan.estimated_step_seconds = 0.0;
+  for (Phase& ph : plan.phases) {
+    ph.estimated_seconds = 0.0;
+    for (const Op& op : ph.ops) ph.estimated_seconds += timer.time(op).total();
+    plan.estimated_step_seconds += ph.estimated_seconds;
+  }
+  plan.estimated_samples_per_second =
+      plan.estimated_step_seconds > 0
+          ? static_cast<double>(plan.global_batch_size) / plan.estimated_step_seconds
+          : 0.0;
+}
+
+}  // namespace popkit::planner

@@ -1,0 +1,192 @@
+// The memory walk over setup and phases (see memory.h for the definition).
+#include "planner/memory.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "config/error.h"
+#include "planner/names.h"
+
+namespace popkit::planner {
+namespace {
+
+struct PhaseResult {
+  PhaseMemory memory;
+  std::int64_t peak_op = -1;
+};
+
+class Walker {
+ public:
+  // With snapshot_phase >= 0, records the live tensors after op `snapshot_op` of that
+  // phase (-1: at its start).
+  Walker(const Plan& plan, int snapshot_phase = -1, std::int64_t snapshot_op = -1)
+      : plan_(plan),
+        live_(plan.tensors.size(), false),
+        snapshot_phase_(snapshot_phase),
+        snapshot_op_(snapshot_op) {}
+
+  std::vector<PhaseResult> run() {
+    std::vector<PhaseResult> results;
+    where_ = "setup";
+    for (std::size_t i = 0; i < plan_.setup.size(); ++i) {
+      const Op& op = plan_.setup[i];
+      op_index_ = i;
+      if (op.kind == OpKind::kFree) fail(op, "setup never frees");
+      if (op.kind == OpKind::kAlloc && !tensor(op.tensor, op).always_live)
+        fail(op, fmt::format("setup allocates '{}', which is not always-live",
+                             tensor(op.tensor, op).name));
+      apply(op, false);
+    }
+    always_live_ = live_bytes_;
+    in_phase_ = true;
+    for (std::size_t p = 0; p < plan_.phases.size(); ++p) {
+      const Phase& phase = plan_.phases[p];
+      where_ = fmt::format("phase '{}'", phase.name);
+      PhaseResult r;
+      r.memory.peak = live_bytes_;
+      r.memory.peak_by_class = by_class_;
+      r.peak_op = -1;
+      if (static_cast<int>(p) == snapshot_phase_ && snapshot_op_ < 0) take_snapshot();
+      for (std::size_t i = 0; i < phase.ops.size(); ++i) {
+        op_index_ = i;
+        const Op& op = phase.ops[i];
+        if (op.kind == OpKind::kAlloc && tensor(op.tensor, op).always_live)
+          fail(op, fmt::format("'{}' is always-live and allocated by setup only",
+                               tensor(op.tensor, op).name));
+        apply(op, false);
+        // Sample after the op (for a repeat: after each body op, all equal).
+        if (live_bytes_ > r.memory.peak) {
+          r.memory.peak = live_bytes_;
+          r.memory.peak_by_class = by_class_;
+          r.peak_op = static_cast<std::int64_t>(i);
+        }
+        if (static_cast<int>(p) == snapshot_phase_ && snapshot_op_ == static_cast<std::int64_t>(i))
+          take_snapshot();
+      }
+      r.memory.always_live = always_live_;
+      r.memory.not_always_live = r.memory.peak - always_live_;
+      results.push_back(r);
+    }
+    for (std::size_t t = 0; t < live_.size(); ++t)
+      if (live_[t] && !plan_.tensors[t].always_live)
+        throw Error("plan: tensor '{}' is still live at the end of the step",
+                    plan_.tensors[t].name);
+    return results;
+  }
+
+  std::uint64_t always_live() const { return always_live_; }
+  const std::vector<int>& snapshot() const { return snapshot_; }
+
+ private:
+  [[noreturn]] void fail(const Op& op, const std::string& what) const {
+    throw Error("plan: {}, op {} ({}): {}", where_, op_index_, op_kind_name(op.kind), what);
+  }
+
+  const DeviceTensor& tensor(int t, const Op& op) const {
+    if (t < 0 || static_cast<std::size_t>(t) >= plan_.tensors.size())
+      fail(op, fmt::format("tensor index {} out of range", t));
+    return plan_.tensors[static_cast<std::size_t>(t)];
+  }
+
+  void require_live(int t, const Op& op, bool in_repeat) const {
+    if (t < 0) return;
+    const DeviceTensor& d = tensor(t, op);
+    if (!live_[static_cast<std::size_t>(t)])
+      fail(op, fmt::format("uses '{}', which is not live", d.name));
+    if (in_repeat && d.double_buffer >= 0) {
+      if (static_cast<std::size_t>(d.double_buffer) >= live_.size() ||
+          !live_[static_cast<std::size_t>(d.double_buffer)])
+        fail(op, fmt::format("uses '{}', whose second slot is not live", d.name));
+    }
+  }
+
+  void apply(const Op& op, bool in_repeat) {
+    switch (op.kind) {
+      case OpKind::kAlloc: {
+        if (in_repeat) fail(op, "a repeat body never allocates");
+        const DeviceTensor& d = tensor(op.tensor, op);
+        if (live_[static_cast<std::size_t>(op.tensor)])
+          fail(op, fmt::format("'{}' is already live", d.name));
+        live_[static_cast<std::size_t>(op.tensor)] = true;
+        live_bytes_ += d.nbytes;
+        by_class_[static_cast<std::size_t>(d.cls)] += d.nbytes;
+        break;
+      }
+      case OpKind::kFree: {
+        if (in_repeat) fail(op, "a repeat body never frees");
+        if (!in_phase_) fail(op, "setup never frees");
+        const DeviceTensor& d = tensor(op.tensor, op);
+        if (!live_[static_cast<std::size_t>(op.tensor)])
+          fail(op, fmt::format("frees '{}', which is not live", d.name));
+        live_[static_cast<std::size_t>(op.tensor)] = false;
+        live_bytes_ -= d.nbytes;
+        by_class_[static_cast<std::size_t>(d.cls)] -= d.nbytes;
+        break;
+      }
+      case OpKind::kRepeat:
+        if (op.steps < 1) fail(op, fmt::format("repeat of {} steps", op.steps));
+        for (const Op& inner : op.body) apply(inner, true);
+        break;
+      default:
+        for (int t :
+             {op.tensor, op.src, op.dst, op.in, op.pre, op.out, op.labels, op.dy, op.dx, op.weight,
+              op.bias, op.grad_weight, op.grad_bias, op.grad, op.adam_m, op.adam_v})
+          require_live(t, op, in_repeat);
+        break;
+    }
+  }
+
+  void take_snapshot() {
+    snapshot_.clear();
+    for (std::size_t t = 0; t < live_.size(); ++t)
+      if (live_[t]) snapshot_.push_back(static_cast<int>(t));
+  }
+
+  const Plan& plan_;
+  std::vector<bool> live_;
+  std::uint64_t live_bytes_ = 0;
+  std::uint64_t always_live_ = 0;
+  ClassBytes by_class_{};
+  bool in_phase_ = false;
+  std::string where_;
+  std::size_t op_index_ = 0;
+  int snapshot_phase_ = -1;
+  std::int64_t snapshot_op_ = -1;
+  std::vector<int> snapshot_;
+};
+
+}  // namespace
+
+MemoryWalk analyse_memory(Plan& plan) {
+  Walker walker(plan);
+  const std::vector<PhaseResult> results = walker.run();
+  MemoryWalk walk;
+  plan.always_live_bytes = walker.always_live();
+  plan.peak_bytes = 0;
+  plan.peak_phase = 0;
+  for (std::size_t p = 0; p < results.size(); ++p) {
+    plan.phases[p].memory = results[p].memory;
+    walk.peak_op.push_back(results[p].peak_op);
+    if (results[p].memory.peak > plan.peak_bytes) {
+      plan.peak_bytes = results[p].memory.peak;
+      plan.peak_phase = static_cast<int>(p);
+    }
+  }
+  plan.streaming_bytes = 0;
+  for (const auto& b : plan.buffers) plan.streaming_bytes += b.nbytes();
+  return walk;
+}
+
+std::vector<int> live_tensors_at_peak(const Plan& plan, const MemoryWalk& walk, int phase) {
+  Walker walker(plan, phase, walk.peak_op.at(static_cast<std::size_t>(phase)));
+  walker.run();
+  std::vector<int> live = walker.snapshot();
+  std::stable_sort(live.begin(), live.end(), [&](int a, int b) {
+    return plan.tensors[static_cast<std::size_t>(a)].nbytes >
+           plan.tensors[static_cast<std::size_t>(b)].nbytes;
+  });
+  return live;
+}
+
+}  // namespace popkit::planner

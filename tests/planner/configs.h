@@ -1,0 +1,54 @@
+// Configs built in code for the planner tests: the phased MNIST example of DESIGN.md
+// and small variations, so tests do not depend on the YAML loader.
+#pragma once
+
+#include "config/config.h"
+
+namespace popkit::planner::test {
+
+// DESIGN.md's mnist-phased-rts: fc1..fc4 (fc2, fc3 identical), R=2, micro-batch 8,
+// accumulation 4, sharding threshold 512 over everyone, weights and state remote.
+inline config::Config mnist_phased() {
+  config::Config c;
+  c.name = "mnist-phased-rts";
+  c.model.input_shape = {28, 28};
+  using config::Activation;
+  c.model.layers = {{"fc1", config::LayerType::kLinear, 512, Activation::kGelu},
+                    {"fc2", config::LayerType::kLinear, 512, Activation::kGelu},
+                    {"fc3", config::LayerType::kLinear, 512, Activation::kGelu},
+                    {"fc4", config::LayerType::kLinear, 10, Activation::kNone}};
+  c.replication.factor = 2;
+  c.replication.groupings = {{"everyone", 2, 1}};
+  c.variables.grouping = "everyone";
+  c.sharding.enabled = true;
+  c.sharding.threshold = 512;
+  c.sharding.grouping = "everyone";
+  c.remote.weights = true;
+  c.remote.optimizer_state = true;
+  c.execution.mode = config::ExecutionMode::kPhased;
+  c.execution.io_mode = config::IoMode::kIo;
+  c.execution.io_tiles = 32;
+  c.training.micro_batch_size = 8;
+  c.training.gradient_accumulation = 4;
+  c.training.optimizer.first_order_dtype = config::DType::kFloat16;
+  c.device.profile = "ipu-mk2";
+  c.device.memory_per_replica = 900ull * 1024 * 1024;
+  return c;
+}
+
+// A tiny standard-mode model whose memory is easy to compute by hand: input [4],
+// one layer 4 -> 3 without activation, R=1, micro-batch 2, accumulation 2.
+inline config::Config tiny_standard() {
+  config::Config c;
+  c.name = "tiny";
+  c.model.input_shape = {4};
+  c.model.layers = {{"fc", config::LayerType::kLinear, 3, config::Activation::kNone}};
+  c.replication.factor = 1;
+  c.execution.mode = config::ExecutionMode::kStandard;
+  c.training.micro_batch_size = 2;
+  c.training.gradient_accumulation = 2;
+  c.device.profile = "cpu";
+  return c;
+}
+
+}  // namespace popkit::planner::test

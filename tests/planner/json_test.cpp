@@ -1,0 +1,112 @@
+// Plan files: to_json / from_json round trip, validation against
+// schemas/plan.schema.json (Debian's python3-jsonschema), and errors that name the file
+// and the field.
+#include <boost/test/unit_test.hpp>
+#include <cstdlib>
+#include <fstream>
+
+#include "config/error.h"
+#include "planner/build.h"
+#include "planner/plan_json.h"
+#include "tests/planner/configs.h"
+
+using namespace popkit::planner;
+using nlohmann::json;
+
+namespace {
+
+std::vector<Plan> sample_plans() {
+  std::vector<Plan> plans;
+  plans.push_back(build_plan(test::mnist_phased()));
+  auto c = test::tiny_standard();
+  plans.push_back(build_plan(c));
+  c.remote.optimizer_state = true;
+  plans.push_back(build_plan(c));
+  c.execution.io_mode = popkit::config::IoMode::kIoOverlapped;
+  plans.push_back(build_plan(c));
+  c.device.memory_per_replica = 100;     // does not fit
+  c.training.gradient_accumulation = 1;  // io_overlapped falls back, with a warning
+  plans.push_back(build_plan(c));
+  return plans;
+}
+
+std::string error_of(const json& j) {
+  try {
+    plan_from_json(j, "plan.json");
+  } catch (const popkit::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(plan_json)
+
+BOOST_AUTO_TEST_CASE(round_trip_is_exact) {
+  for (const Plan& p : sample_plans()) {
+    const json j = plan_to_json(p);
+    const Plan back = plan_from_json(j, "plan.json");
+    BOOST_TEST(plan_to_json(back) == j);
+    BOOST_TEST(back.phases.size() == p.phases.size());
+    BOOST_TEST(back.peak_bytes == p.peak_bytes);
+    BOOST_TEST(back.fits == p.fits);
+    BOOST_TEST(back.not_fitting.largest == p.not_fitting.largest, boost::test_tools::per_element());
+    BOOST_TEST(back.warnings == p.warnings, boost::test_tools::per_element());
+    BOOST_TEST((back.sharding_grouping == p.sharding_grouping));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(written_plans_validate_against_the_schema) {
+  const std::string dir = POPKIT_BINARY_DIR "/tests/planner";
+  const std::string schema = POPKIT_SOURCE_DIR "/schemas/plan.schema.json";
+  const auto plans = sample_plans();
+  std::string files;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const std::string path = dir + "/schema_test_plan" + std::to_string(i) + ".json";
+    std::ofstream(path) << plan_to_json(plans[i]).dump(1);
+    files += " " + path;
+  }
+  // Debian's python3-jsonschema, not whatever python3 is first on PATH.
+  const std::string cmd =
+      "/usr/bin/python3 -c 'import json, sys, jsonschema\n"
+      "schema = json.load(open(sys.argv[1]))\n"
+      "jsonschema.Draft202012Validator.check_schema(schema)\n"
+      "v = jsonschema.Draft202012Validator(schema)\n"
+      "bad = 0\n"
+      "for f in sys.argv[2:]:\n"
+      "    for e in v.iter_errors(json.load(open(f))):\n"
+      "        bad += 1; print(f, list(e.absolute_path), e.message[:300])\n"
+      "sys.exit(1 if bad else 0)' " +
+      schema + files;
+  BOOST_TEST(std::system(cmd.c_str()) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_newer_version_is_refused) {
+  json j = plan_to_json(build_plan(test::tiny_standard()));
+  j["version"] = 2;
+  BOOST_TEST(error_of(j) == "plan.json: version: plan format 2 is newer than this build reads (1)");
+}
+
+BOOST_AUTO_TEST_CASE(errors_name_the_file_and_the_field) {
+  const json good = plan_to_json(build_plan(test::tiny_standard()));
+  json j = good;
+  j.erase("micro_batch_size");
+  BOOST_TEST(error_of(j) == "plan.json: micro_batch_size: missing");
+  j = good;
+  j["phases"][0]["ops"][9]["body"][1]["kind"] = "fly";
+  BOOST_TEST(error_of(j).rfind(
+                 "plan.json: phases[0].ops[9].body[1].kind: 'fly' is not one of alloc, free,", 0) ==
+             0);
+  j = good;
+  j["tensors"][2]["nbytes"] = "many";
+  BOOST_TEST(error_of(j) ==
+             "plan.json: tensors[2].nbytes: expected a non-negative integer, got \"many\"");
+  j = good;
+  j["phases"][0]["ops"][0]["tensor"] = 99;
+  BOOST_TEST(error_of(j) ==
+             "plan.json: plan: phase 'forward+loss+backward+optimizer', op 0 (alloc): tensor index "
+             "99 out of range");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

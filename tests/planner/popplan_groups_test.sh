@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# popplan groups: the Group | Replicas tables of the replication chapter, and the rules.
+set -euo pipefail
+fail() { echo "FAIL: $*"; exit 1; }
+
+want=$'Group | Replicas\n------+-------------\n    0 | 0, 4, 8, 12\n    1 | 1, 5, 9, 13\n    2 | 2, 6, 10, 14\n    3 | 3, 7, 11, 15'
+got=$(popplan groups --factor 16 --group-size 4 --stride 4)
+[ "$got" = "$want" ] || fail "(4,4) table:\n$got"
+
+want=$'Group | Replicas\n------+---------------\n    0 | 0, 1, 2, 3\n    1 | 4, 5, 6, 7\n    2 | 8, 9, 10, 11\n    3 | 12, 13, 14, 15'
+got=$(popplan groups --factor 16 --group-size 4)
+[ "$got" = "$want" ] || fail "(4,1) table:\n$got"
+
+[ "$(popplan groups --factor 16 --group-size 1 | tail -n +3 | wc -l)" = 16 ] || fail "(1,1) is not 16 groups"
+
+got=$(popplan groups --factor 4 --group-size 2 --stride 2 --format json | tr -d ' \n')
+[ "$got" = '{"factor":4,"group_size":2,"groups":[[0,2],[1,3]],"n_groups":2,"stride":2}' ] || fail "json: $got"
+
+set +e
+err=$(popplan groups --factor 16 --group-size 4 --stride 3 2>&1)
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "a bad grouping exited $rc, want 2"
+[ "$err" = "popplan groups: --stride 3 x --group-size 4 = 12, but stride != 1 needs stride x group_size == factor (16)" ] \
+  || fail "message: $err"
+
+got=$(popplan groups "$POPKIT_SOURCE_DIR/examples/replica_groups.yaml")
+grep -qF "Grouping orthogonal: group_size 4, stride 4 over 16 replicas" <<<"$got" || fail "config groupings"
+echo "popplan groups: ok"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# popplan plan as a user runs it: exit 0 when the plan fits, 1 when it does not, 2 for
+# an invalid config; text reads like a schedule printout; JSON validates against the schema.
+set -euo pipefail
+src=$POPKIT_SOURCE_DIR
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+out=$(popplan plan "$src/examples/mnist.yaml") || fail "plan mnist.yaml exited $?"
+for want in "phase 1: fc1 forward" "phase 4: fc4 forward+loss+backward+optimizer" \
+            "phase 7: fc1 backward+optimizer" "remote_load     x row 1 -> inner.in" \
+            "Fits: peak"; do
+  grep -qF -- "$want" <<<"$out" || fail "plan text lacks '$want'"
+done
+grep -qE '^  x +\| activations +\| float32 +\| \[8, 512\] +\| +3 x 4 \| +12 \|' <<<"$out" \
+  || fail "plan text lacks the x buffer of 3 rows x 4 steps"
+
+set +e
+popplan plan "$src/examples/mnist.yaml" --set device.memory_per_replica=1MiB >"$tmp/small.txt" 2>&1
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "a plan that does not fit exited $rc, want 1"
+grep -qF "Does not fit: phase 'fc1 backward+optimizer'" "$tmp/small.txt" || fail "no not-fitting report"
+
+printf 'version: 1\nmodel: {layers: []}\n' >"$tmp/bad.yaml"
+set +e
+popplan plan "$tmp/bad.yaml" >/dev/null 2>"$tmp/bad.err"
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "an invalid config exited $rc, want 2"
+grep -q "error" "$tmp/bad.err" || fail "an invalid config printed no diagnostics"
+
+popplan plan "$src/examples/mnist.yaml" --format json -o "$tmp/plan.json" || fail "json plan exited $?"
+/usr/bin/python3 - "$src/schemas/plan.schema.json" "$tmp/plan.json" <<'PY' || fail "plan.json does not validate"
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[2])))
+PY
+echo "popplan plan: ok"
