@@ -1,0 +1,50 @@
+// What the host feeds the engine: for replica r and accumulation step s of the current
+// global batch, the micro-batch's pixels (uint8, normalised by the engine on the fly)
+// and labels. DatasetBatches serves a global batch of a Dataset laid out as PopXL's
+// host arrays are, [A, R, B, ...]: replica r at step s gets samples (s R + r) B + i.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/data/dataset.h"
+
+namespace popkit::engine {
+
+struct MicroBatch {
+  std::span<const std::uint8_t> pixels;  // size * image_size bytes, image after image
+  std::span<const std::uint8_t> labels;  // size class ids
+  std::int64_t size = 0;                 // samples
+};
+
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  // Called concurrently from several threads; must not modify shared state.
+  [[nodiscard]] virtual MicroBatch micro_batch(std::int64_t replica, std::int64_t step) const = 0;
+};
+
+class DatasetBatches final : public BatchSource {
+ public:
+  DatasetBatches(const Dataset& data, std::int64_t replicas, std::int64_t accumulation,
+                 std::int64_t micro_batch_size);
+
+  // Samples of the global batch: replicas * accumulation * micro_batch_size indices.
+  void set_batch(std::span<const std::int64_t> samples);
+  // The global batch `index` of `order` (consecutive slices of it).
+  void set_batch(const std::vector<std::int64_t>& order, std::int64_t index);
+
+  [[nodiscard]] std::int64_t global_batch_size() const {
+    return replicas_ * accumulation_ * micro_;
+  }
+  [[nodiscard]] MicroBatch micro_batch(std::int64_t replica, std::int64_t step) const override;
+
+ private:
+  const Dataset* data_;
+  std::int64_t replicas_, accumulation_, micro_;
+  std::vector<std::uint8_t> pixels_;
+  std::vector<std::uint8_t> labels_;
+};
+
+}  // namespace popkit::engine

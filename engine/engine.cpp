@@ -1,0 +1,937 @@
+// The plan interpreter: replicas, op dispatch, repeat loops (inline or with the IO
+// thread of io_overlapped), memory sampling, timing, variable access and evaluation.
+#include "engine/engine.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <new>
+#include <numeric>
+#include <thread>
+
+#include "config/error.h"
+#include "engine/runtime/memory_account.h"
+#include "engine/runtime/remote_store.h"
+#include "engine/runtime/thread_pool.h"
+#include "engine/tensor/adam.h"
+#include "engine/tensor/init.h"
+#include "engine/tensor/layers.h"
+#include "planner/names.h"
+
+namespace popkit::engine {
+
+using planner::DeviceTensor;
+using planner::Op;
+using planner::OpKind;
+using planner::Plan;
+using planner::Stream;
+using planner::Variable;
+using planner::VariableRole;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Device memory of one tensor, 64-byte aligned so vectorised loops see the same
+// alignment whatever the tensor.
+class AlignedBuffer {
+ public:
+  static constexpr std::align_val_t kAlign{64};
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(std::uint64_t n)
+      : data_(static_cast<std::byte*>(::operator new(std::max<std::uint64_t>(n, 1), kAlign))) {}
+  AlignedBuffer(AlignedBuffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)) {}
+  AlignedBuffer& operator=(AlignedBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      data_ = std::exchange(o.data_, nullptr);
+    }
+    return *this;
+  }
+  ~AlignedBuffer() { reset(); }
+  void reset() {
+    if (data_) ::operator delete(data_, kAlign);
+    data_ = nullptr;
+  }
+  [[nodiscard]] std::byte* data() const { return data_; }
+
+ private:
+  std::byte* data_ = nullptr;
+};
+
+std::string shape_str(const std::vector<std::int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+OpCategory category(OpKind k) {
+  switch (k) {
+    case OpKind::kAlloc:
+    case OpKind::kFree:
+      return OpCategory::kMemory;
+    case OpKind::kRemoteLoad:
+    case OpKind::kRemoteStore:
+      return OpCategory::kRemote;
+    case OpKind::kHostLoad:
+    case OpKind::kHostStore:
+      return OpCategory::kHostIo;
+    case OpKind::kAllGather:
+    case OpKind::kReduceScatter:
+    case OpKind::kAllReduce:
+    case OpKind::kSliceShard:
+      return OpCategory::kCollective;
+    default:
+      return OpCategory::kCompute;
+  }
+}
+
+bool is_collective(OpKind k) {
+  return category(k) == OpCategory::kCollective;
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  struct Replica {
+    std::vector<AlignedBuffer> tensors;  // by plan tensor index; null when not live
+    MemoryAccount account;
+    PhaseSampler sampler;
+    std::unique_ptr<RemoteStore> store;
+    std::vector<float> scratch_w, scratch_b;  // one micro-batch's gradient before accumulation
+    std::vector<double> losses;               // per accumulation step
+    // Updated by compute threads and the IO thread: relaxed atomics.
+    std::atomic<std::uint64_t> host_in{0}, host_out{0}, remote_in{0}, remote_out{0};
+  };
+
+  Plan plan;
+  EngineOptions options;
+  std::int64_t n_replicas = 1;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<IoThread> io;
+  std::shared_ptr<Collectives> collectives;
+  std::vector<std::unique_ptr<Replica>> replicas;
+  AdamParams adam;
+  std::int64_t steps_done = 0;
+  std::int64_t image_size = 1;
+  Timings timings;
+  std::vector<std::vector<planner::PhaseMemory>> phase_memory;
+  std::vector<std::vector<double>> last_losses;
+  std::vector<std::atomic<double>> io_seconds = std::vector<std::atomic<double>>(kNumOpCategories);
+
+  // The op being run, for error messages.
+  const BatchSource* batches = nullptr;
+  std::string where = "setup";
+
+  Impl(const Plan& p, EngineOptions o) : plan(p), options(std::move(o)) {}
+
+  // ---- plan checks -------------------------------------------------------------------
+
+  const DeviceTensor& tensor(int t) const { return plan.tensors[static_cast<std::size_t>(t)]; }
+
+  void check_plan() {
+    if (!plan.fits) {
+      const auto& nf = plan.not_fitting;
+      throw Error(
+          "plan '{}' does not fit device memory ({} bytes per replica): phase '{}' needs {} bytes "
+          "more; largest tensors: {}; suggestions: {}",
+          plan.name, plan.memory_per_replica, nf.phase, nf.bytes_over, fmt::join(nf.largest, ", "),
+          fmt::join(nf.suggestions, "; "));
+    }
+    if (plan.replication_factor < 1)
+      throw Error("plan: replication factor {} < 1", plan.replication_factor);
+    image_size = std::accumulate(plan.input_shape.begin(), plan.input_shape.end(), std::int64_t{1},
+                                 std::multiplies<>());
+    for (const auto& t : plan.tensors) {
+      const std::int64_t n =
+          std::accumulate(t.shape.begin(), t.shape.end(), std::int64_t{1}, std::multiplies<>());
+      if (n != t.nelms ||
+          t.nbytes != static_cast<std::uint64_t>(t.nelms * planner::dtype_size(t.dtype)))
+        throw Error("plan: tensor '{}' has shape {} ({} elements) but nelms {} and nbytes {}",
+                    t.name, shape_str(t.shape), n, t.nelms, t.nbytes);
+    }
+    where = "setup";
+    for (const Op& op : plan.setup) check_op(op);
+    for (const auto& ph : plan.phases) {
+      where = fmt::format("phase '{}'", ph.name);
+      for (const Op& op : ph.ops) check_op(op);
+    }
+    where = "setup";
+  }
+
+  void need_index(int t, const Op& op, const char* field) const {
+    if (t < 0 || static_cast<std::size_t>(t) >= plan.tensors.size())
+      throw Error("plan: {}, op '{}' ({}): {} is tensor {}, out of range", where, op.label,
+                  planner::op_kind_name(op.kind), field, t);
+  }
+
+  // The tensor `t` must have shape `want` (and be float32).
+  void need_shape(int t, const Op& op, const std::vector<std::int64_t>& want,
+                  const char* what) const {
+    need_index(t, op, what);
+    const auto& d = tensor(t);
+    if (d.shape != want)
+      throw Error("plan: {}, op '{}' ({}): tensor '{}' has shape {} but {} needs {}", where,
+                  op.label, planner::op_kind_name(op.kind), d.name, shape_str(d.shape), what,
+                  shape_str(want));
+    if (d.dtype != planner::DType::kFloat32)
+      throw Error("plan: {}, op '{}': tensor '{}' must be float32", where, op.label, d.name);
+  }
+
+  const planner::LayerInfo& layer_of(const Op& op) const {
+    if (op.layer < 0 || static_cast<std::size_t>(op.layer) >= plan.layers.size())
+      throw Error("plan: {}, op '{}': layer {} out of range", where, op.label, op.layer);
+    return plan.layers[static_cast<std::size_t>(op.layer)];
+  }
+
+  std::int64_t rows_of(int t, const Op& op, const char* what) const {
+    need_index(t, op, what);
+    const auto& d = tensor(t);
+    if (d.shape.size() != 2)
+      throw Error("plan: {}, op '{}': tensor '{}' has shape {}, {} needs a matrix", where, op.label,
+                  d.name, shape_str(d.shape), what);
+    return d.shape[0];
+  }
+
+  void check_op(const Op& op) {
+    for (int t : {op.tensor, op.src, op.dst, op.in, op.pre, op.out, op.labels, op.dy, op.dx,
+                  op.weight, op.bias, op.grad_weight, op.grad_bias, op.grad, op.adam_m, op.adam_v})
+      if (t >= 0) need_index(t, op, "operand");
+    switch (op.kind) {
+      case OpKind::kAlloc:
+      case OpKind::kFree:
+      case OpKind::kZero:
+        need_index(op.tensor, op, "tensor");
+        break;
+      case OpKind::kRemoteLoad:
+      case OpKind::kRemoteStore: {
+        need_index(op.tensor, op, "tensor");
+        if (op.buffer < 0 || static_cast<std::size_t>(op.buffer) >= plan.buffers.size())
+          throw Error("plan: {}, op '{}': remote buffer {} out of range", where, op.label,
+                      op.buffer);
+        const auto& b = plan.buffers[static_cast<std::size_t>(op.buffer)];
+        if (tensor(op.tensor).nbytes != b.entry_bytes)
+          throw Error(
+              "plan: {}, op '{}': tensor '{}' has {} bytes but remote buffer '{}' has entries of "
+              "{}",
+              where, op.label, tensor(op.tensor).name, tensor(op.tensor).nbytes, b.name,
+              b.entry_bytes);
+        break;
+      }
+      case OpKind::kHostLoad: {
+        const std::int64_t mb = plan.micro_batch_size;
+        if (op.stream == Stream::kImages)
+          need_shape(op.tensor, op, {mb, image_size}, "the images stream");
+        else if (op.stream == Stream::kLabels)
+          need_shape(op.tensor, op, {mb}, "the labels stream");
+        else
+          throw Error("plan: {}, op '{}': host_load of the loss stream", where, op.label);
+        break;
+      }
+      case OpKind::kHostStore:
+        need_index(op.tensor, op, "tensor");
+        if (op.stream != Stream::kLoss || tensor(op.tensor).nelms != 1)
+          throw Error("plan: {}, op '{}': host_store takes the 1-element loss", where, op.label);
+        break;
+      case OpKind::kAllReduce:
+        need_index(op.tensor, op, "tensor");
+        break;
+      case OpKind::kAllGather:
+        need_index(op.src, op, "src");
+        need_index(op.dst, op, "dst");
+        if (tensor(op.dst).nelms > tensor(op.src).nelms * op.grouping.group_size)
+          throw Error("plan: {}, op '{}': all_gather of '{}' ({} x {}) cannot fill '{}' ({})",
+                      where, op.label, tensor(op.src).name, op.grouping.group_size,
+                      tensor(op.src).nelms, tensor(op.dst).name, tensor(op.dst).nelms);
+        break;
+      case OpKind::kReduceScatter:
+      case OpKind::kSliceShard: {
+        need_index(op.src, op, "src");
+        need_index(op.dst, op, "dst");
+        const auto& g = op.kind == OpKind::kSliceShard ? op.grouping : op.shard_grouping;
+        if (tensor(op.dst).nelms * g.group_size < tensor(op.src).nelms)
+          throw Error("plan: {}, op '{}': {} shards of {} elements cannot hold '{}' ({} elements)",
+                      where, op.label, g.group_size, tensor(op.dst).nelms, tensor(op.src).name,
+                      tensor(op.src).nelms);
+        break;
+      }
+      case OpKind::kForward: {
+        const auto& l = layer_of(op);
+        const std::int64_t n = rows_of(op.in, op, "the layer input");
+        need_shape(op.in, op, {n, l.in_features}, "the layer input");
+        need_shape(op.weight, op, {l.in_features, l.out_features}, "the weight");
+        need_shape(op.bias, op, {l.out_features}, "the bias");
+        need_shape(op.out, op, {n, l.out_features}, "the layer output");
+        if (op.pre >= 0) need_shape(op.pre, op, {n, l.out_features}, "the pre-activation");
+        if (op.pre < 0 && l.activation != config::Activation::kNone)
+          throw Error("plan: {}, op '{}': layer {} has an activation but no pre-activation tensor",
+                      where, op.label, l.name);
+        break;
+      }
+      case OpKind::kLoss: {
+        const std::int64_t n = rows_of(op.in, op, "the logits");
+        need_shape(op.in, op, {n, plan.n_classes}, "the logits");
+        need_shape(op.labels, op, {n}, "the labels");
+        need_shape(op.dx, op, {n, plan.n_classes}, "the logits' gradient");
+        need_index(op.out, op, "out");
+        if (tensor(op.out).nelms != 1)
+          throw Error("plan: {}, op '{}': the loss '{}' has {} elements, not 1", where, op.label,
+                      tensor(op.out).name, tensor(op.out).nelms);
+        break;
+      }
+      case OpKind::kBackward: {
+        const auto& l = layer_of(op);
+        const std::int64_t n = rows_of(op.dy, op, "the output gradient");
+        need_shape(op.dy, op, {n, l.out_features}, "the output gradient");
+        need_shape(op.in, op, {n, l.in_features}, "the layer input");
+        need_shape(op.grad_weight, op, {l.in_features, l.out_features}, "the weight gradient");
+        need_shape(op.grad_bias, op, {l.out_features}, "the bias gradient");
+        if (op.dx >= 0) {  // dx = dz W^T needs the weight; the first layer has neither
+          need_shape(op.dx, op, {n, l.in_features}, "the input gradient");
+          need_shape(op.weight, op, {l.in_features, l.out_features}, "the weight");
+        }
+        if (l.activation != config::Activation::kNone) {
+          if (op.pre < 0)
+            throw Error(
+                "plan: {}, op '{}': layer {} has an activation but no pre-activation tensor", where,
+                op.label, l.name);
+          need_shape(op.pre, op, {n, l.out_features}, "the pre-activation");
+        }
+        break;
+      }
+      case OpKind::kOptimizerStep: {
+        for (int t : {op.weight, op.grad, op.adam_m, op.adam_v}) need_index(t, op, "operand");
+        const std::int64_t n = tensor(op.weight).nelms;
+        for (int t : {op.grad, op.adam_m, op.adam_v})
+          if (tensor(t).nelms != n)
+            throw Error("plan: {}, op '{}': '{}' has {} elements but the weight '{}' has {}", where,
+                        op.label, tensor(t).name, tensor(t).nelms, tensor(op.weight).name, n);
+        for (int t : {op.weight, op.grad, op.adam_v})
+          if (tensor(t).dtype != planner::DType::kFloat32)
+            throw Error("plan: {}, op '{}': '{}' must be float32", where, op.label, tensor(t).name);
+        break;
+      }
+      case OpKind::kRepeat:
+        if (op.steps < 1)
+          throw Error("plan: {}, op '{}': repeat of {} steps", where, op.label, op.steps);
+        for (const Op& inner : op.body) {
+          if (inner.kind == OpKind::kAlloc || inner.kind == OpKind::kFree ||
+              inner.kind == OpKind::kRepeat)
+            throw Error("plan: {}, op '{}': a repeat body holds a {}", where, op.label,
+                        planner::op_kind_name(inner.kind));
+          check_op(inner);
+        }
+        break;
+    }
+  }
+
+  // ---- tensors -----------------------------------------------------------------------
+
+  // io_overlapped double buffering: odd repeat steps use the second slot.
+  int slot(int t, std::int64_t s) const {
+    const int second = tensor(t).double_buffer;
+    return (s % 2 == 1 && second >= 0) ? second : t;
+  }
+
+  std::byte* raw(Replica& rep, int t, std::int64_t s, const Op& op) const {
+    const int k = slot(t, s);
+    std::byte* p = rep.tensors[static_cast<std::size_t>(k)].data();
+    if (!p)
+      throw Error("{}, op '{}' ({}): tensor '{}' is not allocated", where, op.label,
+                  planner::op_kind_name(op.kind), tensor(k).name);
+    return p;
+  }
+  float* f32(Replica& rep, int t, std::int64_t s, const Op& op) const {
+    return reinterpret_cast<float*>(raw(rep, t, s, op));
+  }
+
+  // ---- ops on one replica ------------------------------------------------------------
+
+  std::int64_t entry_of(const Op& op, std::int64_t s) const {
+    // entry = row * steps + step  (batch-serial buffer layout)
+    if (op.entry >= 0) return op.entry;
+    return op.row * plan.buffers[static_cast<std::size_t>(op.buffer)].steps + s;
+  }
+
+  void run_local(const Op& op, std::int64_t r, std::int64_t s) {
+    Replica& rep = *replicas[static_cast<std::size_t>(r)];
+    switch (op.kind) {
+      case OpKind::kAlloc: {
+        const auto& d = tensor(op.tensor);
+        auto& buf = rep.tensors[static_cast<std::size_t>(op.tensor)];
+        if (buf.data())
+          throw Error("{}, op '{}': tensor '{}' is already allocated", where, op.label, d.name);
+        buf = AlignedBuffer(d.nbytes);
+        rep.account.allocate(d.nbytes, d.cls, d.always_live);
+        return;
+      }
+      case OpKind::kFree: {
+        const auto& d = tensor(op.tensor);
+        auto& buf = rep.tensors[static_cast<std::size_t>(op.tensor)];
+        if (!buf.data())
+          throw Error("{}, op '{}': frees '{}', which is not allocated", where, op.label, d.name);
+        buf.reset();
+        rep.account.release(d.nbytes, d.cls, d.always_live);
+        return;
+      }
+      case OpKind::kZero:
+        std::memset(raw(rep, op.tensor, s, op), 0, tensor(op.tensor).nbytes);
+        return;
+      case OpKind::kRemoteLoad: {
+        const auto n = tensor(op.tensor).nbytes;
+        rep.store->load(op.buffer, entry_of(op, s), raw(rep, op.tensor, s, op), n);
+        rep.remote_in.fetch_add(n, std::memory_order_relaxed);
+        return;
+      }
+      case OpKind::kRemoteStore: {
+        const auto n = tensor(op.tensor).nbytes;
+        rep.store->store(op.buffer, entry_of(op, s), raw(rep, op.tensor, s, op), n);
+        rep.remote_out.fetch_add(n, std::memory_order_relaxed);
+        return;
+      }
+      case OpKind::kHostLoad:
+        host_load(op, rep, r, s);
+        return;
+      case OpKind::kHostStore: {
+        if (static_cast<std::size_t>(s) >= rep.losses.size())
+          rep.losses.resize(static_cast<std::size_t>(s) + 1, 0.0);
+        rep.losses[static_cast<std::size_t>(s)] = *f32(rep, op.tensor, s, op);
+        rep.host_out.fetch_add(tensor(op.tensor).nbytes, std::memory_order_relaxed);
+        return;
+      }
+      case OpKind::kForward: {
+        const auto& l = layer_of(op);
+        const std::int64_t n = tensor(op.in).shape[0];
+        const float* x = f32(rep, op.in, s, op);
+        const float* w = f32(rep, op.weight, s, op);
+        const float* b = f32(rep, op.bias, s, op);
+        float* out = f32(rep, op.out, s, op);
+        if (op.pre >= 0) {
+          float* pre = f32(rep, op.pre, s, op);
+          linear_forward(x, w, b, pre, n, l.in_features, l.out_features);
+          activation_forward(l.activation, pre, out, n * l.out_features);
+        } else {
+          linear_forward(x, w, b, out, n, l.in_features, l.out_features);
+        }
+        return;
+      }
+      case OpKind::kLoss: {
+        const std::int64_t n = tensor(op.in).shape[0];
+        const float loss = softmax_cross_entropy(f32(rep, op.in, s, op), f32(rep, op.labels, s, op),
+                                                 f32(rep, op.dx, s, op), n, plan.n_classes);
+        *f32(rep, op.out, s, op) = loss;
+        if (options.check_finite && !std::isfinite(loss))
+          throw Error(
+              "optimizer step {}, {}: the loss '{}' of replica {} at accumulation step {} is {}",
+              steps_done + 1, where, tensor(op.out).name, r, s, loss);
+        return;
+      }
+      case OpKind::kBackward: {
+        const auto& l = layer_of(op);
+        const std::int64_t n = tensor(op.dy).shape[0];
+        float* dy = f32(rep, op.dy, s, op);
+        if (l.activation != config::Activation::kNone)
+          activation_backward(l.activation, f32(rep, op.pre, s, op), dy, n * l.out_features);
+        const std::int64_t nw = l.in_features * l.out_features;
+        rep.scratch_w.resize(static_cast<std::size_t>(nw));
+        rep.scratch_b.resize(static_cast<std::size_t>(l.out_features));
+        linear_backward(dy, f32(rep, op.in, s, op),
+                        op.dx >= 0 ? f32(rep, op.weight, s, op) : nullptr,
+                        op.dx >= 0 ? f32(rep, op.dx, s, op) : nullptr, rep.scratch_w.data(),
+                        rep.scratch_b.data(), n, l.in_features, l.out_features);
+        accumulate_running_mean(f32(rep, op.grad_weight, s, op), rep.scratch_w.data(), nw, s);
+        accumulate_running_mean(f32(rep, op.grad_bias, s, op), rep.scratch_b.data(), l.out_features,
+                                s);
+        return;
+      }
+      case OpKind::kOptimizerStep: {
+        const std::int64_t n = tensor(op.weight).nelms;
+        const float* g = f32(rep, op.grad, s, op);
+        if (options.check_finite) {
+          for (std::int64_t i = 0; i < n; ++i)
+            if (!std::isfinite(g[i]))
+              throw Error(
+                  "optimizer step {}, {}: the gradient '{}' of replica {} is {} at element {}",
+                  steps_done + 1, where, tensor(op.grad).name, r, g[i], i);
+        }
+        const std::int64_t t = steps_done + 1;  // incremented before use
+        float* w = f32(rep, op.weight, s, op);
+        float* v = f32(rep, op.adam_v, s, op);
+        if (tensor(op.adam_m).dtype == planner::DType::kFloat16)
+          adam_step(w, g, reinterpret_cast<Eigen::half*>(raw(rep, op.adam_m, s, op)), v, n, t,
+                    adam);
+        else
+          adam_step(w, g, f32(rep, op.adam_m, s, op), v, n, t, adam);
+        return;
+      }
+      default:
+        POPKIT_ASSERT(false);
+    }
+  }
+
+  void host_load(const Op& op, Replica& rep, std::int64_t r, std::int64_t s) {
+    if (batches == nullptr)
+      throw Error("{}, op '{}': host_load outside train_step (no batch source)", where, op.label);
+    const MicroBatch mb = batches->micro_batch(r, s);
+    const std::int64_t want = plan.micro_batch_size;
+    if (mb.size != want || static_cast<std::int64_t>(mb.labels.size()) != want ||
+        static_cast<std::int64_t>(mb.pixels.size()) != want * image_size)
+      throw Error(
+          "host_load: the micro-batch of replica {} at step {} has {} samples, {} labels and {} "
+          "pixels, but the plan's tensor '{}' has shape {} ({} samples of {} pixels)",
+          r, s, mb.size, mb.labels.size(), mb.pixels.size(), tensor(op.tensor).name,
+          shape_str(tensor(op.tensor).shape), want, image_size);
+    float* dst = f32(rep, op.tensor, s, op);
+    if (op.stream == Stream::kImages) {
+      // x = (pixel / 255 - mean) / std  (config.data normalisation)
+      const auto mean = static_cast<float>(options.normalize_mean);
+      const auto std = static_cast<float>(options.normalize_std);
+      for (std::size_t i = 0; i < mb.pixels.size(); ++i)
+        dst[i] = (static_cast<float>(mb.pixels[i]) / 255.0f - mean) / std;
+    } else {
+      for (std::size_t i = 0; i < mb.labels.size(); ++i) {
+        if (mb.labels[i] >= plan.n_classes)
+          throw Error("host_load: label {} of replica {} at step {} is not a class below {}",
+                      mb.labels[i], r, s, plan.n_classes);
+        dst[i] = static_cast<float>(mb.labels[i]);
+      }
+    }
+    rep.host_in.fetch_add(tensor(op.tensor).nbytes, std::memory_order_relaxed);
+  }
+
+  // ---- collectives -------------------------------------------------------------------
+
+  std::vector<ReplicaBuffer> buffers_of(int t, std::int64_t s, const Op& op) {
+    std::vector<ReplicaBuffer> out;
+    out.reserve(static_cast<std::size_t>(n_replicas));
+    for (std::int64_t r = 0; r < n_replicas; ++r) {
+      const int k = slot(t, s);
+      out.push_back({r, raw(*replicas[static_cast<std::size_t>(r)], t, s, op), tensor(k).nelms,
+                     tensor(k).dtype});
+    }
+    return out;
+  }
+
+  void run_collective(const Op& op, std::int64_t s) {
+    switch (op.kind) {
+      case OpKind::kAllReduce:
+        collectives->all_reduce(op.grouping, op.reduce, buffers_of(op.tensor, s, op));
+        break;
+      case OpKind::kReduceScatter:
+        collectives->reduce_scatter(op.grouping, op.shard_grouping, op.reduce,
+                                    buffers_of(op.src, s, op), buffers_of(op.dst, s, op));
+        break;
+      case OpKind::kAllGather:
+        collectives->all_gather(op.grouping, buffers_of(op.src, s, op), buffers_of(op.dst, s, op));
+        break;
+      case OpKind::kSliceShard:
+        collectives->slice_shard(op.grouping, buffers_of(op.src, s, op), buffers_of(op.dst, s, op));
+        break;
+      default:
+        POPKIT_ASSERT(false);
+    }
+  }
+
+  // ---- execution ---------------------------------------------------------------------
+
+  // One op (not a repeat) on every replica, or across the groups; timed by category.
+  void run_op(const Op& op, std::int64_t s) {
+    const auto t0 = Clock::now();
+    if (is_collective(op.kind)) {
+      run_collective(op, s);
+    } else if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) {
+      for (std::int64_t r = 0; r < n_replicas; ++r) run_local(op, r, s);
+    } else {
+      pool->run(n_replicas, [&](std::int64_t r) { run_local(op, r, s); });
+    }
+    timings.category_seconds[static_cast<std::size_t>(category(op.kind))] += seconds_since(t0);
+  }
+
+  void sample_all() {
+    for (auto& rep : replicas) rep->sampler.sample(rep->account);
+  }
+
+  void run_repeat(const Op& op) {
+    const bool overlapped = op.io_mode == config::IoMode::kIoOverlapped;
+    if (!overlapped) {
+      for (std::int64_t s = 0; s < op.steps; ++s) {
+        for (const Op& inner : op.body) {
+          run_op(inner, s);
+          if (s == 0) sample_all();
+        }
+      }
+      return;
+    }
+    // io_overlapped: loads and stores of double-buffered tensors move to the IO thread,
+    // which loads step s+1 and stores step s-1 while step s computes; the slots differ
+    // (s+1 and s-1 share one, so the thread stores before it loads).
+    auto async = [&](const Op& o) {
+      const bool io_op = o.kind == OpKind::kHostLoad || o.kind == OpKind::kRemoteLoad ||
+                         o.kind == OpKind::kHostStore || o.kind == OpKind::kRemoteStore;
+      return io_op && tensor(o.tensor).double_buffer >= 0;
+    };
+    auto is_load = [](const Op& o) {
+      return o.kind == OpKind::kHostLoad || o.kind == OpKind::kRemoteLoad;
+    };
+    auto io_ops = [&](std::int64_t s, bool loads) {
+      for (const Op& o : op.body) {
+        if (!async(o) || is_load(o) != loads) continue;
+        const auto t0 = Clock::now();
+        for (std::int64_t r = 0; r < n_replicas; ++r) run_local(o, r, s);
+        const double dt = seconds_since(t0);
+        auto& acc = io_seconds[static_cast<std::size_t>(category(o.kind))];
+        acc.store(acc.load(std::memory_order_relaxed) + dt, std::memory_order_relaxed);
+      }
+    };
+    if (!io) io = std::make_unique<IoThread>();
+    io_ops(0, true);
+    for (std::int64_t s = 0; s < op.steps; ++s) {
+      io->start([&, s] {
+        if (s > 0) io_ops(s - 1, false);
+        if (s + 1 < op.steps) io_ops(s + 1, true);
+      });
+      try {
+        for (const Op& inner : op.body) {
+          if (async(inner)) continue;
+          run_op(inner, s);
+          if (s == 0) sample_all();
+        }
+      } catch (...) {
+        try {
+          io->wait();
+        } catch (...) {  // the compute error is the one reported
+        }
+        throw;
+      }
+      io->wait();
+    }
+    io_ops(op.steps - 1, false);
+  }
+
+  void run_ops(const std::vector<Op>& ops, bool sample) {
+    for (const Op& op : ops) {
+      if (op.kind == OpKind::kRepeat)
+        run_repeat(op);
+      else
+        run_op(op, 0);
+      if (sample) sample_all();
+    }
+  }
+
+  void setup() {
+    const auto t0 = Clock::now();
+    where = "setup";
+    run_ops(plan.setup, false);
+    timings.setup_seconds = seconds_since(t0);
+  }
+
+  double train_step(const BatchSource& source) {
+    const auto t_step = Clock::now();
+    batches = &source;
+    for (auto& rep : replicas)
+      rep->losses.assign(static_cast<std::size_t>(plan.gradient_accumulation), 0.0);
+    for (auto& a : io_seconds) a.store(0.0);
+    timings.phase_seconds.resize(plan.phases.size(), 0.0);
+    phase_memory.resize(plan.phases.size(),
+                        std::vector<planner::PhaseMemory>(static_cast<std::size_t>(n_replicas)));
+    try {
+      for (std::size_t p = 0; p < plan.phases.size(); ++p) {
+        const auto& phase = plan.phases[p];
+        where = fmt::format("phase '{}'", phase.name);
+        const auto t0 = Clock::now();
+        for (auto& rep : replicas) rep->sampler.begin(rep->account);
+        run_ops(phase.ops, true);
+        timings.phase_seconds[p] += seconds_since(t0);
+        for (std::size_t r = 0; r < replicas.size(); ++r) {
+          const auto& m = replicas[r]->sampler.memory();
+          auto& kept = phase_memory[p][r];
+          if (m.peak > kept.peak || timings.steps == 0) kept = m;
+        }
+      }
+    } catch (...) {
+      batches = nullptr;
+      throw;
+    }
+    batches = nullptr;
+    for (std::size_t c = 0; c < kNumOpCategories; ++c)
+      timings.category_seconds[c] += io_seconds[c].load();
+    ++steps_done;
+    ++timings.steps;
+    timings.step_seconds.push_back(seconds_since(t_step));
+    last_losses.clear();
+    double total = 0.0;
+    std::int64_t count = 0;
+    for (auto& rep : replicas) {
+      last_losses.push_back(rep->losses);
+      for (double l : rep->losses) total += l, ++count;
+    }
+    return total / static_cast<double>(count);
+  }
+
+  // ---- variables ---------------------------------------------------------------------
+
+  const Variable& variable(const std::string& name) const {
+    for (const auto& v : plan.variables)
+      if (v.name == name) return v;
+    std::vector<std::string> names;
+    for (const auto& v : plan.variables) names.push_back(v.name);
+    throw Error("no variable '{}' in the plan (it has: {})", name, fmt::join(names, ", "));
+  }
+
+  // The bytes of the variable's home on replica r (its shard when sharded).
+  std::byte* home(const Variable& v, std::int64_t r) const {
+    Replica& rep = *replicas[static_cast<std::size_t>(r)];
+    if (v.remote) return rep.store->entry(v.buffer, v.entry);
+    std::byte* p = rep.tensors[static_cast<std::size_t>(v.device_tensor)].data();
+    if (!p) throw Error("variable '{}': its device tensor is not allocated", v.name);
+    return p;
+  }
+
+  std::int64_t shard_rank(const Variable& v, std::int64_t r) const {
+    return v.sharded ? plan.sharding_grouping.rank_in_group(r) : 0;
+  }
+
+  std::vector<float> read_replica(const Variable& v, std::int64_t r) const {
+    std::vector<float> full(static_cast<std::size_t>(v.nelms));
+    const std::int64_t n_shards = v.sharded ? plan.sharding_grouping.group_size : 1;
+    const std::int64_t group = plan.sharding_grouping.group_of(r);
+    for (std::int64_t k = 0; k < n_shards; ++k) {
+      const std::int64_t m = v.sharded ? plan.sharding_grouping.member(group, k) : r;
+      const std::byte* src = home(v, m);
+      const std::int64_t begin = k * v.shard_size;
+      const std::int64_t count = std::min(v.shard_size, v.nelms - begin);
+      for (std::int64_t i = 0; i < count; ++i) {
+        float x;
+        if (v.dtype == planner::DType::kFloat16)
+          x = static_cast<float>(reinterpret_cast<const Eigen::half*>(src)[i]);
+        else
+          x = reinterpret_cast<const float*>(src)[i];
+        full[static_cast<std::size_t>(begin + i)] = x;
+      }
+    }
+    return full;
+  }
+
+  void write_replica(const Variable& v, std::int64_t r, std::span<const float> full) {
+    const std::int64_t k = shard_rank(v, r);
+    std::byte* dst = home(v, r);
+    const std::int64_t begin = k * v.shard_size;
+    for (std::int64_t i = 0; i < v.shard_size; ++i) {
+      const std::int64_t e = begin + i;
+      const float x = e < v.nelms ? full[static_cast<std::size_t>(e)] : 0.0f;  // padding is zero
+      if (v.dtype == planner::DType::kFloat16)
+        reinterpret_cast<Eigen::half*>(dst)[i] = static_cast<Eigen::half>(x);
+      else
+        reinterpret_cast<float*>(dst)[i] = x;
+    }
+  }
+
+  void write_group(const Variable& v, std::int64_t group, std::span<const float> values) {
+    if (static_cast<std::int64_t>(values.size()) != v.nelms)
+      throw Error("variable '{}' has shape {} ({} elements), got {} values", v.name,
+                  shape_str(v.meta_shape), v.nelms, values.size());
+    if (group < 0 || group >= plan.variables_grouping.n_groups())
+      throw Error("variable '{}': group {} out of range ({} groups)", v.name, group,
+                  plan.variables_grouping.n_groups());
+    for (const auto r : plan.variables_grouping.members(group)) write_replica(v, r, values);
+  }
+};
+
+Engine::Engine(const planner::Plan& plan, EngineOptions options)
+    : impl_(std::make_unique<Impl>(plan, std::move(options))) {
+  Impl& m = *impl_;
+  m.check_plan();
+  m.n_replicas = m.plan.replication_factor;
+  int threads = m.options.n_threads;
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads = static_cast<int>(std::min<std::int64_t>(threads, m.n_replicas));
+  m.pool = std::make_unique<ThreadPool>(threads);
+  m.collectives = m.options.collectives
+                      ? m.options.collectives
+                      : std::shared_ptr<Collectives>(make_in_process_collectives(m.n_replicas));
+  m.adam = AdamParams::from(m.plan.optimizer);
+  for (std::int64_t r = 0; r < m.n_replicas; ++r) {
+    auto rep = std::make_unique<Impl::Replica>();
+    rep->tensors.resize(m.plan.tensors.size());
+    rep->store = std::make_unique<RemoteStore>(m.plan.buffers);
+    m.replicas.push_back(std::move(rep));
+  }
+  m.setup();
+}
+
+Engine::~Engine() = default;
+
+void Engine::initialize(const config::Init& init) {
+  Impl& m = *impl_;
+  for (const auto& v : m.plan.variables) {
+    std::vector<float> values(static_cast<std::size_t>(v.nelms), 0.0f);
+    if (v.role == VariableRole::kWeight || (v.role == VariableRole::kBias && !init.biases_zero))
+      fill_normal(values.data(), v.nelms, init.weights_mean, init.weights_std,
+                  name_key(v.name, init.seed));
+    for (std::int64_t g = 0; g < m.plan.variables_grouping.n_groups(); ++g)
+      m.write_group(v, g, values);
+  }
+  m.steps_done = 0;
+}
+
+double Engine::train_step(const BatchSource& batches) {
+  return impl_->train_step(batches);
+}
+
+EvalResult Engine::evaluate(const Dataset& data, std::int64_t micro_batch_size,
+                            std::int64_t group) const {
+  const Impl& m = *impl_;
+  if (data.image_size() != m.image_size)
+    throw Error("evaluate: images of {} pixels but the plan's input shape {} needs {}",
+                data.image_size(), shape_str(m.plan.input_shape), m.image_size);
+  std::vector<std::vector<float>> weights, biases;
+  for (std::size_t l = 0; l < m.plan.layers.size(); ++l) {
+    weights.emplace_back();
+    biases.emplace_back();
+    for (const auto& v : m.plan.variables) {
+      if (v.layer != static_cast<int>(l)) continue;
+      if (v.role == VariableRole::kWeight) weights.back() = read_variable(v.name, group);
+      if (v.role == VariableRole::kBias) biases.back() = read_variable(v.name, group);
+    }
+  }
+  EvalResult result;
+  const auto mean = static_cast<float>(m.options.normalize_mean);
+  const auto std = static_cast<float>(m.options.normalize_std);
+  double loss_sum = 0.0;
+  std::vector<float> x, y, labels, dlogits;
+  for (std::int64_t first = 0; first < data.n; first += micro_batch_size) {
+    const std::int64_t n = std::min(micro_batch_size, data.n - first);
+    x.resize(static_cast<std::size_t>(n * m.image_size));
+    labels.resize(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::uint8_t* px = data.image(first + i);
+      for (std::int64_t k = 0; k < m.image_size; ++k)
+        x[static_cast<std::size_t>(i * m.image_size + k)] =
+            (static_cast<float>(px[k]) / 255.0f - mean) / std;
+      labels[static_cast<std::size_t>(i)] = data.labels[static_cast<std::size_t>(first + i)];
+    }
+    for (std::size_t l = 0; l < m.plan.layers.size(); ++l) {
+      const auto& info = m.plan.layers[l];
+      y.resize(static_cast<std::size_t>(n * info.out_features));
+      linear_forward(x.data(), weights[l].data(), biases[l].data(), y.data(), n, info.in_features,
+                     info.out_features);
+      activation_forward(info.activation, y.data(), y.data(), n * info.out_features);
+      std::swap(x, y);
+    }
+    dlogits.resize(x.size());
+    loss_sum += static_cast<double>(softmax_cross_entropy(x.data(), labels.data(), dlogits.data(),
+                                                          n, m.plan.n_classes)) *
+                static_cast<double>(n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float* row = x.data() + i * m.plan.n_classes;
+      const auto best = std::max_element(row, row + m.plan.n_classes) - row;
+      if (best == static_cast<std::int64_t>(labels[static_cast<std::size_t>(i)])) ++result.correct;
+    }
+  }
+  result.n = data.n;
+  result.loss = data.n > 0 ? loss_sum / static_cast<double>(data.n) : 0.0;
+  result.accuracy =
+      data.n > 0 ? static_cast<double>(result.correct) / static_cast<double>(data.n) : 0.0;
+  return result;
+}
+
+std::vector<float> Engine::read_variable(const std::string& name, std::int64_t group) const {
+  const Impl& m = *impl_;
+  if (group < 0 || group >= m.plan.variables_grouping.n_groups())
+    throw Error("variable '{}': group {} out of range ({} groups)", name, group,
+                m.plan.variables_grouping.n_groups());
+  return m.read_replica(m.variable(name), m.plan.variables_grouping.member(group, 0));
+}
+
+std::vector<float> Engine::read_variable_of_replica(const std::string& name,
+                                                    std::int64_t replica) const {
+  const Impl& m = *impl_;
+  if (replica < 0 || replica >= m.n_replicas)
+    throw Error("variable '{}': replica {} out of range (R = {})", name, replica, m.n_replicas);
+  return m.read_replica(m.variable(name), replica);
+}
+
+std::vector<std::vector<float>> Engine::retrieve_variable(const std::string& name) const {
+  const Impl& m = *impl_;
+  std::vector<std::vector<float>> out;
+  if (m.plan.retrieval_mode == config::RetrievalMode::kAllReplicas) {
+    for (std::int64_t r = 0; r < m.n_replicas; ++r)
+      out.push_back(read_variable_of_replica(name, r));
+  } else {
+    for (std::int64_t g = 0; g < m.plan.variables_grouping.n_groups(); ++g)
+      out.push_back(read_variable(name, g));
+  }
+  return out;
+}
+
+void Engine::write_variable(const std::string& name, std::span<const float> values) {
+  Impl& m = *impl_;
+  const Variable& v = m.variable(name);
+  for (std::int64_t g = 0; g < m.plan.variables_grouping.n_groups(); ++g)
+    m.write_group(v, g, values);
+}
+
+void Engine::write_variable(const std::string& name, std::int64_t group,
+                            std::span<const float> values) {
+  Impl& m = *impl_;
+  m.write_group(m.variable(name), group, values);
+}
+
+std::vector<std::string> Engine::variable_names() const {
+  std::vector<std::string> out;
+  for (const auto& v : impl_->plan.variables) out.push_back(v.name);
+  return out;
+}
+
+MemoryReport Engine::memory_report() const {
+  const Impl& m = *impl_;
+  MemoryReport r;
+  r.phases = m.phase_memory;
+  for (const auto& rep : m.replicas) {
+    r.peak_bytes.push_back(rep->account.peak());
+    r.always_live_bytes.push_back(rep->account.always_live());
+    r.streaming_bytes.push_back(rep->store->account().bytes);
+    r.streaming_by_class.push_back(rep->store->account().by_class);
+  }
+  return r;
+}
+
+const Timings& Engine::timings() const {
+  return impl_->timings;
+}
+
+std::vector<BytesMoved> Engine::bytes_moved() const {
+  const Impl& m = *impl_;
+  std::vector<BytesMoved> out;
+  for (std::int64_t r = 0; r < m.n_replicas; ++r) {
+    const auto& rep = *m.replicas[static_cast<std::size_t>(r)];
+    const CollectiveBytes c = m.collectives->bytes(r);
+    out.push_back({rep.host_in.load(), rep.host_out.load(), rep.remote_in.load(),
+                   rep.remote_out.load(), c.sent, c.received});
+  }
+  return out;
+}
+
+const std::vector<std::vector<double>>& Engine::last_losses() const {
+  return impl_->last_losses;
+}
+std::int64_t Engine::steps_done() const {
+  return impl_->steps_done;
+}
+void Engine::set_steps_done(std::int64_t steps) {
+  impl_->steps_done = steps;
+}
+const planner::Plan& Engine::plan() const {
+  return impl_->plan;
+}
+int Engine::n_threads() const {
+  return impl_->pool->size();
+}
+
+}  // namespace popkit::engine

@@ -1,0 +1,128 @@
+// The engine: an interpreter of a planner::Plan on CPU (DESIGN.md "The engine"). It holds
+// R replicas, each with its own device tensors (allocated through a per-replica memory
+// account exactly where the plan says), its own remote store, and runs the plan's ops in
+// order, bulk-synchronously: a compute op runs on every replica in parallel on a thread
+// pool, a collective runs across each group.
+//
+//   engine::Engine engine(plan, {.normalize_mean = cfg.data.normalize_mean, ...});
+//   engine.initialize(cfg.model.init);
+//   DatasetBatches batches(train, R, A, B);
+//   for (step...) { batches.set_batch(order, step); double loss = engine.train_step(batches); }
+//   auto accuracy = engine.evaluate(test, 100).accuracy;
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "engine/data/batch_source.h"
+#include "engine/data/dataset.h"
+#include "engine/runtime/collectives.h"
+#include "planner/plan.h"
+
+namespace popkit::engine {
+
+struct EngineOptions {
+  int n_threads = 0;               // compute threads incl. the caller; 0 = the machine's, at most R
+  double normalize_mean = 0.1307;  // config.data: pixel x in [0, 1] -> (x - mean) / std
+  double normalize_std = 0.3081;
+  bool check_finite = true;                  // NaN/Inf in the loss or a gradient stops training
+  std::shared_ptr<Collectives> collectives;  // null = in-process
+};
+
+// What the op's wall time is counted as.
+enum class OpCategory { kCompute, kCollective, kRemote, kHostIo, kMemory };
+inline constexpr std::size_t kNumOpCategories = 5;
+
+struct Timings {
+  std::int64_t steps = 0;
+  double setup_seconds = 0.0;
+  std::vector<double> phase_seconds;  // per phase, summed over steps
+  std::vector<double> step_seconds;   // per optimizer step
+  // Summed over steps. Compute and collectives are wall time of the bulk-synchronous op;
+  // in io_overlapped the IO thread's time is counted too, so the sum can exceed the wall.
+  std::array<double, kNumOpCategories> category_seconds{};
+};
+
+// Per replica, cumulative.
+struct BytesMoved {
+  std::uint64_t host_in = 0;     // host -> device (images, labels)
+  std::uint64_t host_out = 0;    // device -> host (loss)
+  std::uint64_t remote_in = 0;   // remote_load
+  std::uint64_t remote_out = 0;  // remote_store
+  std::uint64_t collective_sent = 0;
+  std::uint64_t collective_received = 0;
+};
+
+struct MemoryReport {
+  // [phase][replica], sampled as plan.h's PhaseMemory defines, the largest over the steps run.
+  std::vector<std::vector<planner::PhaseMemory>> phases;
+  std::vector<std::uint64_t> peak_bytes;         // per replica, whole program
+  std::vector<std::uint64_t> always_live_bytes;  // per replica
+  std::vector<std::uint64_t> streaming_bytes;    // per replica, all remote buffers
+  std::vector<planner::ClassBytes> streaming_by_class;
+};
+
+struct EvalResult {
+  std::int64_t n = 0;
+  std::int64_t correct = 0;
+  double loss = 0.0;  // mean over samples
+  double accuracy = 0.0;
+};
+
+class Engine {
+ public:
+  // Refuses a plan with fits == false (popkit::Error with the planner's report) and a
+  // plan whose shapes disagree with its layers; then runs `setup`.
+  explicit Engine(const planner::Plan& plan, EngineOptions options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Weights normal(mean, std) keyed by name and seed, biases and Adam state zero; the
+  // same values in every group. Resets the optimizer step counter.
+  void initialize(const config::Init& init);
+
+  // One optimizer step over the global batch `batches` serves; returns the mean loss
+  // over all replicas and accumulation steps.
+  double train_step(const BatchSource& batches);
+
+  // Forward only with the weights of `group`; loss and accuracy over all samples.
+  [[nodiscard]] EvalResult evaluate(const Dataset& data, std::int64_t micro_batch_size,
+                                    std::int64_t group = 0) const;
+
+  // Full values (meta shape, flat), gathered from the shards of the group.
+  [[nodiscard]] std::vector<float> read_variable(const std::string& name,
+                                                 std::int64_t group = 0) const;
+  [[nodiscard]] std::vector<float> read_variable_of_replica(const std::string& name,
+                                                            std::int64_t replica) const;
+  // One value per group (one_per_group) or per replica (all_replicas), as the plan's
+  // retrieval mode says.
+  [[nodiscard]] std::vector<std::vector<float>> retrieve_variable(const std::string& name) const;
+  void write_variable(const std::string& name, std::span<const float> values);  // every group
+  void write_variable(const std::string& name, std::int64_t group, std::span<const float> values);
+  [[nodiscard]] std::vector<std::string> variable_names() const;
+
+  [[nodiscard]] MemoryReport memory_report() const;
+  [[nodiscard]] const Timings& timings() const;
+  [[nodiscard]] std::vector<BytesMoved> bytes_moved() const;
+  // Losses of the last step, [replica][accumulation step].
+  [[nodiscard]] const std::vector<std::vector<double>>& last_losses() const;
+
+  // Adam's step counter t (optimizer steps done); checkpoints restore it.
+  [[nodiscard]] std::int64_t steps_done() const;
+  void set_steps_done(std::int64_t steps);
+
+  [[nodiscard]] const planner::Plan& plan() const;
+  [[nodiscard]] int n_threads() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace popkit::engine

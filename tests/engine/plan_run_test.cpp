@@ -1,0 +1,434 @@
+// The engine running real plans from planner::build_plan on a small synthetic set:
+// bitwise equivalence of sharding, modes and io modes; data parallelism against one big
+// replica; groupings; measured against planned memory and bytes; errors; learning.
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "config/error.h"
+#include "engine/engine.h"
+#include "planner/build.h"
+
+using namespace popkit;
+using engine::Engine;
+
+namespace {
+
+constexpr std::int64_t kSide = 6;  // 6 x 6 images: 36 inputs
+
+// fc2 and fc3 are identical: they share one graph and one set of buffers.
+config::Config base_config(std::int64_t replicas, std::int64_t micro_batch,
+                           std::int64_t accumulation) {
+  config::Config c;
+  c.name = "engine-test";
+  c.model.input_shape = {kSide, kSide};
+  c.model.layers = {{"fc1", config::LayerType::kLinear, 16, config::Activation::kGelu},
+                    {"fc2", config::LayerType::kLinear, 16, config::Activation::kGelu},
+                    {"fc3", config::LayerType::kLinear, 16, config::Activation::kRelu},
+                    {"fc4", config::LayerType::kLinear, 10, config::Activation::kNone}};
+  c.model.init.weights_std = 0.2;
+  c.replication.factor = replicas;
+  c.replication.groupings = {{"everyone", replicas, 1}};
+  c.variables.grouping = "everyone";
+  c.sharding.grouping = "everyone";
+  c.training.micro_batch_size = micro_batch;
+  c.training.gradient_accumulation = accumulation;
+  c.training.optimizer.lr = 1e-2;
+  c.training.optimizer.bias_correction = true;
+  c.training.optimizer.weight_decay = 1e-3;
+  c.data.dataset = config::Dataset::kSynthetic;
+  return c;
+}
+
+void shard(config::Config& c, std::int64_t threshold) {
+  c.sharding.enabled = true;
+  c.sharding.threshold = threshold;
+}
+
+const engine::Dataset& train_set() {
+  static const engine::Dataset d = engine::make_synthetic(600, kSide, kSide, 7, 0.3);
+  return d;
+}
+
+engine::EngineOptions options() {
+  engine::EngineOptions o;
+  o.n_threads = 2;
+  return o;
+}
+
+// Runs `steps` optimizer steps over consecutive global batches of the training set;
+// returns the losses.
+std::vector<double> train(Engine& e, std::int64_t steps, std::int64_t first_batch = 0) {
+  const auto& p = e.plan();
+  engine::DatasetBatches batches(train_set(), p.replication_factor, p.gradient_accumulation,
+                                 p.micro_batch_size);
+  std::vector<std::int64_t> order(static_cast<std::size_t>(train_set().n));
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<double> losses;
+  for (std::int64_t s = 0; s < steps; ++s) {
+    const std::int64_t index = (first_batch + s) % (train_set().n / p.global_batch_size);
+    batches.set_batch(order, index);
+    losses.push_back(e.train_step(batches));
+  }
+  return losses;
+}
+
+// Every variable of every group (weights, biases, Adam moments), as float bit patterns.
+std::vector<std::vector<float>> all_state(const Engine& e) {
+  std::vector<std::vector<float>> out;
+  for (const auto& name : e.variable_names())
+    for (std::int64_t g = 0; g < e.plan().variables_grouping.n_groups(); ++g)
+      out.push_back(e.read_variable(name, g));
+  return out;
+}
+
+bool bitwise_equal(const std::vector<std::vector<float>>& a,
+                   const std::vector<std::vector<float>>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].size() != b[i].size()) return false;
+    if (std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0) return false;
+  }
+  return true;
+}
+
+std::vector<std::vector<float>> run(const config::Config& c, std::int64_t steps) {
+  Engine e(planner::build_plan(c), options());
+  e.initialize(c.model.init);
+  train(e, steps);
+  return all_state(e);
+}
+
+// A replica's view of another engine's batches: replica r here is replica map[r] there.
+class MappedBatches final : public engine::BatchSource {
+ public:
+  MappedBatches(const engine::BatchSource& inner, std::vector<std::int64_t> map)
+      : inner_(inner), map_(std::move(map)) {}
+  engine::MicroBatch micro_batch(std::int64_t r, std::int64_t s) const override {
+    return inner_.micro_batch(map_[static_cast<std::size_t>(r)], s);
+  }
+
+ private:
+  const engine::BatchSource& inner_;
+  std::vector<std::int64_t> map_;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(equivalence)
+
+BOOST_AUTO_TEST_CASE(sharding_modes_and_io_modes_are_bitwise_identical) {
+  for (const auto fo : {config::DType::kFloat32, config::DType::kFloat16}) {
+    config::Config ref = base_config(4, 2, 3);
+    ref.training.optimizer.first_order_dtype = fo;
+    const auto expected = run(ref, 3);
+    struct Variant {
+      std::string name;
+      std::function<void(config::Config&)> change;
+    };
+    const std::vector<Variant> variants = {
+        {"sharded threshold 1", [](auto& c) { shard(c, 1); }},
+        {"sharded threshold 16", [](auto& c) { shard(c, 16); }},
+        {"sharded threshold 500 (fc1.weight only)", [](auto& c) { shard(c, 500); }},
+        {"sharded weights only",
+         [](auto& c) {
+           shard(c, 16);
+           c.sharding.optimizer_state = false;
+         }},
+        {"io", [](auto& c) { c.execution.io_mode = config::IoMode::kIo; }},
+        {"io_overlapped", [](auto& c) { c.execution.io_mode = config::IoMode::kIoOverlapped; }},
+        {"off-chip optimizer", [](auto& c) { c.remote.optimizer_state = true; }},
+        {"off-chip optimizer sharded",
+         [](auto& c) {
+           c.remote.optimizer_state = true;
+           shard(c, 1);
+         }},
+        {"phased", [](auto& c) { c.execution.mode = config::ExecutionMode::kPhased; }},
+        {"phased remote",
+         [](auto& c) {
+           c.execution.mode = config::ExecutionMode::kPhased;
+           c.remote = {true, true};
+         }},
+        {"phased remote sharded io_overlapped",
+         [](auto& c) {
+           c.execution.mode = config::ExecutionMode::kPhased;
+           c.remote = {true, true};
+           shard(c, 16);
+           c.execution.io_mode = config::IoMode::kIoOverlapped;
+         }},
+        {"phased sharded io",
+         [](auto& c) {
+           c.execution.mode = config::ExecutionMode::kPhased;
+           shard(c, 1);
+           c.execution.io_mode = config::IoMode::kIo;
+         }},
+    };
+    for (const auto& v : variants) {
+      BOOST_TEST_CONTEXT(v.name << (fo == config::DType::kFloat16 ? ", float16 first order" : "")) {
+        config::Config c = ref;
+        v.change(c);
+        BOOST_TEST(bitwise_equal(run(c, 3), expected));
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(replicas_are_data_parallelism) {
+  // 4 replicas x micro-batch 2 x accumulation 3 against 1 replica x micro-batch 24: the
+  // same global batches, so the same weights up to float rounding. Tolerance: the
+  // gradients differ by summation order only (~1e-7 relative); after 3 Adam steps every
+  // variable agrees to 2e-6 of its largest magnitude (measured: 6e-7).
+  const auto dp = run(base_config(4, 2, 3), 3);
+  const auto single = run(base_config(1, 24, 1), 3);
+  BOOST_REQUIRE_EQUAL(dp.size(), single.size());
+  double worst = 0;
+  for (std::size_t v = 0; v < dp.size(); ++v) {
+    double scale = 0;
+    for (float x : single[v]) scale = std::max(scale, double{std::abs(x)});
+    for (std::size_t i = 0; i < dp[v].size(); ++i)
+      worst = std::max(worst, std::abs(double{dp[v][i]} - single[v][i]) / std::max(scale, 1e-30));
+  }
+  BOOST_TEST_MESSAGE("largest difference relative to the variable's scale: " << worst);
+  BOOST_TEST(worst < 2e-6);
+  BOOST_TEST(!bitwise_equal(dp, single));  // really a different computation
+}
+
+BOOST_AUTO_TEST_CASE(groups_train_apart_and_replicas_of_a_group_agree) {
+  // R = 4, variables grouped by stride: {0, 2} and {1, 3}, sharded inside the group.
+  config::Config c = base_config(4, 2, 2);
+  c.replication.groupings = {{"pairs", 2, 2}};
+  c.variables = {"pairs", config::RetrievalMode::kAllReplicas};
+  c.sharding.grouping = "pairs";
+  shard(c, 16);
+  Engine e(planner::build_plan(c), options());
+  e.initialize(c.model.init);
+
+  // The same steps on a 2-replica engine fed the data of replicas 0 and 2 only.
+  config::Config c2 = base_config(2, 2, 2);
+  Engine solo(planner::build_plan(c2), options());
+  solo.initialize(c2.model.init);
+
+  engine::DatasetBatches batches(train_set(), 4, 2, 2);
+  std::vector<std::int64_t> order(static_cast<std::size_t>(train_set().n));
+  std::iota(order.begin(), order.end(), 0);
+  for (std::int64_t s = 0; s < 3; ++s) {
+    batches.set_batch(order, s);
+    e.train_step(batches);
+    solo.train_step(MappedBatches(batches, {0, 2}));
+  }
+  for (const auto& name : e.variable_names()) {
+    BOOST_TEST_CONTEXT(name) {
+      const auto per_replica = e.retrieve_variable(name);
+      BOOST_REQUIRE_EQUAL(per_replica.size(), 4u);
+      BOOST_TEST(per_replica[0] == per_replica[2], boost::test_tools::per_element());
+      BOOST_TEST(per_replica[1] == per_replica[3], boost::test_tools::per_element());
+      if (name.find("bias") == std::string::npos || name.find("adam") != std::string::npos)
+        BOOST_TEST(per_replica[0] != per_replica[1]);
+      BOOST_TEST(bitwise_equal({per_replica[0]}, {solo.read_variable(name)}));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(one_per_group_retrieval) {
+  config::Config c = base_config(4, 2, 1);
+  c.replication.groupings = {{"halves", 2, 1}};
+  c.variables = {"halves", config::RetrievalMode::kOnePerGroup};
+  c.sharding.grouping = "halves";
+  Engine e(planner::build_plan(c), options());
+  e.initialize(c.model.init);
+  train(e, 2);
+  const auto groups = e.retrieve_variable("fc1.weight");
+  BOOST_REQUIRE_EQUAL(groups.size(), 2u);
+  BOOST_TEST(groups[0] == e.read_variable_of_replica("fc1.weight", 1),
+             boost::test_tools::per_element());
+  BOOST_TEST(groups[1] == e.read_variable_of_replica("fc1.weight", 3),
+             boost::test_tools::per_element());
+  BOOST_TEST(groups[0] != groups[1]);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(measured_memory)
+
+BOOST_AUTO_TEST_CASE(measured_equals_planned_per_phase_replica_and_class) {
+  struct Case {
+    std::string name;
+    std::function<void(config::Config&)> change;
+  };
+  const std::vector<Case> cases = {
+      {"standard", [](auto&) {}},
+      {"standard sharded", [](auto& c) { shard(c, 16); }},
+      {"off-chip optimizer", [](auto& c) { c.remote.optimizer_state = true; }},
+      {"off-chip optimizer sharded",
+       [](auto& c) {
+         c.remote.optimizer_state = true;
+         shard(c, 16);
+       }},
+      {"phased", [](auto& c) { c.execution.mode = config::ExecutionMode::kPhased; }},
+      {"phased remote sharded",
+       [](auto& c) {
+         c.execution.mode = config::ExecutionMode::kPhased;
+         c.remote = {true, true};
+         shard(c, 16);
+       }},
+      {"phased remote io_overlapped float16",
+       [](auto& c) {
+         c.execution.mode = config::ExecutionMode::kPhased;
+         c.remote = {true, true};
+         c.execution.io_mode = config::IoMode::kIoOverlapped;
+         c.training.optimizer.first_order_dtype = config::DType::kFloat16;
+       }},
+  };
+  for (const auto& k : cases) {
+    BOOST_TEST_CONTEXT(k.name) {
+      config::Config c = base_config(2, 2, 2);
+      k.change(c);
+      const planner::Plan plan = planner::build_plan(c);
+      Engine e(plan, options());
+      e.initialize(c.model.init);
+      train(e, 2);
+      const auto report = e.memory_report();
+      BOOST_REQUIRE_EQUAL(report.phases.size(), plan.phases.size());
+      for (std::size_t p = 0; p < plan.phases.size(); ++p) {
+        const auto& want = plan.phases[p].memory;
+        for (std::size_t r = 0; r < 2; ++r) {
+          BOOST_TEST_CONTEXT("phase '" << plan.phases[p].name << "', replica " << r) {
+            const auto& got = report.phases[p][r];
+            BOOST_TEST(got.peak == want.peak);
+            BOOST_TEST(got.always_live == want.always_live);
+            BOOST_TEST(got.not_always_live == want.not_always_live);
+            BOOST_TEST(got.peak_by_class == want.peak_by_class, boost::test_tools::per_element());
+          }
+        }
+      }
+      for (std::size_t r = 0; r < 2; ++r) {
+        BOOST_TEST(report.peak_bytes[r] == plan.peak_bytes);
+        BOOST_TEST(report.always_live_bytes[r] == plan.always_live_bytes);
+        BOOST_TEST(report.streaming_bytes[r] == plan.streaming_bytes);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bytes_moved_equal_the_plan) {
+  config::Config c = base_config(4, 2, 3);
+  c.execution.mode = config::ExecutionMode::kPhased;
+  c.remote = {true, true};
+  shard(c, 16);
+  const planner::Plan plan = planner::build_plan(c);
+  std::uint64_t host = 0, remote = 0, collective = 0;
+  for (const auto& ph : plan.phases)
+    for (const auto& op : ph.ops) {
+      host += op.host_bytes;
+      remote += op.remote_bytes;
+      collective += op.collective_bytes;
+    }
+  Engine e(plan, options());
+  e.initialize(c.model.init);
+  train(e, 2);
+  for (const auto& b : e.bytes_moved()) {
+    BOOST_TEST(b.host_in + b.host_out == 2 * host);
+    BOOST_TEST(b.remote_in + b.remote_out == 2 * remote);
+    BOOST_TEST(b.collective_sent + b.collective_received == 2 * collective);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(engine_run)
+
+BOOST_AUTO_TEST_CASE(training_lowers_the_loss) {
+  config::Config c = base_config(2, 8, 2);
+  c.execution.mode = config::ExecutionMode::kPhased;
+  c.remote = {true, true};
+  shard(c, 16);
+  Engine e(planner::build_plan(c), options());
+  e.initialize(c.model.init);
+  const auto losses = train(e, 36);
+  const double first = (losses[0] + losses[1] + losses[2]) / 3;
+  const double last = (losses[33] + losses[34] + losses[35]) / 3;
+  BOOST_TEST_MESSAGE("loss " << first << " -> " << last);
+  BOOST_TEST(last < 0.5 * first);
+  const auto eval = e.evaluate(train_set(), 50);
+  BOOST_TEST(eval.n == train_set().n);
+  BOOST_TEST(eval.accuracy > 0.8);
+  BOOST_TEST(e.timings().steps == 36);
+  BOOST_TEST(e.timings().phase_seconds.size() == e.plan().phases.size());
+}
+
+BOOST_AUTO_TEST_CASE(a_plan_that_does_not_fit_is_refused) {
+  config::Config c = base_config(2, 2, 1);
+  c.device.memory_per_replica = 1000;
+  const planner::Plan plan = planner::build_plan(c);
+  BOOST_REQUIRE(!plan.fits);
+  BOOST_CHECK_EXCEPTION(Engine(plan, options()), Error, [&](const Error& e) {
+    const std::string m = e.what();
+    return m.find("does not fit device memory") != std::string::npos &&
+           m.find(plan.not_fitting.phase) != std::string::npos &&
+           m.find(plan.not_fitting.suggestions.at(0)) != std::string::npos;
+  });
+}
+
+BOOST_AUTO_TEST_CASE(nan_names_step_phase_and_tensor) {
+  config::Config c = base_config(2, 2, 2);
+  c.execution.mode = config::ExecutionMode::kPhased;
+  Engine e(planner::build_plan(c), options());
+  e.initialize(c.model.init);
+  train(e, 1);
+  std::vector<float> w = e.read_variable("fc4.weight");
+  w[3] = std::nanf("");
+  e.write_variable("fc4.weight", w);
+  BOOST_CHECK_EXCEPTION(train(e, 1), Error, [](const Error& err) {
+    BOOST_TEST_MESSAGE(err.what());
+    return std::string(err.what())
+        .starts_with(
+            "optimizer step 2, phase 'fc4 forward+loss+backward+optimizer': the loss 'loss' of "
+            "replica 0 "
+            "at accumulation step 0 is nan");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(shapes_that_disagree_with_the_plan) {
+  config::Config c = base_config(1, 2, 1);
+  planner::Plan plan = planner::build_plan(c);
+  for (auto& t : plan.tensors)
+    if (t.name == "fc4.weight") {
+      t.shape = {16, 9};
+      t.nelms = 144;
+      t.nbytes = 576;
+    }
+  BOOST_CHECK_EXCEPTION(Engine(plan, options()), Error, [](const Error& e) {
+    BOOST_TEST_MESSAGE(e.what());
+    return std::string(e.what()).find(
+               "tensor 'fc4.weight' has shape [16, 9] but the weight needs [16, 10]") !=
+           std::string::npos;
+  });
+  // A micro-batch of the wrong size.
+  Engine ok(planner::build_plan(c), options());
+  engine::DatasetBatches wrong(train_set(), 1, 1, 3);
+  wrong.set_batch(std::vector<std::int64_t>{0, 1, 2});
+  BOOST_CHECK_EXCEPTION(ok.train_step(wrong), Error, [](const Error& e) {
+    BOOST_TEST_MESSAGE(e.what());
+    return std::string(e.what()).find("has 3 samples") != std::string::npos &&
+           std::string(e.what()).find("shape [2, 36]") != std::string::npos;
+  });
+}
+
+BOOST_AUTO_TEST_CASE(initial_values_do_not_depend_on_r_mode_or_sharding) {
+  config::Config a = base_config(1, 2, 1);
+  config::Config b = base_config(4, 2, 1);
+  b.execution.mode = config::ExecutionMode::kPhased;
+  b.remote = {true, true};
+  shard(b, 1);
+  Engine ea(planner::build_plan(a), options());
+  Engine eb(planner::build_plan(b), options());
+  ea.initialize(a.model.init);
+  eb.initialize(b.model.init);
+  BOOST_TEST(bitwise_equal(all_state(ea), all_state(eb)));
+  const auto bias = ea.read_variable("fc1.bias");
+  BOOST_TEST(std::all_of(bias.begin(), bias.end(), [](float x) { return x == 0.0f; }));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
