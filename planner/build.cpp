@@ -591,8 +591,10 @@ class Builder {
         s.full = -1;
         s.full_gathered = false;
       }
+      // The state's shard size: the weight's own is its full size when only the state is sharded.
+      const std::int64_t shard_size = var(pv.m).shard_size;
       const int grad_shard = tensor(base + ".grad.shard", TensorClass::kGradAccumulators,
-                                    DType::kFloat32, {w.shard_size});
+                                    DType::kFloat32, {shard_size});
       alloc(ops, grad_shard);
       Op rs = op(OpKind::kReduceScatter,
                  fmt::format("{} -> {} (mean)", tname(grad), tname(grad_shard)));
@@ -607,7 +609,7 @@ class Builder {
       if (!ws) {
         // Weight full, state sharded: slice this replica's shard, update it, gather back.
         weight_shard =
-            tensor(base + ".shard", TensorClass::kWeights, DType::kFloat32, {w.shard_size});
+            tensor(base + ".shard", TensorClass::kWeights, DType::kFloat32, {shard_size});
         alloc(ops, weight_shard);
         slice_shard(ops, home, weight_shard);
       }

@@ -137,6 +137,18 @@ BOOST_AUTO_TEST_CASE(sharding_modes_and_io_modes_are_bitwise_identical) {
            shard(c, 16);
            c.sharding.optimizer_state = false;
          }},
+        {"sharded optimizer state only",
+         [](auto& c) {
+           shard(c, 16);
+           c.sharding.weights = false;
+         }},
+        {"phased remote, sharded optimizer state only",
+         [](auto& c) {
+           c.execution.mode = config::ExecutionMode::kPhased;
+           c.remote = {true, true};
+           shard(c, 16);
+           c.sharding.weights = false;
+         }},
         {"io", [](auto& c) { c.execution.io_mode = config::IoMode::kIo; }},
         {"io_overlapped", [](auto& c) { c.execution.io_mode = config::IoMode::kIoOverlapped; }},
         {"off-chip optimizer", [](auto& c) { c.remote.optimizer_state = true; }},
