@@ -6,6 +6,7 @@
 #include <map>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace popkit::config {
@@ -29,5 +30,8 @@ void print_diagnostics(std::ostream& out, const std::vector<Diagnostic>& diagnos
                        const SourceMap& sources, DiagnosticFormat format = DiagnosticFormat::kText);
 
 [[nodiscard]] bool has_errors(const std::vector<Diagnostic>& diagnostics);
+
+// `text` as a JSON string literal, quotes included (for tools that wrap the JSON above).
+[[nodiscard]] std::string json_quote(std::string_view text);
 
 }  // namespace popkit::config

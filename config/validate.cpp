@@ -1,0 +1,548 @@
+// The rules of a Config, one function per section; see validate.h. Each message names
+// the key path, the rule and the values involved.
+#include "config/validate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "config/suggest.h"
+
+namespace popkit::config {
+
+Location Locations::find(const std::string& path) const {
+  std::string p = path;
+  while (!p.empty()) {
+    if (const auto it = locations_.find(p); it != locations_.end()) return it->second;
+    const std::size_t cut = p.find_last_of(".[");
+    p = cut == std::string::npos ? "" : p.substr(0, cut);
+  }
+  if (file.empty()) return {};
+  return {file, 1, 1};
+}
+
+bool Locations::usable(const std::string& path) const {
+  if (poisoned_.empty()) return true;
+  // `path` itself or an ancestor of it.
+  for (std::string p = path; !p.empty();) {
+    if (poisoned_.count(p)) return false;
+    const std::size_t cut = p.find_last_of(".[");
+    p = cut == std::string::npos ? "" : p.substr(0, cut);
+  }
+  // A descendant: the set is sorted, so one sits at the lower bound of each prefix.
+  for (const char separator : {'.', '['}) {
+    const std::string prefix = path + separator;
+    const auto it = poisoned_.lower_bound(prefix);
+    if (it != poisoned_.end() && it->compare(0, prefix.size(), prefix) == 0) return false;
+  }
+  return true;
+}
+
+namespace {
+
+bool is_name(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+const char* dataset_name(Dataset d) {
+  switch (d) {
+    case Dataset::kMnist:
+      return "mnist";
+    case Dataset::kFashionMnist:
+      return "fashion-mnist";
+    case Dataset::kSynthetic:
+      return "synthetic";
+    case Dataset::kIdx:
+      return "idx";
+  }
+  return "?";
+}
+
+std::string pass_name(Pass p) {
+  return p == Pass::kForward ? "forward" : "backward";
+}
+
+class Checker {
+ public:
+  Checker(Config& config, const Locations& locations, std::vector<Diagnostic>& diagnostics)
+      : c_(config), l_(locations), out_(diagnostics) {}
+
+  void run() {
+    if (c_.version != kSchemaVersion && ok("version")) {
+      error("version", fmt::format("unsupported schema version {}; this popkit reads version {}",
+                                   c_.version, kSchemaVersion));
+    }
+    check_model();
+    check_replication();
+    check_variables_and_sharding();
+    check_remote();
+    check_execution();
+    check_training();
+    check_data();
+    check_eval_and_device();
+  }
+
+ private:
+  void report(Severity severity, const std::string& path, const std::string& message) {
+    const Location at = l_.find(path);
+    out_.push_back({severity, at.file, at.line, at.column, fmt::format("{}: {}", path, message)});
+  }
+  void error(const std::string& path, const std::string& message) {
+    report(Severity::kError, path, message);
+  }
+  void warning(const std::string& path, const std::string& message) {
+    report(Severity::kWarning, path, message);
+  }
+  bool ok(const std::string& path) const { return l_.usable(path); }
+
+  // Range checks on one value; each reports "must be ..., got ...".
+  bool at_least(const std::string& path, std::int64_t value, std::int64_t min) {
+    if (!ok(path) || value >= min) return ok(path);
+    error(path, fmt::format("must be >= {}, got {}", min, value));
+    return false;
+  }
+  void positive(const std::string& path, double value) {
+    if (ok(path) && !(std::isfinite(value) && value > 0)) {
+      error(path, fmt::format("must be a finite number > 0, got {}", value));
+    }
+  }
+  void non_negative(const std::string& path, double value) {
+    if (ok(path) && !(std::isfinite(value) && value >= 0)) {
+      error(path, fmt::format("must be a finite number >= 0, got {}", value));
+    }
+  }
+  void finite(const std::string& path, double value) {
+    if (ok(path) && !std::isfinite(value))
+      error(path, fmt::format("must be finite, got {}", value));
+  }
+
+  std::vector<std::string> grouping_names() const {
+    std::vector<std::string> names;
+    for (const auto& g : c_.replication.groupings) names.push_back(g.name);
+    return names;
+  }
+
+  // A reference to a grouping by name must name one in replication.groupings.
+  bool grouping_exists(const std::string& path, const std::string& name) {
+    if (name.empty() || !ok(path) || !ok("replication.groupings")) return ok(path);
+    if (c_.grouping(name)) return true;
+    const auto names = grouping_names();
+    error(path, fmt::format("unknown grouping '{}'{}", name,
+                            names.empty() ? " (replication.groupings defines none)"
+                            : did_you_mean(name, names).empty()
+                                ? fmt::format(" (defined: {})",
+                                              [&] {
+                                                std::string s;
+                                                for (const auto& n : names)
+                                                  s += (s.empty() ? "" : ", ") + n;
+                                                return s;
+                                              }())
+                                : did_you_mean(name, names)));
+    return false;
+  }
+
+  void check_model() {
+    Model& m = c_.model;
+    std::int64_t n_inputs = 1;
+    bool inputs_ok = ok("model.input_shape");
+    if (inputs_ok && m.input_shape.empty()) {
+      error("model.input_shape", "needs at least one dimension");
+      inputs_ok = false;
+    }
+    for (std::size_t i = 0; inputs_ok && i < m.input_shape.size(); ++i) {
+      const std::string path = fmt::format("model.input_shape[{}]", i);
+      if (m.input_shape[i] < 1) {
+        error(path, fmt::format("a dimension must be >= 1, got {}", m.input_shape[i]));
+        inputs_ok = false;
+      } else if (__builtin_mul_overflow(n_inputs, m.input_shape[i], &n_inputs)) {
+        error("model.input_shape",
+              fmt::format("{} has more elements than fit in 64 bits", shape_text(m.input_shape)));
+        inputs_ok = false;
+      }
+    }
+    inputs_ok_ = inputs_ok;
+    n_inputs_ = n_inputs;
+    if (ok("model.layers") && l_.written("model.layers") && m.layers.empty()) {
+      error("model.layers", "needs at least one layer");
+    }
+    std::map<std::string, std::size_t> first_by_name;
+    std::int64_t in_features = n_inputs;
+    bool features_ok = inputs_ok;
+    for (std::size_t i = 0; i < m.layers.size(); ++i) {
+      const Layer& layer = m.layers[i];
+      const std::string path = fmt::format("model.layers[{}]", i);
+      if (ok(path + ".name")) {
+        if (!is_name(layer.name)) {
+          error(path + ".name", fmt::format("'{}' is not a name: use letters, digits and _, not "
+                                            "starting with a digit",
+                                            layer.name));
+        } else if (const auto [it, inserted] = first_by_name.emplace(layer.name, i); !inserted) {
+          error(path + ".name", fmt::format("'{}' is already the name of model.layers[{}]; layer "
+                                            "names must be unique",
+                                            layer.name, it->second));
+        }
+      }
+      if (!at_least(path + ".out_features", layer.out_features, 1)) {
+        features_ok = false;
+        continue;
+      }
+      std::int64_t n_weights = 0;
+      if (features_ok && __builtin_mul_overflow(in_features, layer.out_features, &n_weights)) {
+        error(path + ".out_features",
+              fmt::format("in_features {} × out_features {} overflows 64 bits", in_features,
+                          layer.out_features));
+        features_ok = false;
+      }
+      in_features = layer.out_features;
+    }
+    finite("model.init.weights.normal.mean", m.init.weights_mean);
+    positive("model.init.weights.normal.std", m.init.weights_std);
+  }
+
+  // PopXL ReplicaGrouping(group_size, stride) over replication factor R:
+  // stride == 1 needs R % group_size == 0; stride != 1 needs stride × group_size == R.
+  void check_replication() {
+    Replication& r = c_.replication;
+    const bool factor_ok = at_least("replication.factor", r.factor, 1);
+    if (factor_ok && r.factor > kMaxReplicationFactor) {
+      error("replication.factor",
+            fmt::format("must be <= {}, got {}", kMaxReplicationFactor, r.factor));
+    }
+    factor_ok_ = factor_ok && r.factor <= kMaxReplicationFactor;
+    for (const auto& g : r.groupings) {
+      const std::string path = "replication.groupings." + g.name;
+      bool valid = ok(path);
+      if (valid && !is_name(g.name)) {
+        error(path, fmt::format("'{}' is not a name: use letters, digits and _, not starting "
+                                "with a digit",
+                                g.name));
+      }
+      valid = at_least(path + ".group_size", g.group_size, 1) && valid;
+      valid = at_least(path + ".stride", g.stride, 1) && valid;
+      if (!valid || !factor_ok_) continue;
+      if (g.stride == 1 && r.factor % g.group_size != 0) {
+        error(path + ".group_size",
+              fmt::format("replication.factor {} % group_size {} = {}, but stride 1 needs "
+                          "factor % group_size == 0",
+                          r.factor, g.group_size, r.factor % g.group_size));
+        continue;
+      }
+      std::int64_t product = 0;
+      if (g.stride != 1 &&
+          (__builtin_mul_overflow(g.stride, g.group_size, &product) || product != r.factor)) {
+        const std::string shown =
+            product == 0 && g.stride != 0 ? "more than 64 bits hold" : std::to_string(product);
+        error(path + ".stride",
+              fmt::format("{} × group_size {} = {}, but stride != 1 needs stride × group_size == "
+                          "factor ({})",
+                          g.stride, g.group_size, shown, r.factor));
+        continue;
+      }
+      valid_groupings_.push_back(g.name);
+    }
+  }
+
+  bool grouping_valid(const std::string& name) const {
+    return name.empty() || std::find(valid_groupings_.begin(), valid_groupings_.end(), name) !=
+                               valid_groupings_.end();
+  }
+
+  void check_variables_and_sharding() {
+    const bool variables_ok = grouping_exists("variables.grouping", c_.variables.grouping) &&
+                              grouping_valid(c_.variables.grouping);
+    Sharding& s = c_.sharding;
+    at_least("sharding.threshold", s.threshold, 1);
+    const bool sharding_ok =
+        grouping_exists("sharding.grouping", s.grouping) && grouping_valid(s.grouping);
+    if (!s.enabled || !ok("sharding.enabled")) return;
+    if (!factor_ok_ || !ok("replication.factor")) return;
+    if (c_.replication.factor == 1) {
+      warning("sharding",
+              "replication.factor is 1, so there are no replicas to shard across; "
+              "sharding is ignored (as PopART does)");
+      s.enabled = false;
+      return;
+    }
+    if (!s.weights && !s.optimizer_state && ok("sharding.weights") &&
+        ok("sharding.optimizer_state")) {
+      warning("sharding", "weights and optimizer_state are both false, so nothing is sharded");
+    }
+    if (!variables_ok || !sharding_ok) return;
+    // The planner shards a variable within its variables group: every sharding group must
+    // lie inside one variables group.
+    const std::string& sharding_name = s.grouping.empty() ? c_.variables.grouping : s.grouping;
+    const Grouping sg = *c_.grouping(sharding_name);
+    const Grouping vg = *c_.grouping(c_.variables.grouping);
+    if (sg.group_size == 1) {
+      warning(s.grouping.empty() ? "sharding" : "sharding.grouping",
+              fmt::format("grouping '{}' has groups of one replica, so every tensor stays whole",
+                          sharding_name));
+    }
+    auto group_of = [](const Grouping& g, std::int64_t replica) {
+      return g.stride == 1 ? replica / g.group_size : replica % g.stride;
+    };
+    std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>>
+        seen;  // sharding group -> (replica, variables group)
+    for (std::int64_t r = 0; r < c_.replication.factor; ++r) {
+      const auto [it, inserted] = seen.emplace(group_of(sg, r), std::pair{r, group_of(vg, r)});
+      if (!inserted && it->second.second != group_of(vg, r)) {
+        error(s.grouping.empty() ? "sharding" : "sharding.grouping",
+              fmt::format("the groups of sharding grouping '{}' must nest inside those of "
+                          "variables grouping '{}', but replicas {} and {} share a sharding "
+                          "group and are in variables groups {} and {}",
+                          sharding_name.empty() ? "(all replicas)" : sharding_name,
+                          c_.variables.grouping.empty() ? "(all replicas)" : c_.variables.grouping,
+                          it->second.first, r, it->second.second, group_of(vg, r)));
+        return;
+      }
+    }
+  }
+
+  void check_remote() {
+    if (c_.remote.weights && c_.execution.mode == ExecutionMode::kStandard &&
+        ok("remote.weights") && ok("execution.mode")) {
+      error("remote.weights",
+            "remote weights need execution.mode: phased; standard mode keeps "
+            "the weights on device for the whole step");
+    }
+  }
+
+  void check_execution() {
+    Execution& e = c_.execution;
+    at_least("execution.io_tiles", e.io_tiles, 0);
+    if (ok("execution.io_mode") && ok("execution.io_tiles")) {
+      const char* mode = e.io_mode == IoMode::kIo ? "io" : "io_overlapped";
+      if (e.io_mode != IoMode::kCompute && e.io_tiles == 0) {
+        error(
+            l_.written("execution.io_tiles") ? "execution.io_tiles" : "execution.io_mode",
+            fmt::format("io_mode {} needs io_tiles > 0 (the tiles set aside for IO), got 0", mode));
+      } else if (e.io_mode == IoMode::kCompute && e.io_tiles > 0) {
+        warning("execution.io_tiles",
+                fmt::format("io_tiles {} is ignored with io_mode compute", e.io_tiles));
+      }
+    }
+    if (e.phases_auto || !ok("execution.phases")) return;
+    if (e.mode == ExecutionMode::kStandard && ok("execution.mode")) {
+      error("execution.phases",
+            "explicit phases need execution.mode: phased; standard mode runs "
+            "one phase");
+      return;
+    }
+    check_phases();
+  }
+
+  // Explicit phases: every layer's forward and backward exactly once; forwards in layer
+  // order, backwards in reverse layer order; the last layer's backward right after its
+  // forward in the same phase (its forward, loss and backward run together), which with
+  // the two orders puts every forward before any backward.
+  void check_phases() {
+    const Execution& e = c_.execution;
+    const auto& layers = c_.model.layers;
+    if (e.phases.empty()) {
+      error("execution.phases", "needs at least one phase (or write auto)");
+      return;
+    }
+    if (!ok("model.layers") || layers.empty()) return;
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      if (!ok(fmt::format("model.layers[{}].name", i))) return;
+    }
+    std::vector<std::string> names;
+    for (const auto& layer : layers) names.push_back(layer.name);
+    const std::set<std::string> known(names.begin(), names.end());
+    struct Seen {
+      std::size_t phase, index, order;
+    };
+    std::map<std::pair<std::string, Pass>, Seen> seen;
+    bool complete = true;
+    std::size_t order = 0;
+    for (std::size_t p = 0; p < e.phases.size(); ++p) {
+      const std::string phase_path = fmt::format("execution.phases[{}]", p);
+      if (e.phases[p].empty()) {
+        error(phase_path, "a phase needs at least one item");
+        complete = false;
+      }
+      for (std::size_t i = 0; i < e.phases[p].size(); ++i, ++order) {
+        const PhaseItem& item = e.phases[p][i];
+        const std::string path = fmt::format("{}[{}]", phase_path, i);
+        if (!known.count(item.layer)) {
+          error(path,
+                fmt::format("no layer named '{}'{}", item.layer, did_you_mean(item.layer, names)));
+          complete = false;
+          continue;
+        }
+        const auto [it, inserted] =
+            seen.emplace(std::pair{item.layer, item.pass}, Seen{p, i, order});
+        if (!inserted) {
+          error(path,
+                fmt::format("{}.{} appears twice (first at execution.phases[{}][{}]); "
+                            "each layer's forward and backward run exactly once",
+                            item.layer, pass_name(item.pass), it->second.phase, it->second.index));
+          complete = false;
+        }
+      }
+    }
+    for (const auto& name : names) {
+      for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+        if (!seen.count({name, pass})) {
+          error("execution.phases",
+                fmt::format("{}.{} is missing; every layer's forward and backward must appear "
+                            "exactly once",
+                            name, pass_name(pass)));
+          complete = false;
+        }
+      }
+    }
+    if (!complete) return;
+    auto item_path = [](const Seen& s) {
+      return fmt::format("execution.phases[{}][{}]", s.phase, s.index);
+    };
+    for (std::size_t i = 1; i < names.size(); ++i) {
+      const Seen& fwd = seen.at({names[i], Pass::kForward});
+      const Seen& prev = seen.at({names[i - 1], Pass::kForward});
+      if (fwd.order < prev.order) {
+        error(item_path(fwd), fmt::format("{}.forward runs before {}.forward; forwards run in "
+                                          "layer order",
+                                          names[i], names[i - 1]));
+      }
+      const Seen& bwd = seen.at({names[i - 1], Pass::kBackward});
+      const Seen& next = seen.at({names[i], Pass::kBackward});
+      if (bwd.order < next.order) {
+        error(item_path(bwd), fmt::format("{}.backward runs before {}.backward; backwards run "
+                                          "in reverse layer order",
+                                          names[i - 1], names[i]));
+      }
+    }
+    const std::string& last = names.back();
+    const Seen& fwd = seen.at({last, Pass::kForward});
+    const Seen& bwd = seen.at({last, Pass::kBackward});
+    if (bwd.phase != fwd.phase || bwd.order != fwd.order + 1) {
+      error(item_path(bwd), fmt::format("{0}.backward must directly follow {0}.forward in the "
+                                        "same phase (the last layer's forward, loss and "
+                                        "backward run together)",
+                                        last));
+    }
+  }
+
+  void check_training() {
+    Training& t = c_.training;
+    const bool mb = at_least("training.micro_batch_size", t.micro_batch_size, 1);
+    const bool ga = at_least("training.gradient_accumulation", t.gradient_accumulation, 1);
+    if (t.epochs) at_least("training.epochs", *t.epochs, 1);
+    if (t.steps) at_least("training.steps", *t.steps, 1);
+    if (t.epochs && t.steps && ok("training.epochs") && ok("training.steps")) {
+      error("training.steps", "give training.epochs or training.steps, not both");
+    }
+    std::int64_t samples = 0;
+    if (mb && ga && factor_ok_ &&
+        (__builtin_mul_overflow(t.micro_batch_size, t.gradient_accumulation, &samples) ||
+         __builtin_mul_overflow(samples, c_.replication.factor, &samples))) {
+      error("training.micro_batch_size",
+            fmt::format("micro_batch_size {} × gradient_accumulation {} × replication.factor {} "
+                        "(the samples of one optimizer step) overflows 64 bits",
+                        t.micro_batch_size, t.gradient_accumulation, c_.replication.factor));
+    }
+    const Optimizer& o = t.optimizer;
+    positive("training.optimizer.lr", o.lr);
+    for (const auto& [key, beta] : {std::pair{"beta1", o.beta1}, std::pair{"beta2", o.beta2}}) {
+      const std::string path = fmt::format("training.optimizer.{}", key);
+      if (ok(path) && !(beta >= 0 && beta < 1)) {
+        error(path, fmt::format("must be in [0, 1), got {}", beta));
+      }
+    }
+    positive("training.optimizer.eps", o.eps);
+    non_negative("training.optimizer.weight_decay", o.weight_decay);
+  }
+
+  void check_data() {
+    Data& d = c_.data;
+    finite("data.normalize_mean", d.normalize_mean);
+    positive("data.normalize_std", d.normalize_std);
+    const std::pair<const char*, const std::string*> files[] = {{"train_images", &d.train_images},
+                                                                {"train_labels", &d.train_labels},
+                                                                {"test_images", &d.test_images},
+                                                                {"test_labels", &d.test_labels}};
+    const bool dataset_ok = ok("data.dataset");
+    for (const auto& [key, value] : files) {
+      const std::string path = fmt::format("data.{}", key);
+      if (!dataset_ok || !ok(path)) continue;
+      if (d.dataset == Dataset::kIdx && value->empty()) {
+        error(l_.written(path) ? path : "data.dataset",
+              fmt::format("dataset idx needs data.{} (a path to an IDX file)", key));
+      } else if (d.dataset != Dataset::kIdx && !value->empty()) {
+        warning(path, fmt::format("only used with dataset: idx; ignored with dataset {}",
+                                  dataset_name(d.dataset)));
+      }
+    }
+    if (d.dataset == Dataset::kSynthetic) {
+      at_least("data.synthetic_train", d.synthetic_train, 1);
+      at_least("data.synthetic_test", d.synthetic_test, 1);
+      non_negative("data.synthetic_noise", d.synthetic_noise);
+    }
+    // MNIST and Fashion-MNIST: 28 × 28 grey images in 10 classes.
+    if (!dataset_ok || (d.dataset != Dataset::kMnist && d.dataset != Dataset::kFashionMnist)) {
+      return;
+    }
+    if (inputs_ok_ && n_inputs_ != 28 * 28) {
+      error("model.input_shape",
+            fmt::format("dataset {} has 28 × 28 = 784 pixels per image, but {} has {} elements",
+                        dataset_name(d.dataset), shape_text(c_.model.input_shape), n_inputs_));
+    }
+    const auto& layers = c_.model.layers;
+    if (!layers.empty()) {
+      const std::string path = fmt::format("model.layers[{}].out_features", layers.size() - 1);
+      if (ok(path) && layers.back().out_features >= 1 && layers.back().out_features != 10) {
+        error(path,
+              fmt::format("dataset {} has 10 classes, but the last layer '{}' has "
+                          "out_features {}",
+                          dataset_name(d.dataset), layers.back().name, layers.back().out_features));
+      }
+    }
+  }
+
+  void check_eval_and_device() {
+    at_least("eval.micro_batch_size", c_.eval.micro_batch_size, 0);
+    at_least("eval.every", c_.eval.every, 0);
+    const std::string& profile = c_.device.profile;
+    if (ok("device.profile") && std::find(kDeviceProfiles.begin(), kDeviceProfiles.end(),
+                                          profile) == kDeviceProfiles.end()) {
+      std::string known;
+      for (const auto& p : kDeviceProfiles) known += (known.empty() ? "" : ", ") + p;
+      error("device.profile", fmt::format("unknown device profile '{}'{} (known: {})", profile,
+                                          did_you_mean(profile, kDeviceProfiles), known));
+    }
+  }
+
+  Config& c_;
+  const Locations& l_;
+  std::vector<Diagnostic>& out_;
+  bool factor_ok_ = false;
+  bool inputs_ok_ = false;
+  std::int64_t n_inputs_ = 1;
+  std::vector<std::string> valid_groupings_;
+};
+
+}  // namespace
+
+void validate_config(Config& config, const Locations& locations,
+                     std::vector<Diagnostic>& diagnostics) {
+  Checker(config, locations, diagnostics).run();
+}
+
+std::vector<Diagnostic> validate_config(Config& config) {
+  std::vector<Diagnostic> diagnostics;
+  validate_config(config, Locations{}, diagnostics);
+  return diagnostics;
+}
+
+}  // namespace popkit::config

@@ -1,0 +1,57 @@
+// The rules a Config must satisfy (ranges, replica groupings as PopXL defines them,
+// cross-field rules), checked in one pass that reports every violation. Works on a
+// Config loaded from YAML, whose Locations point errors at file:line:column, and on
+// one built in code, whose errors name the key path only.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "config/diagnostics.h"
+#include "config/yaml_tree.h"
+
+namespace popkit::config {
+
+// Where each key path ("replication.groupings.g.stride", "model.layers[1].name") was
+// written, and which paths failed to load (rules over those are skipped, so one typo
+// gives one error).
+class Locations {
+ public:
+  void set(const std::string& path, const Location& location) { locations_[path] = location; }
+  void poison(const std::string& path) { poisoned_.insert(path); }
+
+  // The location of `path`, or of its nearest written ancestor; the file's start
+  // (or no position at all for a Config built in code) when none was written.
+  [[nodiscard]] Location find(const std::string& path) const;
+  // True when `path` was written in the source.
+  [[nodiscard]] bool written(const std::string& path) const { return locations_.count(path) != 0; }
+  // False when `path`, an ancestor or a descendant of it failed to load.
+  [[nodiscard]] bool usable(const std::string& path) const;
+
+  std::string file;  // the config's name, for paths never written
+
+ private:
+  std::map<std::string, Location> locations_;
+  std::set<std::string> poisoned_;
+};
+
+// Device profiles the planner knows (planner/device_profile.cpp prices them; config/
+// cannot depend on planner/, so the names are repeated here and in the schema).
+inline const std::vector<std::string> kDeviceProfiles{"ipu-mk2", "ipu-mk1", "cpu"};
+
+// Upper bound of replication.factor: far beyond any IPU-POD, and small enough that the
+// group structure can be checked replica by replica.
+inline constexpr std::int64_t kMaxReplicationFactor = 65536;
+
+// Checks every rule and appends diagnostics. May adjust what a warning says it
+// adjusts: sharding with replication.factor == 1 is turned off, as PopART does.
+void validate_config(Config& config, const Locations& locations,
+                     std::vector<Diagnostic>& diagnostics);
+
+// Convenience for a Config built in code.
+[[nodiscard]] std::vector<Diagnostic> validate_config(Config& config);
+
+}  // namespace popkit::config

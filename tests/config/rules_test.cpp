@@ -1,0 +1,347 @@
+// One test per validation rule: the rule fires with its exact message, and a config
+// just inside the rule passes.
+#include <boost/test/unit_test.hpp>
+
+#include "config/validate.h"
+#include "tests/config/helpers.h"
+
+using namespace popkit::config;
+using namespace popkit::config::test;
+namespace tt = boost::test_tools;
+
+namespace {
+
+std::string with_replication(const std::string& groupings, int factor) {
+  return kBase + "replication:\n  factor: " + std::to_string(factor) + "\n  groupings:\n" +
+         groupings;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(rules)
+
+BOOST_AUTO_TEST_CASE(version_must_be_1) {
+  BOOST_TEST(errors("version: 2\nmodel: {layers: [{name: a, out_features: 10}]}\n") ==
+                 Messages{"version: unsupported schema version 2; this popkit reads version 1"},
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(factor_at_least_1_and_bounded) {
+  BOOST_TEST(errors(kBase + "replication: {factor: 0}\n") ==
+                 Messages{"replication.factor: must be >= 1, got 0"},
+             tt::per_element());
+  BOOST_TEST(errors(kBase + "replication: {factor: 65537}\n") ==
+                 Messages{"replication.factor: must be <= 65536, got 65537"},
+             tt::per_element());
+  BOOST_TEST(errors(kBase + "replication: {factor: 65536}\n").empty());
+}
+
+BOOST_AUTO_TEST_CASE(grouping_stride_1_needs_factor_multiple_of_group_size) {
+  BOOST_TEST(errors(with_replication("    g: {group_size: 3, stride: 1}\n", 16)) ==
+                 Messages{"replication.groupings.g.group_size: replication.factor 16 % group_size "
+                          "3 = 1, but stride 1 needs factor % group_size == 0"},
+             tt::per_element());
+  BOOST_TEST(errors(with_replication("    g: {group_size: 4, stride: 1}\n", 16)).empty());
+}
+
+BOOST_AUTO_TEST_CASE(grouping_stride_not_1_needs_stride_times_group_size_equal_factor) {
+  BOOST_TEST(errors(with_replication("    g: {group_size: 4, stride: 3}\n", 16)) ==
+                 Messages{"replication.groupings.g.stride: 3 × group_size 4 = 12, but stride != "
+                          "1 needs stride × group_size == factor (16)"},
+             tt::per_element());
+  BOOST_TEST(errors(with_replication("    g: {group_size: 4, stride: 4}\n", 16)).empty());
+}
+
+BOOST_AUTO_TEST_CASE(grouping_sizes_at_least_1) {
+  BOOST_TEST(errors(with_replication("    g: {group_size: 0, stride: -2}\n", 4)) ==
+                 Messages({"replication.groupings.g.group_size: must be >= 1, got 0",
+                           "replication.groupings.g.stride: must be >= 1, got -2"}),
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(grouping_product_overflow_is_caught) {
+  BOOST_TEST(
+      errors(with_replication("    g: {group_size: 4611686018427387904, stride: 4}\n", 16)) ==
+          Messages{"replication.groupings.g.stride: 4 × group_size 4611686018427387904 = more "
+                   "than 64 bits hold, but stride != 1 needs stride × group_size == factor (16)"},
+      tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(referenced_groupings_must_exist) {
+  BOOST_TEST(errors(with_replication("    everyone: {group_size: 2}\n", 2) +
+                    "variables: {grouping: everyon}\nsharding: {grouping: nobody}\n") ==
+                 Messages({"variables.grouping: unknown grouping 'everyon'; did you mean "
+                           "'everyone'?",
+                           "sharding.grouping: unknown grouping 'nobody' (defined: everyone)"}),
+             tt::per_element());
+  BOOST_TEST(errors(kBase + "variables: {grouping: g}\n") ==
+                 Messages{"variables.grouping: unknown grouping 'g' (replication.groupings "
+                          "defines none)"},
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(sharding_with_factor_1_warns_and_is_ignored) {
+  const auto result = load(kBase + "sharding: {threshold: 4}\n");
+  BOOST_REQUIRE(result.ok());
+  BOOST_TEST(messages(result, Severity::kWarning) ==
+                 Messages{"sharding: replication.factor is 1, so there are no replicas to shard "
+                          "across; sharding is ignored (as PopART does)"},
+             tt::per_element());
+  BOOST_TEST(!result.config->sharding.enabled);
+  const auto on = load(kBase + "replication: {factor: 2}\nsharding:\n");
+  BOOST_REQUIRE(on.ok());
+  BOOST_TEST(on.config->sharding.enabled);
+  BOOST_TEST(on.diagnostics.empty());
+}
+
+BOOST_AUTO_TEST_CASE(sharding_groups_nest_inside_variables_groups) {
+  const std::string groupings =
+      "    consecutive: {group_size: 4, stride: 1}\n    orthogonal: {group_size: 4, stride: "
+      "4}\n    pairs: {group_size: 2}\n";
+  BOOST_TEST(errors(with_replication(groupings, 16) +
+                    "variables: {grouping: consecutive}\nsharding: {grouping: orthogonal}\n") ==
+                 Messages{"sharding.grouping: the groups of sharding grouping 'orthogonal' must "
+                          "nest inside those of variables grouping 'consecutive', but replicas 0 "
+                          "and 4 share a sharding group and are in variables groups 0 and 1"},
+             tt::per_element());
+  BOOST_TEST(errors(with_replication(groupings, 16) +
+                    "variables: {grouping: consecutive}\nsharding: {grouping: pairs}\n")
+                 .empty());
+  // Variables over all replicas: any sharding grouping nests.
+  BOOST_TEST(
+      errors(with_replication(groupings, 16) + "sharding: {grouping: orthogonal}\n").empty());
+}
+
+BOOST_AUTO_TEST_CASE(sharding_that_shards_nothing_warns) {
+  BOOST_TEST(warnings(kBase + "replication: {factor: 2}\nsharding: {weights: false, "
+                              "optimizer_state: false}\n") ==
+                 Messages{"sharding: weights and optimizer_state are both false, so nothing is "
+                          "sharded"},
+             tt::per_element());
+  BOOST_TEST(
+      warnings(with_replication("    one: {group_size: 1}\n", 2) + "sharding: {grouping: one}\n") ==
+          Messages{"sharding.grouping: grouping 'one' has groups of one replica, so every "
+                   "tensor stays whole"},
+      tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(threshold_at_least_1) {
+  BOOST_TEST(errors(kBase + "replication: {factor: 2}\nsharding: {threshold: 0}\n") ==
+                 Messages{"sharding.threshold: must be >= 1, got 0"},
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(io_modes_need_io_tiles) {
+  BOOST_TEST(errors(kBase + "execution: {io_mode: io}\n") ==
+                 Messages{"execution.io_mode: io_mode io needs io_tiles > 0 (the tiles set aside "
+                          "for IO), got 0"},
+             tt::per_element());
+  BOOST_TEST(errors(kBase + "execution: {io_mode: io_overlapped, io_tiles: 0}\n") ==
+                 Messages{"execution.io_tiles: io_mode io_overlapped needs io_tiles > 0 (the "
+                          "tiles set aside for IO), got 0"},
+             tt::per_element());
+  BOOST_TEST(errors(kBase + "execution: {io_mode: io, io_tiles: 8}\n").empty());
+  BOOST_TEST(warnings(kBase + "execution: {io_tiles: 8}\n") ==
+                 Messages{"execution.io_tiles: io_tiles 8 is ignored with io_mode compute"},
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(remote_weights_need_phased_mode) {
+  BOOST_TEST(errors(kBase + "remote: {weights: true}\n") ==
+                 Messages{"remote.weights: remote weights need execution.mode: phased; standard "
+                          "mode keeps the weights on device for the whole step"},
+             tt::per_element());
+  BOOST_TEST(errors(kBase + "remote: {weights: true}\nexecution: {mode: phased}\n").empty());
+}
+
+namespace {
+std::string phased(const std::string& phases) {
+  return kBase + "execution:\n  mode: phased\n  phases: " + phases + "\n";
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(explicit_phases_accepted_when_executable) {
+  const auto result = load(phased("[[fc1.forward], [fc2.forward, fc2.backward], [fc1.backward]]"));
+  BOOST_REQUIRE_MESSAGE(result.ok(), text(result));
+  const auto& phases = result.config->execution.phases;
+  BOOST_TEST(!result.config->execution.phases_auto);
+  BOOST_REQUIRE(phases.size() == 3u);
+  BOOST_TEST(phases[1][1].layer == "fc2");
+  BOOST_TEST((phases[1][1].pass == Pass::kBackward));
+  // Several layers in one phase are fine as long as the order holds.
+  BOOST_TEST(errors(phased("[[fc1.forward, fc2.forward, fc2.backward, fc1.backward]]")).empty());
+}
+
+BOOST_AUTO_TEST_CASE(explicit_phases_cover_every_item_exactly_once) {
+  BOOST_TEST(errors(phased("[[fc1.forward], [fc2.forward, fc2.backward]]")) ==
+                 Messages{"execution.phases: fc1.backward is missing; every layer's forward and "
+                          "backward must appear exactly once"},
+             tt::per_element());
+  BOOST_TEST(errors(phased("[[fc1.forward, fc1.forward], [fc2.forward, fc2.backward], "
+                           "[fc1.backward]]")) ==
+                 Messages{"execution.phases[0][1]: fc1.forward appears twice (first at "
+                          "execution.phases[0][0]); each layer's forward and backward run exactly "
+                          "once"},
+             tt::per_element());
+  BOOST_TEST(errors(phased("[[fc1.forward], [fc3.forward, fc2.forward, fc2.backward], "
+                           "[fc1.backward]]")) ==
+                 Messages{"execution.phases[1][0]: no layer named 'fc3'; did you mean 'fc1'?"},
+             tt::per_element());
+  BOOST_TEST(errors(phased("[[fc1.forward], [], [fc2.forward, fc2.backward], [fc1.backward]]")) ==
+                 Messages{"execution.phases[1]: a phase needs at least one item"},
+             tt::per_element());
+  BOOST_TEST(errors(phased("[[fc1.fwd], [fc2.forward, fc2.backward], [fc1.backward]]")) ==
+                 Messages{"execution.phases[0][0]: unknown value 'fwd' (one of forward, "
+                          "backward)"},
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(explicit_phases_run_in_an_executable_order) {
+  BOOST_TEST(errors(phased("[[fc2.forward], [fc1.forward], [fc2.backward], [fc1.backward]]")) ==
+                 Messages({"execution.phases[0][0]: fc2.forward runs before fc1.forward; "
+                           "forwards run in layer order",
+                           "execution.phases[2][0]: fc2.backward must directly follow "
+                           "fc2.forward in the same phase (the last layer's forward, loss and "
+                           "backward run together)"}),
+             tt::per_element());
+  BOOST_TEST(errors(phased("[[fc1.forward], [fc1.backward], [fc2.forward, fc2.backward]]")) ==
+                 Messages{"execution.phases[1][0]: fc1.backward runs before fc2.backward; "
+                          "backwards run in reverse layer order"},
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(explicit_phases_need_phased_mode) {
+  BOOST_TEST(errors(kBase + "execution: {phases: [[fc1.forward]]}\n") ==
+                 Messages{"execution.phases: explicit phases need execution.mode: phased; "
+                          "standard mode runs one phase"},
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(training_ranges) {
+  BOOST_TEST(
+      errors(kBase + "training: {micro_batch_size: 0, gradient_accumulation: -1, epochs: "
+                     "0}\n") == Messages({"training.micro_batch_size: must be >= 1, got 0",
+                                          "training.gradient_accumulation: must be >= 1, got -1",
+                                          "training.epochs: must be >= 1, got 0"}),
+      tt::per_element());
+  BOOST_TEST(errors(kBase + "training: {epochs: 1, steps: 10}\n") ==
+                 Messages{"training.steps: give training.epochs or training.steps, not both"},
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(samples_per_step_must_not_overflow) {
+  BOOST_TEST(errors(kBase + "replication: {factor: 4}\ntraining: {micro_batch_size: "
+                            "4611686018427387904, gradient_accumulation: 1}\n") ==
+                 Messages{"training.micro_batch_size: micro_batch_size 4611686018427387904 × "
+                          "gradient_accumulation 1 × replication.factor 4 (the samples of one "
+                          "optimizer step) overflows 64 bits"},
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(optimizer_ranges) {
+  BOOST_TEST(errors(kBase + "training:\n  optimizer: {lr: 0, beta1: 1, beta2: -0.1, eps: 0, "
+                            "weight_decay: -1}\n") ==
+                 Messages({"training.optimizer.lr: must be a finite number > 0, got 0",
+                           "training.optimizer.beta1: must be in [0, 1), got 1",
+                           "training.optimizer.beta2: must be in [0, 1), got -0.1",
+                           "training.optimizer.eps: must be a finite number > 0, got 0",
+                           "training.optimizer.weight_decay: must be a finite number >= 0, got "
+                           "-1"}),
+             tt::per_element());
+  BOOST_TEST(errors(kBase + "training: {optimizer: {lr: .nan}}\n") ==
+                 Messages{"training.optimizer.lr: must be a finite number > 0, got nan"},
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(layers_rules) {
+  BOOST_TEST(errors("version: 1\nmodel: {layers: [{name: 1a, out_features: 4}, {name: b, "
+                    "out_features: 10}, {name: b, out_features: 10}]}\n") ==
+                 Messages({"model.layers[0].name: '1a' is not a name: use letters, digits and _, "
+                           "not starting with a digit",
+                           "model.layers[2].name: 'b' is already the name of model.layers[1]; "
+                           "layer names must be unique"}),
+             tt::per_element());
+  BOOST_TEST(errors("version: 1\nmodel: {layers: []}\n") ==
+                 Messages{"model.layers: needs at least one layer"},
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(input_shape_rules) {
+  BOOST_TEST(errors(kBase + "  input_shape: [28, 0]\n") ==
+                 Messages{"model.input_shape[1]: a dimension must be >= 1, got 0"},
+             tt::per_element());
+  BOOST_TEST(errors(kBase + "  input_shape: []\n") ==
+                 Messages{"model.input_shape: needs at least one dimension"},
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(mnist_needs_784_inputs_and_10_classes) {
+  BOOST_TEST(errors("version: 1\nmodel:\n  input_shape: [32, 32]\n  layers: [{name: a, "
+                    "out_features: 12}]\n") ==
+                 Messages({"model.input_shape: dataset mnist has 28 × 28 = 784 pixels per image, "
+                           "but [32, 32] has 1024 elements",
+                           "model.layers[0].out_features: dataset mnist has 10 classes, but the "
+                           "last layer 'a' has out_features 12"}),
+             tt::per_element());
+  BOOST_TEST(errors("version: 1\nmodel:\n  input_shape: [32, 32]\n  layers: [{name: a, "
+                    "out_features: 12}]\ndata: {dataset: synthetic}\n")
+                 .empty());
+}
+
+BOOST_AUTO_TEST_CASE(init_std_positive) {
+  BOOST_TEST(errors(kBase + "  init: {weights: {normal: {std: 0}}}\n") ==
+                 Messages{"model.init.weights.normal.std: must be a finite number > 0, got 0"},
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(idx_needs_its_four_files) {
+  BOOST_TEST(errors(kBase + "data: {dataset: idx, train_images: a, train_labels: b, test_images: "
+                            "c}\n") ==
+                 Messages{"data.dataset: dataset idx needs data.test_labels (a path to an IDX "
+                          "file)"},
+             tt::per_element());
+  BOOST_TEST(warnings(kBase + "data: {train_images: a}\n") ==
+                 Messages{"data.train_images: only used with dataset: idx; ignored with dataset "
+                          "mnist"},
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(synthetic_ranges) {
+  BOOST_TEST(errors(kBase + "data: {dataset: synthetic, synthetic_train: 0, synthetic_noise: "
+                            "-1}\n") ==
+                 Messages({"data.synthetic_train: must be >= 1, got 0",
+                           "data.synthetic_noise: must be a finite number >= 0, got -1"}),
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(eval_and_device) {
+  BOOST_TEST(errors(kBase + "eval: {micro_batch_size: -1}\ndevice: {profile: ipu-mk3}\n") ==
+                 Messages({"eval.micro_batch_size: must be >= 0, got -1",
+                           "device.profile: unknown device profile 'ipu-mk3'; did you mean "
+                           "'ipu-mk2'? (known: ipu-mk2, ipu-mk1, cpu)"}),
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(one_typo_gives_one_error) {
+  // factor fails to load, so the rules that use it (groupings, sharding) stay quiet.
+  BOOST_TEST(errors(with_replication("    g: {group_size: 3}\n", 16) + "sharding: {grouping: g}\n",
+                    {"replication.factor=two"}) ==
+                 Messages{"replication.factor: expected an integer, got 'two'"},
+             tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(configs_built_in_code_are_validated_too) {
+  Config config;
+  config.model.layers = {{"fc1", LayerType::kLinear, 10, Activation::kNone}};
+  config.replication.factor = 16;
+  config.replication.groupings = {{"g", 4, 3}};
+  const auto diagnostics = validate_config(config);
+  BOOST_REQUIRE(diagnostics.size() == 1u);
+  BOOST_TEST(diagnostics[0].file == "");
+  BOOST_TEST(diagnostics[0].line == 0);
+  BOOST_TEST(diagnostics[0].message ==
+             "replication.groupings.g.stride: 3 × group_size 4 = 12, but stride != 1 needs "
+             "stride × group_size == factor (16)");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
