@@ -1,8 +1,76 @@
-// Verbs registered by add_run_verbs; none yet (see the open issues).
+// poprun train and poprun eval: argument parsing only; popkit::train does the work.
+// Exit codes: 0 success, 1 failure at run time, 2 invalid input, 130 stopped by
+// SIGINT/SIGTERM (after writing a checkpoint).
+#include <iostream>
+#include <memory>
+
 #include "cli/verbs.h"
+#include "engine/train/commands.h"
 
 namespace popkit::cli {
+namespace {
 
-void add_run_verbs(Tool& /*tool*/) {}
+void add_set_option(CLI::App* app, std::vector<std::string>& overrides) {
+  app->add_option("--set", overrides,
+                  "Override a config key, typed as YAML: --set training.epochs=2 (repeatable)")
+      ->allow_extra_args(false);
+}
+
+}  // namespace
+
+void add_run_verbs(Tool& tool) {
+  auto train = std::make_shared<train::TrainCommand>();
+  auto steps = std::make_shared<std::int64_t>(0);
+  auto epochs = std::make_shared<std::int64_t>(0);
+  CLI::App* t =
+      tool.add("train",
+               "Train the model of CONFIG on its dataset: progress on stderr, a summary with test "
+               "accuracy, a run file and checkpoints. Exit 0 done, 1 run-time failure, 2 invalid "
+               "config, 130 stopped by SIGINT/SIGTERM after writing a checkpoint.",
+               [train, steps, epochs] {
+                 if (*steps > 0) train->options.steps = *steps;
+                 if (*epochs > 0) train->options.epochs = *epochs;
+                 return train::run_train_command(*train, std::cout, std::cerr);
+               });
+  t->add_option("config", train->config, "the config file (YAML)")->required();
+  add_set_option(t, train->overrides);
+  t->add_option("--steps", *steps,
+                "stop after N optimizer steps of the whole run (a resumed run counts the "
+                "steps before it); replaces the config's training.steps and epochs")
+      ->check(CLI::PositiveNumber);
+  t->add_option("--epochs", *epochs,
+                "train N epochs; replaces the config's training.epochs and steps")
+      ->check(CLI::PositiveNumber);
+  t->add_option("-o,--out", train->options.run_file,
+                "the run file (JSON); default runs/<config name>/run.json");
+  t->add_option("--checkpoint-dir", train->options.checkpoint_dir,
+                "where checkpoints go; default the run file's folder");
+  t->add_option("--checkpoint-every", train->options.checkpoint_every,
+                "also write a checkpoint every N optimizer steps")
+      ->check(CLI::NonNegativeNumber);
+  t->add_option("--resume", train->options.resume,
+                "continue from a checkpoint; the run ends bitwise identical to an "
+                "uninterrupted one");
+  t->add_option("--init-from", train->options.init_from,
+                "start from the weights in a safetensors file (overrides model.init_from)");
+  t->add_option("--threads", train->options.n_threads,
+                "engine threads; default the machine's, at most one per replica")
+      ->check(CLI::NonNegativeNumber);
+  t->add_flag("-q,--quiet", train->quiet, "no progress output");
+
+  auto eval = std::make_shared<train::EvalCommand>();
+  CLI::App* e = tool.add(
+      "eval",
+      "Evaluate the weights of a checkpoint on CONFIG's test set: loss and accuracy. Exit 0, "
+      "1 run-time failure (e.g. a checkpoint that does not match the model), 2 invalid config.",
+      [eval] { return train::run_eval_command(*eval, std::cout, std::cerr); });
+  e->add_option("config", eval->config, "the config file (YAML)")->required();
+  e->add_option("--checkpoint", eval->options.checkpoint, "the checkpoint (safetensors)")
+      ->required();
+  e->add_option("-o,--out", eval->options.run_file, "also write the result to this run file");
+  e->add_option("--threads", eval->options.n_threads, "engine threads")
+      ->check(CLI::NonNegativeNumber);
+  add_set_option(e, eval->overrides);
+}
 
 }  // namespace popkit::cli

@@ -148,7 +148,8 @@ void write_idx_labels(const std::string& path, const Dataset& data) {
 }
 
 Dataset make_synthetic(std::int64_t n, std::int64_t rows, std::int64_t cols, std::uint64_t seed, double noise,
-                       std::uint64_t stream) {
+                       std::uint64_t stream, int n_classes) {
+  if (n_classes < 1 || n_classes > 256) throw Error("synthetic data: {} classes, need 1 to 256", n_classes);
   Dataset d;
   d.name = "synthetic";
   d.n = n;
@@ -157,13 +158,13 @@ Dataset make_synthetic(std::int64_t n, std::int64_t rows, std::int64_t cols, std
   const std::int64_t size = rows * cols;
   SplitMix64 rng{seed};
   // One prototype per class: a sparse random pattern of bright pixels, like a digit.
-  std::vector<double> prototypes(static_cast<std::size_t>(kClasses * size));
+  std::vector<double> prototypes(static_cast<std::size_t>(n_classes * size));
   for (double& p : prototypes) p = rng.uniform() < 0.2 ? 0.6 + 0.4 * rng.uniform() : 0.0;
   SplitMix64 samples{seed ^ (0xD1B54A32D192ED03ull * (stream + 1))};
   d.images.resize(static_cast<std::size_t>(n * size));
   d.labels.resize(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
-    const auto label = static_cast<std::uint8_t>(samples.next() % kClasses);
+    const auto label = static_cast<std::uint8_t>(samples.next() % static_cast<std::uint64_t>(n_classes));
     d.labels[static_cast<std::size_t>(i)] = label;
     const double* proto = prototypes.data() + label * size;
     std::uint8_t* px = d.images.data() + i * size;
@@ -228,8 +229,11 @@ Dataset load_dataset(const config::Config& config, Split split) {
       const std::int64_t rows = shape.empty() ? 1 : shape.front();
       std::int64_t cols = 1;
       for (std::size_t i = 1; i < shape.size(); ++i) cols *= shape[i];
+      const int n_classes =
+          config.model.layers.empty() ? kClasses : static_cast<int>(config.model.layers.back().out_features);
       Dataset d = make_synthetic(split == Split::kTrain ? data.synthetic_train : data.synthetic_test, rows, cols,
-                                 config.training.seed, data.synthetic_noise, split == Split::kTrain ? 0 : 1);
+                                 config.training.seed, data.synthetic_noise, split == Split::kTrain ? 0 : 1,
+                                 n_classes);
       d.name = split == Split::kTrain ? "synthetic train" : "synthetic test";
       return d;
     }

@@ -47,8 +47,9 @@ void write_idx_labels(const std::string& path, const Dataset& data);
 // A learnable synthetic set: one random prototype image per class (from `seed`) plus
 // noise (standard deviation relative to the pixel range). Samples come from `stream`:
 // the training and test sets share the prototypes and differ in their samples.
+// Labels are below `n_classes` (at most 256).
 Dataset make_synthetic(std::int64_t n, std::int64_t rows, std::int64_t cols, std::uint64_t seed,
-                       double noise, std::uint64_t stream = 0);
+                       double noise, std::uint64_t stream = 0, int n_classes = kClasses);
 
 enum class Split { kTrain, kTest };
 
@@ -58,7 +59,8 @@ std::string data_dir(const config::Data& data);
 
 // The dataset a config names, one split: mnist and fashion-mnist from data_dir() (raw
 // or .gz; Fashion-MNIST also from Debian's /usr/share/datasets/fashion-mnist), idx from
-// the given paths, synthetic made from training.seed with images of `input_shape`.
+// the given paths, synthetic made from training.seed with images of `input_shape` and
+// as many classes as the last layer has outputs.
 Dataset load_dataset(const config::Config& config, Split split);
 
 }  // namespace popkit::engine

@@ -1,0 +1,153 @@
+#include "engine/train/resolved_config.h"
+
+#include <fmt/format.h>
+
+namespace popkit::train {
+namespace {
+
+using nlohmann::json;
+
+const char* activation_name(config::Activation a) {
+  switch (a) {
+    case config::Activation::kGelu:
+      return "gelu";
+    case config::Activation::kRelu:
+      return "relu";
+    case config::Activation::kNone:
+      break;
+  }
+  return "none";
+}
+
+const char* dataset_name(config::Dataset d) {
+  switch (d) {
+    case config::Dataset::kMnist:
+      return "mnist";
+    case config::Dataset::kFashionMnist:
+      return "fashion-mnist";
+    case config::Dataset::kSynthetic:
+      return "synthetic";
+    case config::Dataset::kIdx:
+      break;
+  }
+  return "idx";
+}
+
+const char* io_mode_name(config::IoMode m) {
+  switch (m) {
+    case config::IoMode::kIo:
+      return "io";
+    case config::IoMode::kIoOverlapped:
+      return "io_overlapped";
+    case config::IoMode::kCompute:
+      break;
+  }
+  return "compute";
+}
+
+json phases_json(const config::Execution& e) {
+  if (e.phases_auto) return "auto";
+  json phases = json::array();
+  for (const auto& phase : e.phases) {
+    json items = json::array();
+    for (const auto& item : phase)
+      items.push_back(item.layer +
+                      (item.pass == config::Pass::kForward ? ".forward" : ".backward"));
+    phases.push_back(items);
+  }
+  return phases;
+}
+
+}  // namespace
+
+json resolved_config_json(const config::Config& c) {
+  json layers = json::array();
+  for (const auto& l : c.model.layers)
+    layers.push_back({{"name", l.name},
+                      {"type", "linear"},
+                      {"out_features", l.out_features},
+                      {"activation", activation_name(l.activation)}});
+  json model = {
+      {"input_shape", c.model.input_shape},
+      {"layers", layers},
+      {"loss", "softmax_cross_entropy"},
+      {"init",
+       {{"weights",
+         {{"normal", {{"mean", c.model.init.weights_mean}, {"std", c.model.init.weights_std}}}}},
+        {"biases", c.model.init.biases_zero ? "zeros" : "normal"},
+        {"seed", c.model.init.seed}}}};
+  if (!c.model.init_from.empty()) model["init_from"] = c.model.init_from;
+  json groupings = json::object();
+  for (const auto& g : c.replication.groupings)
+    groupings[g.name] = {{"group_size", g.group_size}, {"stride", g.stride}};
+  const auto& o = c.training.optimizer;
+  json training = {{"micro_batch_size", c.training.micro_batch_size},
+                   {"gradient_accumulation", c.training.gradient_accumulation},
+                   {"optimizer",
+                    {{"type", "adam"},
+                     {"lr", o.lr},
+                     {"beta1", o.beta1},
+                     {"beta2", o.beta2},
+                     {"eps", o.eps},
+                     {"weight_decay", o.weight_decay},
+                     {"bias_correction", o.bias_correction},
+                     {"first_order_dtype",
+                      o.first_order_dtype == config::DType::kFloat16 ? "float16" : "float32"}}},
+                   {"seed", c.training.seed}};
+  if (c.training.epochs) training["epochs"] = *c.training.epochs;
+  if (c.training.steps) training["steps"] = *c.training.steps;
+  json data = {{"dataset", dataset_name(c.data.dataset)},
+               {"shuffle", c.data.shuffle},
+               {"normalize_mean", c.data.normalize_mean},
+               {"normalize_std", c.data.normalize_std}};
+  if (!c.data.dir.empty()) data["dir"] = c.data.dir;
+  if (c.data.dataset == config::Dataset::kIdx) {
+    data["train_images"] = c.data.train_images;
+    data["train_labels"] = c.data.train_labels;
+    data["test_images"] = c.data.test_images;
+    data["test_labels"] = c.data.test_labels;
+  }
+  if (c.data.dataset == config::Dataset::kSynthetic) {
+    data["synthetic_train"] = c.data.synthetic_train;
+    data["synthetic_test"] = c.data.synthetic_test;
+    data["synthetic_noise"] = c.data.synthetic_noise;
+  }
+  json out = {
+      {"version", c.version},
+      {"name", c.name},
+      {"model", model},
+      {"replication", {{"factor", c.replication.factor}, {"groupings", groupings}}},
+      {"variables",
+       {{"grouping", c.variables.grouping},
+        {"retrieval_mode", c.variables.retrieval_mode == config::RetrievalMode::kAllReplicas
+                               ? "all_replicas"
+                               : "one_per_group"}}},
+      {"remote", {{"weights", c.remote.weights}, {"optimizer_state", c.remote.optimizer_state}}},
+      {"execution",
+       {{"mode", c.execution.mode == config::ExecutionMode::kPhased ? "phased" : "standard"},
+        {"phases", phases_json(c.execution)},
+        {"io_mode", io_mode_name(c.execution.io_mode)},
+        {"io_tiles", c.execution.io_tiles}}},
+      {"training", training},
+      {"data", data},
+      {"eval", {{"micro_batch_size", c.eval.micro_batch_size}, {"every", c.eval.every}}},
+      {"device",
+       {{"profile", c.device.profile}, {"memory_per_replica", c.device.memory_per_replica}}}};
+  if (c.sharding.enabled)
+    out["sharding"] = {{"threshold", c.sharding.threshold},
+                       {"grouping", c.sharding.grouping},
+                       {"weights", c.sharding.weights},
+                       {"optimizer_state", c.sharding.optimizer_state}};
+  return out;
+}
+
+std::string config_hash(const config::Config& config) {
+  std::uint64_t h = 0xCBF29CE484222325ull;
+  for (const char ch : resolved_config_json(config).dump()) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 0x100000001B3ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+}  // namespace popkit::train

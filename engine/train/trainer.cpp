@@ -1,0 +1,379 @@
+#include "engine/train/trainer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <limits>
+
+#include "config/error.h"
+#include "engine/train/checkpoint.h"
+#include "engine/train/resolved_config.h"
+#include "planner/build.h"
+#include "reports/units.h"
+
+namespace popkit::train {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Creates `dir` and proves it writable before any work is done, so a bad --out or
+// --checkpoint-dir fails in the first second, not after an hour of training.
+void ensure_writable_dir(const fs::path& dir, const std::string& what) {
+  const fs::path d = dir.empty() ? fs::path(".") : dir;
+  std::error_code ec;
+  fs::create_directories(d, ec);
+  if (ec) throw Error("{}: cannot create the {} folder: {}", d.string(), what, ec.message());
+  const std::string probe = (d / (".poprun-write-test-" + std::to_string(::getpid()))).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw Error("{}: cannot write to the {} folder: {}", d.string(), what, std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+struct Limits {
+  std::optional<std::int64_t> steps;
+  std::optional<std::int64_t> epochs;
+};
+
+Limits limits_of(const config::Config& config, const TrainOptions& options) {
+  if (options.steps || options.epochs) return {options.steps, options.epochs};
+  Limits l{config.training.steps, config.training.epochs};
+  if (!l.steps && !l.epochs) l.epochs = 1;
+  return l;
+}
+
+// Steps at which the run will stop, counted from `step` at position `data`.
+std::int64_t total_steps(const Limits& l, std::int64_t step, DataPosition data,
+                         std::int64_t steps_per_epoch, std::int64_t global_batch) {
+  std::int64_t total = std::numeric_limits<std::int64_t>::max();
+  if (l.epochs) {
+    const std::int64_t left = std::max<std::int64_t>(
+        0, (*l.epochs - data.epoch) * steps_per_epoch - data.position / global_batch);
+    total = step + left;
+  }
+  if (l.steps) total = std::min(total, *l.steps);
+  return std::max(total, step);
+}
+
+engine::EngineOptions engine_options(const config::Config& config, int n_threads) {
+  engine::EngineOptions o;
+  o.n_threads = n_threads;
+  o.normalize_mean = config.data.normalize_mean;
+  o.normalize_std = config.data.normalize_std;
+  return o;
+}
+
+// The dataset must fit the model: image size and classes.
+void check_dataset(const engine::Dataset& data, const planner::Plan& plan) {
+  std::int64_t pixels = 1;
+  for (const std::int64_t d : plan.input_shape) pixels *= d;
+  if (data.image_size() != pixels)
+    throw Error("{}: images of {}x{} pixels, but model.input_shape [{}] needs {} pixels", data.name,
+                data.rows, data.cols, fmt::join(plan.input_shape, ", "), pixels);
+  const auto top = std::max_element(data.labels.begin(), data.labels.end());
+  if (top != data.labels.end() && *top >= plan.n_classes)
+    throw Error(
+        "{}: sample {} has label {}, but the last layer has out_features {}: labels must "
+        "be below it",
+        data.name, top - data.labels.begin(), *top, plan.n_classes);
+}
+
+std::int64_t eval_micro_batch(const config::Config& config) {
+  return config.eval.micro_batch_size > 0 ? config.eval.micro_batch_size
+                                          : config.training.micro_batch_size;
+}
+
+reports::Memory memory_of(const planner::PhaseMemory& m) {
+  return reports::Memory{m.always_live, m.not_always_live, m.peak, m.peak_by_class};
+}
+
+// The measured half of the run file.
+void add_measurements(reports::RunRecord& record, const engine::Engine& engine,
+                      const std::vector<double>& losses) {
+  const engine::Timings& t = engine.timings();
+  const engine::MemoryReport memory = engine.memory_report();
+  const auto steps = static_cast<double>(std::max<std::int64_t>(1, t.steps));
+  for (std::size_t p = 0; p < record.phases.size(); ++p) {
+    auto& phase = record.phases[p];
+    phase.measured.clear();
+    if (p < memory.phases.size())
+      for (const auto& m : memory.phases[p]) phase.measured.push_back(memory_of(m));
+    if (p < t.phase_seconds.size()) phase.measured_seconds = t.phase_seconds[p] / steps;
+  }
+  for (std::size_t p = 0; p < record.phases.size() && p < t.phase_category_seconds.size(); ++p) {
+    const auto& c = t.phase_category_seconds[p];
+    const auto per_step = [&](engine::OpCategory k) {
+      return c[static_cast<std::size_t>(k)] / steps;
+    };
+    record.phases[p].measured_by_kind = {
+        per_step(engine::OpCategory::kCompute), per_step(engine::OpCategory::kCollective),
+        per_step(engine::OpCategory::kRemote), per_step(engine::OpCategory::kHostIo)};
+  }
+  record.streaming_measured = memory.streaming_bytes;
+  record.step_seconds = t.step_seconds;
+  record.loss = losses;
+  const std::int64_t n = static_cast<std::int64_t>(t.step_seconds.size());
+  record.throughput = reports::throughput_from_steps(
+      t.step_seconds, engine.plan().global_batch_size, std::min<std::int64_t>(10, n / 5));
+  const auto moved = engine.bytes_moved();
+  reports::BytesMoved mean;
+  for (const auto& b : moved) {
+    mean.host += b.host_in + b.host_out;
+    mean.remote += b.remote_in + b.remote_out;
+    mean.collective += b.collective_sent + b.collective_received;
+  }
+  const auto per = static_cast<std::uint64_t>(std::max<std::size_t>(1, moved.size())) *
+                   static_cast<std::uint64_t>(std::max<std::int64_t>(1, t.steps));
+  record.bytes_measured = {mean.host / per, mean.remote / per, mean.collective / per};
+  record.environment = reports::current_environment(engine.n_threads());
+}
+
+planner::Plan plan_of(const config::Config& config) {
+  planner::Plan plan = planner::build_plan(config);
+  if (!plan.fits)
+    throw Error("the plan of '{}' does not fit: phase '{}' needs {} more than the {} per replica",
+                config.name, plan.not_fitting.phase,
+                reports::format_bytes(plan.not_fitting.bytes_over),
+                reports::format_bytes(plan.memory_per_replica));
+  return plan;
+}
+
+}  // namespace
+
+std::string default_run_file(const config::Config& config) {
+  return (fs::path("runs") / (config.name.empty() ? "run" : config.name) / "run.json").string();
+}
+
+engine::EvalResult evaluate_test_set(const engine::Engine& engine, const engine::Dataset& test,
+                                     std::int64_t micro_batch_size) {
+  const planner::Plan& plan = engine.plan();
+  const std::int64_t parts = std::max<std::int64_t>(1, std::min(plan.replication_factor, test.n));
+  std::vector<std::future<engine::EvalResult>> results;
+  for (std::int64_t r = 0; r < parts; ++r) {
+    const std::int64_t first = test.n * r / parts;
+    const std::int64_t last = test.n * (r + 1) / parts;
+    results.push_back(std::async(std::launch::async, [&, r, first, last] {
+      engine::Dataset part;
+      part.name = test.name;
+      part.n = last - first;
+      part.rows = test.rows;
+      part.cols = test.cols;
+      part.images.assign(
+          test.images.begin() + static_cast<std::ptrdiff_t>(first * test.image_size()),
+          test.images.begin() + static_cast<std::ptrdiff_t>(last * test.image_size()));
+      part.labels.assign(test.labels.begin() + first, test.labels.begin() + last);
+      return engine.evaluate(part, micro_batch_size, plan.variables_grouping.group_of(r));
+    }));
+  }
+  engine::EvalResult total;
+  double loss_sum = 0.0;
+  for (auto& f : results) {
+    const engine::EvalResult r = f.get();
+    total.n += r.n;
+    total.correct += r.correct;
+    loss_sum += r.loss * static_cast<double>(r.n);
+  }
+  if (total.n > 0) {
+    total.loss = loss_sum / static_cast<double>(total.n);
+    total.accuracy = static_cast<double>(total.correct) / static_cast<double>(total.n);
+  }
+  return total;
+}
+
+TrainResult train(const config::Config& config, const TrainOptions& options, Progress& progress) {
+  TrainResult result;
+  const planner::Plan plan = plan_of(config);
+
+  // Outputs first: an unwritable folder fails before any data is read.
+  const std::string run_file =
+      options.write_run_file
+          ? (options.run_file.empty() ? default_run_file(config) : options.run_file)
+          : std::string();
+  const fs::path checkpoint_dir =
+      !options.checkpoint_dir.empty()
+          ? fs::path(options.checkpoint_dir)
+          : fs::path(run_file.empty() ? default_run_file(config) : run_file).parent_path();
+  if (!run_file.empty()) ensure_writable_dir(fs::path(run_file).parent_path(), "run file");
+  ensure_writable_dir(checkpoint_dir, "checkpoint");
+
+  // Checkpoints next: a bad one fails before the data is read.
+  const std::string init_from =
+      !options.init_from.empty() ? options.init_from : config.model.init_from;
+  std::optional<LoadedCheckpoint> resumed, initial;
+  if (!options.resume.empty())
+    resumed = read_checkpoint(options.resume, plan, Restore::kEverything);
+  else if (!init_from.empty())
+    initial = read_checkpoint(init_from, plan, Restore::kWeights);
+
+  const engine::Dataset train_set = engine::load_dataset(config, engine::Split::kTrain);
+  const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
+  check_dataset(train_set, plan);
+  check_dataset(test_set, plan);
+  const std::int64_t g = plan.global_batch_size;
+  const std::int64_t steps_per_epoch = batches_per_epoch(train_set.n, g);
+  if (steps_per_epoch == 0)
+    throw Error(
+        "{}: {} training samples do not fill one global batch of {} (micro_batch_size {} "
+        "x gradient_accumulation {} x replication.factor {})",
+        train_set.name, train_set.n, g, plan.micro_batch_size, plan.gradient_accumulation,
+        plan.replication_factor);
+  if (const std::int64_t dropped = train_set.n - steps_per_epoch * g; dropped > 0)
+    progress.note(fmt::format(
+        "note: each epoch uses {} of the {} training samples: the last {} do not fill a global "
+        "batch of {} ({} x {} x {}) and are dropped",
+        steps_per_epoch * g, train_set.n, dropped, g, plan.micro_batch_size,
+        plan.gradient_accumulation, plan.replication_factor));
+
+  engine::Engine engine(plan, engine_options(config, options.n_threads));
+  engine.initialize(config.model.init);
+
+  CheckpointState state;
+  state.shuffle = config.data.shuffle;
+  state.shuffle_seed = config.training.seed;
+  state.global_batch_size = g;
+  state.n_train = train_set.n;
+  state.config_name = config.name;
+  state.config_hash = config_hash(config);
+
+  if (resumed) {
+    const LoadedCheckpoint& ckpt = *resumed;
+    restore_checkpoint(engine, ckpt, options.resume, Restore::kEverything);
+    state.step = ckpt.state.step;
+    state.data = ckpt.state.data;
+    state.shuffle = ckpt.state.shuffle;
+    state.shuffle_seed = ckpt.state.shuffle_seed;
+    if (ckpt.state.config_hash != state.config_hash)
+      progress.note(
+          fmt::format("note: {} was written under a different config (hash {}, this "
+                      "one {}); continuing from its state",
+                      options.resume, ckpt.state.config_hash, state.config_hash));
+    if (ckpt.state.n_train != train_set.n)
+      progress.note(
+          fmt::format("note: {} was taken over {} training samples, this dataset has "
+                      "{}: the data order differs from the original run's",
+                      options.resume, ckpt.state.n_train, train_set.n));
+    // A different global batch may leave less than a batch in the epoch.
+    if (state.data.position + g > train_set.n) state.data = {state.data.epoch + 1, 0};
+    progress.note(fmt::format("resuming from {} at step {} (epoch {}, sample {} of the epoch)",
+                              options.resume, state.step, state.data.epoch + 1,
+                              state.data.position));
+  } else if (initial) {
+    restore_checkpoint(engine, *initial, init_from, Restore::kWeights);
+    progress.note(fmt::format("starting from the weights in {}", init_from));
+  }
+
+  const Limits limits = limits_of(config, options);
+  const std::int64_t first_step = state.step;
+  const std::int64_t total = total_steps(limits, state.step, state.data, steps_per_epoch, g);
+  const std::int64_t eval_mb = eval_micro_batch(config);
+
+  reports::RunRecord record = reports::record_from_plan(plan);
+  record.config = resolved_config_json(config);
+
+  const auto checkpoint_path = [&](std::int64_t step) {
+    return (checkpoint_dir / fmt::format("checkpoint-step{}.safetensors", step)).string();
+  };
+  std::int64_t last_checkpoint_step = -1;
+  const auto checkpoint = [&] {
+    const std::string path = checkpoint_path(state.step);
+    save_checkpoint(path, engine, state);
+    record.checkpoints.push_back({path, state.step});
+    result.checkpoint = path;
+    last_checkpoint_step = state.step;
+  };
+
+  engine::DatasetBatches batches(train_set, plan.replication_factor, plan.gradient_accumulation,
+                                 plan.micro_batch_size);
+  std::vector<std::int64_t> order;
+  std::int64_t order_epoch = -1;
+  std::vector<double> losses;
+  std::optional<engine::EvalResult> last_eval;
+  std::int64_t last_eval_step = -1;
+  const auto t0 = Clock::now();
+  while (true) {
+    if (limits.steps && state.step >= *limits.steps) break;
+    if (limits.epochs && state.data.epoch >= *limits.epochs) break;
+    if (order_epoch != state.data.epoch) {
+      order = epoch_order(train_set.n, state.shuffle_seed, state.data.epoch, state.shuffle);
+      order_epoch = state.data.epoch;
+    }
+    batches.set_batch(std::span<const std::int64_t>(order).subspan(
+        static_cast<std::size_t>(state.data.position), static_cast<std::size_t>(g)));
+    const double loss = engine.train_step(batches);
+    losses.push_back(loss);
+    result.last_loss = loss;
+    const std::int64_t epoch = state.data.epoch;
+    ++state.step;
+    state.data = advance(state.data, train_set.n, g);
+    progress.update({epoch + 1, limits.epochs.value_or(0), state.step, total, first_step,
+                     seconds_since(t0), g, loss});
+    if (state.data.epoch != epoch && config.eval.every > 0 &&
+        state.data.epoch % config.eval.every == 0) {
+      last_eval = evaluate_test_set(engine, test_set, eval_mb);
+      last_eval_step = state.step;
+      progress.note(fmt::format("epoch {}: test accuracy {:.2f}% ({}/{}), loss {:.4f}",
+                                state.data.epoch, 100.0 * last_eval->accuracy, last_eval->correct,
+                                last_eval->n, last_eval->loss));
+    }
+    if (options.checkpoint_every > 0 && state.step % options.checkpoint_every == 0) checkpoint();
+    if (options.stop_requested && options.stop_requested()) {
+      result.interrupted = true;
+      break;
+    }
+  }
+  result.seconds = seconds_since(t0);
+  progress.finish();
+
+  if (last_checkpoint_step != state.step) checkpoint();
+  if (!result.interrupted) {
+    result.test = last_eval_step == state.step && last_eval
+                      ? *last_eval
+                      : evaluate_test_set(engine, test_set, eval_mb);
+    record.test = reports::TestResult{result.test->accuracy, result.test->loss, result.test->n};
+  }
+  add_measurements(record, engine, losses);
+  result.measured_peak_bytes = engine.memory_report().peak_bytes;
+  if (!run_file.empty()) {
+    reports::write_run_file(record, run_file);
+    result.run_file = run_file;
+  }
+  result.steps = state.step;
+  result.data = state.data;
+  result.record = std::move(record);
+  return result;
+}
+
+EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions& options) {
+  const planner::Plan plan = plan_of(config);
+  if (!options.run_file.empty())
+    ensure_writable_dir(fs::path(options.run_file).parent_path(), "run file");
+  const LoadedCheckpoint ckpt = read_checkpoint(options.checkpoint, plan, Restore::kWeights);
+  const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
+  check_dataset(test_set, plan);
+  engine::Engine engine(plan, engine_options(config, options.n_threads));
+  engine.initialize(config.model.init);
+  restore_checkpoint(engine, ckpt, options.checkpoint, Restore::kWeights);
+  EvalOutcome out;
+  out.test = evaluate_test_set(engine, test_set, eval_micro_batch(config));
+  out.record = reports::record_from_plan(plan);
+  out.record.config = resolved_config_json(config);
+  out.record.test = reports::TestResult{out.test.accuracy, out.test.loss, out.test.n};
+  out.record.environment = reports::current_environment(engine.n_threads());
+  for (auto& phase : out.record.phases) phase.measured.clear();
+  if (!options.run_file.empty()) reports::write_run_file(out.record, options.run_file);
+  return out;
+}
+
+}  // namespace popkit::train

@@ -1,0 +1,308 @@
+// Checkpoints: round trips of every variable (F32 and F16 moments), copies per group and
+// per replica, metadata; and every kind of bad checkpoint caught with a message that
+// names the file and what is wrong.
+#include "engine/train/checkpoint.h"
+
+#include <boost/test/unit_test.hpp>
+#include <cstring>
+
+#include "config/error.h"
+#include "helpers.h"
+#include "planner/build.h"
+
+using namespace popkit;
+using namespace popkit::train;
+using namespace popkit::train::testing;
+
+namespace {
+
+engine::EngineOptions two_threads() {
+  engine::EngineOptions o;
+  o.n_threads = 2;
+  return o;
+}
+
+// Every variable of every replica, as raw float bit patterns.
+std::vector<std::vector<float>> state_of(const engine::Engine& e) {
+  std::vector<std::vector<float>> out;
+  for (const auto& name : e.variable_names())
+    for (std::int64_t r = 0; r < e.plan().replication_factor; ++r)
+      out.push_back(e.read_variable_of_replica(name, r));
+  return out;
+}
+
+bool bitwise_equal(const std::vector<std::vector<float>>& a,
+                   const std::vector<std::vector<float>>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].size() != b[i].size() ||
+        std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0)
+      return false;
+  return true;
+}
+
+// Trains `steps` steps of config on consecutive batches (distinct per group when the
+// grouping has several groups, since each group trains on its own replicas' data).
+void train_steps(engine::Engine& e, const engine::Dataset& data, std::int64_t steps) {
+  const auto& p = e.plan();
+  engine::DatasetBatches batches(data, p.replication_factor, p.gradient_accumulation,
+                                 p.micro_batch_size);
+  const auto order = epoch_order(data.n, 1, 0, true);
+  for (std::int64_t s = 0; s < steps; ++s) {
+    batches.set_batch(order, s);
+    e.train_step(batches);
+  }
+}
+
+CheckpointState some_state(const config::Config& c) {
+  CheckpointState s;
+  s.step = 3;
+  s.data = {1, 64};
+  s.shuffle_seed = c.training.seed;
+  s.global_batch_size = 32;
+  s.n_train = 512;
+  s.config_name = c.name;
+  s.config_hash = "0123456789abcdef";
+  return s;
+}
+
+// A checkpoint of the tiny model after 3 steps, written to dir/ckpt.safetensors.
+std::string tiny_checkpoint(const fs::path& dir, const config::Config& c) {
+  const planner::Plan plan = planner::build_plan(c);
+  engine::Engine e(plan, two_threads());
+  e.initialize(c.model.init);
+  train_steps(e, engine::load_dataset(c, engine::Split::kTrain), 3);
+  const std::string path = (dir / "ckpt.safetensors").string();
+  save_checkpoint(path, e, some_state(c));
+  return path;
+}
+
+// Restores `path` into a fresh engine of `c` and returns its state.
+std::vector<std::vector<float>> restored_state(const config::Config& c, const std::string& path,
+                                               std::int64_t* steps_done = nullptr) {
+  const planner::Plan plan = planner::build_plan(c);
+  engine::Engine e(plan, two_threads());
+  e.initialize(c.model.init);
+  const auto ckpt = read_checkpoint(path, plan, Restore::kEverything);
+  restore_checkpoint(e, ckpt, path, Restore::kEverything);
+  if (steps_done) *steps_done = e.steps_done();
+  return state_of(e);
+}
+
+// The error message of `f`, or "" when it does not throw.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(checkpoint)
+
+BOOST_AUTO_TEST_CASE(round_trip_restores_every_variable_bitwise) {
+  for (const char* dtype : {"float32", "float16"}) {
+    BOOST_TEST_CONTEXT("first_order_dtype " << dtype) {
+      const auto dir = scratch(std::string("round_trip_") + dtype);
+      const auto c = tiny_config({std::string("training.optimizer.first_order_dtype=") + dtype});
+      const planner::Plan plan = planner::build_plan(c);
+      engine::Engine e(plan, two_threads());
+      e.initialize(c.model.init);
+      train_steps(e, engine::load_dataset(c, engine::Split::kTrain), 3);
+      const std::string path = (dir / "ckpt.safetensors").string();
+      save_checkpoint(path, e, some_state(c));
+
+      std::int64_t steps_done = 0;
+      BOOST_TEST(bitwise_equal(restored_state(c, path, &steps_done), state_of(e)));
+      BOOST_TEST(steps_done == 3);
+
+      const auto file = engine::read_safetensors(path);
+      BOOST_TEST(file.tensors.at("fc1.weight").dtype == "F32");
+      BOOST_TEST(file.tensors.at("fc1.weight.adam_m").dtype ==
+                 (std::string(dtype) == "float16" ? "F16" : "F32"));
+      BOOST_TEST(file.tensors.at("fc1.weight.adam_v").dtype == "F32");
+      BOOST_TEST((file.tensors.at("fc1.weight").shape == std::vector<std::int64_t>{64, 32}));
+      // One group of two replicas, one_per_group: no copies.
+      BOOST_TEST(file.tensors.size() == plan.variables.size());
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(metadata_says_where_training_stands) {
+  const auto dir = scratch("metadata");
+  const auto c = tiny_config();
+  const auto file = engine::read_safetensors(tiny_checkpoint(dir, c));
+  const auto& m = file.metadata;
+  BOOST_TEST(m.at("format") == "popkit-checkpoint");
+  BOOST_TEST(m.at("step") == "3");
+  BOOST_TEST(m.at("epoch") == "1");
+  BOOST_TEST(m.at("data_position") == "64");
+  BOOST_TEST(m.at("shuffle_seed") == "7");
+  BOOST_TEST(m.at("config_hash") == "0123456789abcdef");
+  BOOST_TEST(m.at("checksum") == fmt::format("{:08x}", checkpoint_checksum(file)));
+  const auto loaded = read_checkpoint((dir / "ckpt.safetensors").string(), planner::build_plan(c),
+                                      Restore::kEverything);
+  BOOST_TEST(loaded.state.step == 3);
+  BOOST_TEST(loaded.state.data.epoch == 1);
+  BOOST_TEST(loaded.state.data.position == 64);
+}
+
+BOOST_AUTO_TEST_CASE(all_replicas_saves_every_replicas_copy) {
+  const auto dir = scratch("all_replicas");
+  const auto c = tiny_config({"variables.retrieval_mode=all_replicas"});
+  const auto path = tiny_checkpoint(dir, c);
+  const auto file = engine::read_safetensors(path);
+  BOOST_TEST(file.tensors.count("fc1.weight@replica1") == 1);
+  BOOST_TEST(file.tensors.count("fc1.weight.adam_v@replica1") == 1);
+  BOOST_TEST(file.metadata.at("copies") == "replica");
+  // Replicas of one group hold the same values.
+  BOOST_TEST(file.tensors.at("fc1.weight").data == file.tensors.at("fc1.weight@replica1").data);
+  // Restores, and also into the default one_per_group plan.
+  BOOST_TEST(restored_state(c, path) == restored_state(tiny_config(), path));
+}
+
+BOOST_AUTO_TEST_CASE(groups_keep_their_own_values) {
+  const auto dir = scratch("groups");
+  // Two groups of one replica: each trains on its own data and holds its own values.
+  const auto c = tiny_config({"replication.groupings.everyone.group_size=1"});
+  const planner::Plan plan = planner::build_plan(c);
+  BOOST_REQUIRE(plan.variables_grouping.n_groups() == 2);
+  engine::Engine e(plan, two_threads());
+  e.initialize(c.model.init);
+  train_steps(e, engine::load_dataset(c, engine::Split::kTrain), 2);
+  const std::string path = (dir / "ckpt.safetensors").string();
+  save_checkpoint(path, e, some_state(c));
+  const auto file = engine::read_safetensors(path);
+  BOOST_TEST(file.tensors.count("fc1.weight@group1") == 1);
+  BOOST_TEST(file.tensors.at("fc1.weight").data != file.tensors.at("fc1.weight@group1").data);
+  BOOST_TEST(bitwise_equal(restored_state(c, path), state_of(e)));
+}
+
+BOOST_AUTO_TEST_CASE(weights_from_elsewhere_without_metadata) {
+  // A file as PyTorch's safetensors.save_file writes it: tensors by name, no metadata.
+  const auto dir = scratch("elsewhere");
+  const auto c = tiny_config();
+  auto file = engine::read_safetensors(tiny_checkpoint(dir, c));
+  file.metadata.clear();
+  for (auto it = file.tensors.begin(); it != file.tensors.end();)
+    it = it->first.find(".adam_") != std::string::npos ? file.tensors.erase(it) : std::next(it);
+  const std::string path = (dir / "weights.safetensors").string();
+  engine::write_safetensors(path, file);
+  const planner::Plan plan = planner::build_plan(c);
+  const auto loaded = read_checkpoint(path, plan, Restore::kWeights);
+  BOOST_TEST(!loaded.has_state);
+  engine::Engine e(plan, two_threads());
+  e.initialize(c.model.init);
+  restore_checkpoint(e, loaded, path, Restore::kWeights);
+  const auto& w = file.tensors.at("fc2.weight");
+  std::vector<float> want(w.data.size() / 4);
+  std::memcpy(want.data(), w.data.data(), w.data.size());
+  BOOST_TEST(e.read_variable("fc2.weight") == want);
+  // Resuming needs the step and data position only a poprun checkpoint has.
+  BOOST_TEST(error_of([&] { read_checkpoint(path, plan, Restore::kEverything); }) ==
+             path +
+                 ": not a popkit checkpoint (no 'popkit-checkpoint' metadata): resuming "
+                 "needs the step and data position a poprun checkpoint holds; start from its "
+                 "weights with --init-from instead");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(checkpoint_errors)
+
+BOOST_AUTO_TEST_CASE(missing_file) {
+  const auto plan = planner::build_plan(tiny_config());
+  BOOST_TEST(error_of([&] {
+               read_checkpoint("/nonexistent/ckpt.safetensors", plan, Restore::kWeights);
+             }) == "/nonexistent/ckpt.safetensors: no such file");
+}
+
+BOOST_AUTO_TEST_CASE(truncated_file) {
+  const auto dir = scratch("truncated");
+  const auto c = tiny_config();
+  const auto path = tiny_checkpoint(dir, c);
+  auto bytes = file_bytes(path);
+  bytes.resize(bytes.size() - 100);
+  write_bytes(path, bytes);
+  const std::string why =
+      error_of([&] { read_checkpoint(path, planner::build_plan(c), Restore::kEverything); });
+  BOOST_TEST(why.rfind(path + ": ", 0) == 0);
+  BOOST_TEST(why.find("truncated") != std::string::npos, why);
+  // Cut inside the header too.
+  bytes.resize(40);
+  write_bytes(path, bytes);
+  const std::string header =
+      error_of([&] { read_checkpoint(path, planner::build_plan(c), Restore::kEverything); });
+  BOOST_TEST(header.find("truncated") != std::string::npos, header);
+}
+
+BOOST_AUTO_TEST_CASE(tampered_data_fails_the_checksum) {
+  const auto dir = scratch("tampered");
+  const auto c = tiny_config();
+  const auto path = tiny_checkpoint(dir, c);
+  auto bytes = file_bytes(path);
+  bytes[bytes.size() - 7] ^= 0x10;  // a bit of the last tensor's data
+  write_bytes(path, bytes);
+  const std::string why =
+      error_of([&] { read_checkpoint(path, planner::build_plan(c), Restore::kWeights); });
+  BOOST_TEST(why.rfind(path + ": checksum mismatch: the metadata says ", 0) == 0, why);
+  BOOST_TEST(why.find("the file was modified or damaged") != std::string::npos, why);
+}
+
+BOOST_AUTO_TEST_CASE(tampered_metadata_fails_the_checksum) {
+  const auto dir = scratch("tampered_metadata");
+  const auto c = tiny_config();
+  const auto path = tiny_checkpoint(dir, c);
+  auto bytes = file_bytes(path);
+  std::string text(bytes.begin(), bytes.end());
+  const auto at = text.find("\"step\":\"3\"");
+  BOOST_REQUIRE(at != std::string::npos);
+  text[at + 8] = '9';  // same length: the header stays well formed
+  write_bytes(path, std::vector<char>(text.begin(), text.end()));
+  const std::string why =
+      error_of([&] { read_checkpoint(path, planner::build_plan(c), Restore::kEverything); });
+  BOOST_TEST(why.rfind(path + ": checksum mismatch", 0) == 0, why);
+}
+
+BOOST_AUTO_TEST_CASE(shape_mismatch_names_the_tensor_and_both_shapes) {
+  const auto dir = scratch("shape_mismatch");
+  const auto path = tiny_checkpoint(dir, tiny_config());
+  // The same layer names, but fc1 of 16 outputs instead of 32.
+  auto c = tiny_config();
+  c.model.layers[0].out_features = 16;
+  const std::string why =
+      error_of([&] { read_checkpoint(path, planner::build_plan(c), Restore::kWeights); });
+  BOOST_TEST(why.rfind(path + ": does not match the model: tensor fc1.bias has shape [32], the "
+                              "model's fc1.bias is [16]",
+                       0) == 0,
+             why);
+}
+
+BOOST_AUTO_TEST_CASE(name_mismatch_lists_missing_and_unexpected) {
+  const auto dir = scratch("name_mismatch");
+  const auto path = tiny_checkpoint(dir, tiny_config());
+  auto c = tiny_config();
+  c.model.layers[2].name = "head";
+  const std::string why =
+      error_of([&] { read_checkpoint(path, planner::build_plan(c), Restore::kWeights); });
+  BOOST_TEST(why == path +
+                        ": does not match the model 'tiny': the model's head.weight, head.bias "
+                        "missing; fc3.bias, fc3.bias.adam_m, fc3.bias.adam_v, fc3.weight, "
+                        "fc3.weight.adam_m, fc3.weight.adam_v not in the model");
+}
+
+BOOST_AUTO_TEST_CASE(not_safetensors) {
+  const auto dir = scratch("not_safetensors");
+  const std::string path = (dir / "ckpt.safetensors").string();
+  const std::string text = "this is not a checkpoint at all";
+  write_bytes(path, std::vector<char>(text.begin(), text.end()));
+  const std::string why = error_of(
+      [&] { read_checkpoint(path, planner::build_plan(tiny_config()), Restore::kWeights); });
+  BOOST_TEST(why.rfind(path + ": truncated or not safetensors", 0) == 0, why);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,71 @@
+// What the train tests share: the tiny config (tests/train/data/tiny.yaml: 8x8 synthetic
+// images, three layers, R = 2, phased, sharded, remote) with overrides, a fresh scratch
+// folder per test, silent progress, and file helpers.
+#pragma once
+
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "config/load.h"
+#include "engine/train/progress.h"
+#include "engine/train/trainer.h"
+
+namespace popkit::train::testing {
+
+namespace fs = std::filesystem;
+
+inline config::Config tiny_config(std::vector<std::string> overrides = {}) {
+  // Noisier than the file's default, so the loss stays away from zero and every step moves
+  // the weights.
+  overrides.insert(overrides.begin(), "data.synthetic_noise=1.5");
+  const std::string path = std::string(POPKIT_SOURCE_DIR) + "/tests/train/data/tiny.yaml";
+  auto result = config::load_config_file(path, overrides);
+  if (!result.config) {
+    std::ostringstream why;
+    config::print_diagnostics(why, result.diagnostics, result.sources);
+    BOOST_FAIL("tiny.yaml does not load: " << why.str());
+  }
+  return *result.config;
+}
+
+// A scratch folder named after the running test, emptied first.
+inline fs::path scratch(const std::string& name) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("popkit-train-" + std::to_string(::getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+inline std::vector<char> file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline void write_bytes(const fs::path& path, const std::vector<char>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Trains with progress and notes into `log`.
+inline TrainResult run(const config::Config& config, TrainOptions options, const fs::path& dir,
+                       std::ostream& log) {
+  if (options.run_file.empty()) options.run_file = (dir / "run.json").string();
+  options.n_threads = 2;
+  Progress progress(log, ProgressStyle::kNone);
+  return train(config, options, progress);
+}
+
+inline TrainResult run(const config::Config& config, TrainOptions options, const fs::path& dir) {
+  std::ostringstream log;
+  return run(config, std::move(options), dir, log);
+}
+
+}  // namespace popkit::train::testing

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# poprun as a user runs it: train and eval, exit codes (0 ok, 1 run-time failure, 2 invalid
+# config), errors that name the file and what is wrong, checkpoints numpy can read.
+set -uo pipefail
+config="$POPKIT_SOURCE_DIR/tests/train/data/tiny.yaml"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect RC STDERR_SUBSTRING -- COMMAND...
+expect() {
+  local want_rc=$1 want_err=$2
+  shift 3
+  local err rc
+  err=$("$@" 2>&1 >/dev/null)
+  rc=$?
+  if [ "$rc" != "$want_rc" ]; then
+    fail "'$*' exited $rc, want $want_rc; stderr: $err"
+  elif [ -n "$want_err" ] && ! grep -qF -- "$want_err" <<<"$err"; then
+    fail "'$*' stderr is '$err', want it to contain '$want_err'"
+  fi
+}
+
+help=$(poprun --help)
+grep -q "train" <<<"$help" && grep -q "eval" <<<"$help" || fail "--help does not list train and eval: $help"
+
+# Train: summary on stdout, plain progress lines on stderr (not a terminal).
+out=$(poprun train "$config" --steps 3 --out r/run.json 2>err.txt)
+rc=$?
+[ "$rc" = 0 ] || fail "train exited $rc: $(cat err.txt)"
+grep -q "^trained tiny: 3 steps" <<<"$out" || fail "no summary line: $out"
+grep -q "test accuracy " <<<"$out" || fail "no test accuracy: $out"
+grep -q "peak memory/replica   planned 16.12 KiB, measured 16.12 KiB" <<<"$out" || fail "no memory line: $out"
+grep -q "checkpoint            r/checkpoint-step3.safetensors" <<<"$out" || fail "no checkpoint line: $out"
+grep -q "^epoch 1 step 3/3 " err.txt || fail "no progress line: $(cat err.txt)"
+[ -f r/run.json ] || fail "no run file"
+/usr/bin/python3 "$POPKIT_SOURCE_DIR/tests/reports/validate_run_file.py" \
+  "$POPKIT_SOURCE_DIR/schemas/run.schema.json" r/run.json || fail "run file does not validate"
+
+# --quiet: nothing on stderr.
+poprun train "$config" --steps 2 --out q/run.json --quiet >/dev/null 2>quiet.txt
+[ ! -s quiet.txt ] || fail "--quiet printed: $(cat quiet.txt)"
+
+# Eval prints loss and accuracy.
+out=$(poprun eval "$config" --checkpoint r/checkpoint-step3.safetensors --out e/eval.json)
+[ $? = 0 ] || fail "eval failed"
+grep -qE "^r/checkpoint-step3.safetensors on the 128 test samples: loss [0-9.]+, accuracy [0-9.]+% \([0-9]+/128\)$" <<<"$out" \
+  || fail "eval output: $out"
+[ -f e/eval.json ] || fail "eval --out wrote nothing"
+
+# numpy reads the checkpoint as safetensors: header length, JSON header, raw data.
+/usr/bin/python3 - r/checkpoint-step3.safetensors <<'PY' || fail "numpy cannot read the checkpoint"
+import json, struct, sys
+import numpy as np
+data = open(sys.argv[1], "rb").read()
+(n,) = struct.unpack("<Q", data[:8])
+header = json.loads(data[8:8 + n])
+assert header["__metadata__"]["step"] == "3", header["__metadata__"]
+t = header["fc1.weight"]
+begin, end = t["data_offsets"]
+w = np.frombuffer(data[8 + n + begin:8 + n + end], dtype="<f4").reshape(t["shape"])
+assert w.shape == (64, 32) and np.isfinite(w).all() and w.std() > 0
+PY
+
+# Invalid config: diagnostics, exit 2.
+expect 2 "training.micro_batch_size" -- poprun train "$config" --set training.micro_batch_size=0
+expect 2 "" -- poprun train "$config" --steps 0
+# Bad checkpoints: exit 1, the file named and what is wrong.
+expect 1 "poprun: error: nope.safetensors: no such file" -- poprun eval "$config" --checkpoint nope.safetensors
+expect 1 "poprun: error: nope.safetensors: no such file" -- poprun train "$config" --resume nope.safetensors
+cp r/checkpoint-step3.safetensors tampered.safetensors
+printf '\x55' | dd of=tampered.safetensors bs=1 seek=$(( $(stat -c %s tampered.safetensors) - 5 )) conv=notrunc status=none
+expect 1 "poprun: error: tampered.safetensors: checksum mismatch" -- poprun eval "$config" --checkpoint tampered.safetensors
+head -c 3000 r/checkpoint-step3.safetensors >truncated.safetensors
+expect 1 "poprun: error: truncated.safetensors: " -- poprun train "$config" --resume truncated.safetensors
+expect 1 "poprun: error: r/checkpoint-step3.safetensors: does not match the model: tensor fc1.bias has shape [32], the model's fc1.bias is [16]" \
+  -- poprun eval "$POPKIT_SOURCE_DIR/tests/train/data/narrow.yaml" --checkpoint r/checkpoint-step3.safetensors
+# Unwritable output and missing data: exit 1 before training, nothing written.
+touch blocker
+expect 1 "poprun: error: blocker: cannot create the run file folder" -- poprun train "$config" --out blocker/run.json
+expect 1 "poprun: error: blocker/ckpt: cannot create the checkpoint folder" -- poprun train "$config" --checkpoint-dir blocker/ckpt
+expect 1 "missing-images.idx" -- poprun train "$config" --out m/run.json --set data.dataset=idx \
+  --set data.train_images=missing-images.idx --set data.train_labels=missing-labels.idx \
+  --set data.test_images=missing-images.idx --set data.test_labels=missing-labels.idx
+
+if [ "$failures" != 0 ]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "poprun cli: ok"

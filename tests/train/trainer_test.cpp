@@ -1,0 +1,369 @@
+// The training driver on the tiny synthetic config: resume ends bitwise identical to an
+// uninterrupted run (also under another sharding threshold or execution mode), limits,
+// notes, init_from and eval, signals, bad output folders and data, and run files that
+// validate against schemas/run.schema.json.
+#include <boost/test/unit_test.hpp>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+
+#include "config/error.h"
+#include "engine/io/safetensors.h"
+#include "engine/train/checkpoint.h"
+#include "engine/train/commands.h"
+#include "helpers.h"
+#include "planner/build.h"
+
+using namespace popkit;
+using namespace popkit::train;
+using namespace popkit::train::testing;
+
+namespace {
+
+// tiny.yaml: 512 samples, global batch 8 x 2 x 2 = 32: 16 steps per epoch, 2 epochs.
+constexpr std::int64_t kStepsPerEpoch = 16;
+
+TrainOptions steps(std::int64_t n) {
+  TrainOptions o;
+  o.steps = n;
+  return o;
+}
+
+std::function<bool()> stop_after(std::int64_t* counter, std::int64_t k) {
+  return [counter, k] { return ++*counter >= k; };
+}
+
+std::string checkpoint_at(const fs::path& dir, std::int64_t step) {
+  return (dir / fmt::format("checkpoint-step{}.safetensors", step)).string();
+}
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+int validate_run_file(const std::string& file) {
+  const std::string cmd = std::string(POPKIT_PYTHON) + " " + POPKIT_SOURCE_DIR +
+                          "/tests/reports/validate_run_file.py " + POPKIT_SOURCE_DIR +
+                          "/schemas/run.schema.json " + file;
+  return std::system(cmd.c_str());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(resume)
+
+// Interrupt after k steps (mid-epoch, at an epoch's end), resume, and compare the final
+// checkpoint's bytes with those of the uninterrupted run: metadata included.
+BOOST_AUTO_TEST_CASE(interrupted_and_resumed_ends_bitwise_identical) {
+  const auto c = tiny_config();
+  const auto whole = scratch("resume_whole");
+  const TrainResult full = run(c, {}, whole);
+  BOOST_REQUIRE(full.steps == 2 * kStepsPerEpoch);
+  const auto want = file_bytes(full.checkpoint);
+  for (const std::int64_t k : {std::int64_t{5}, kStepsPerEpoch, std::int64_t{21}}) {
+    BOOST_TEST_CONTEXT("interrupted after " << k << " steps") {
+      const auto dir = scratch(fmt::format("resume_k{}", k));
+      std::int64_t counter = 0;
+      TrainOptions first;
+      first.stop_requested = stop_after(&counter, k);
+      const TrainResult part = run(c, first, dir / "a");
+      BOOST_TEST(part.interrupted);
+      BOOST_TEST(part.steps == k);
+      BOOST_TEST(part.checkpoint == checkpoint_at(dir / "a", k));
+      BOOST_TEST(!part.test);
+      TrainOptions second;
+      second.resume = part.checkpoint;
+      const TrainResult rest = run(c, second, dir / "b");
+      BOOST_TEST(!rest.interrupted);
+      BOOST_TEST(rest.steps == 2 * kStepsPerEpoch);
+      BOOST_TEST((file_bytes(rest.checkpoint) == want));
+      BOOST_TEST(rest.test->correct == full.test->correct);
+      BOOST_TEST(rest.test->loss == full.test->loss);
+    }
+  }
+}
+
+// --steps counts the whole run: a run stopped by --steps 7 and resumed with --steps 12
+// stops where a run with --steps 12 stops.
+BOOST_AUTO_TEST_CASE(steps_count_the_whole_run) {
+  const auto c = tiny_config();
+  const auto dir = scratch("resume_steps");
+  TrainOptions twelve;
+  twelve.steps = 12;
+  const TrainResult full = run(c, twelve, dir / "full");
+  TrainOptions seven;
+  seven.steps = 7;
+  const TrainResult part = run(c, seven, dir / "a");
+  BOOST_TEST(part.steps == 7);
+  TrainOptions rest = twelve;
+  rest.resume = part.checkpoint;
+  const TrainResult resumed = run(c, rest, dir / "b");
+  BOOST_TEST(resumed.steps == 12);
+  BOOST_TEST(resumed.record.loss.size() == 5u);  // this process's steps
+  BOOST_TEST((file_bytes(resumed.checkpoint) == file_bytes(full.checkpoint)));
+}
+
+// Checkpoints hold full tensors: another sharding threshold or execution mode resumes to
+// the same values, bit for bit (the engine's equivalence); only the config hash differs.
+BOOST_AUTO_TEST_CASE(resumes_under_another_threshold_or_mode) {
+  const auto c = tiny_config();
+  const auto dir = scratch("resume_other");
+  const TrainResult full = run(c, {}, dir / "full");
+  const auto want = engine::read_safetensors(full.checkpoint);
+  std::int64_t counter = 0;
+  TrainOptions first;
+  first.stop_requested = stop_after(&counter, 9);
+  const TrainResult part = run(c, first, dir / "a");
+  const std::vector<std::vector<std::string>> changes = {
+      {"sharding.threshold=100000"}, {"execution.mode=standard", "remote.weights=false"}};
+  for (const auto& change : changes) {
+    BOOST_TEST_CONTEXT(change.front()) {
+      TrainOptions second;
+      second.resume = part.checkpoint;
+      std::ostringstream log;
+      const TrainResult rest = run(tiny_config(change), second, dir / change.front(), log);
+      const auto got = engine::read_safetensors(rest.checkpoint);
+      BOOST_TEST(got.tensors.size() == want.tensors.size());
+      for (const auto& [name, t] : want.tensors)
+        BOOST_TEST((got.tensors.at(name).data == t.data), name);
+      BOOST_TEST(got.metadata.at("step") == want.metadata.at("step"));
+      BOOST_TEST(log.str().find("was written under a different config") != std::string::npos);
+    }
+  }
+}
+
+// One replica with micro-batch 16 sees the same global batches as two with 8: the run
+// resumes and continues from the same data position; values agree to float rounding.
+BOOST_AUTO_TEST_CASE(resumes_under_another_replication_factor) {
+  const auto c = tiny_config();
+  const auto dir = scratch("resume_replicas");
+  const TrainResult full = run(c, {}, dir / "full");
+  std::int64_t counter = 0;
+  TrainOptions first;
+  first.stop_requested = stop_after(&counter, 9);
+  const TrainResult part = run(c, first, dir / "a");
+  TrainOptions second;
+  second.resume = part.checkpoint;
+  const TrainResult rest =
+      run(tiny_config({"replication.factor=1", "replication.groupings.everyone.group_size=1",
+                       "training.micro_batch_size=16"}),
+          second, dir / "b");
+  BOOST_TEST(rest.steps == full.steps);
+  const auto got = engine::read_safetensors(rest.checkpoint);
+  const auto want = engine::read_safetensors(full.checkpoint);
+  BOOST_TEST(got.metadata.at("data_position") == want.metadata.at("data_position"));
+  BOOST_TEST(got.metadata.at("epoch") == want.metadata.at("epoch"));
+  // Summation order differs (one replica instead of a mean of two); after 23 Adam steps
+  // the weights stay within 1e-3 of each other.
+  const auto& a = got.tensors.at("fc1.weight").data;
+  const auto& b = want.tensors.at("fc1.weight").data;
+  BOOST_REQUIRE(a.size() == b.size());
+  float worst = 0;
+  for (std::size_t i = 0; i < a.size(); i += 4) {
+    float x, y;
+    std::memcpy(&x, &a[i], 4);
+    std::memcpy(&y, &b[i], 4);
+    worst = std::max(worst, std::abs(x - y));
+  }
+  BOOST_TEST(worst < 1e-3f);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(trainer)
+
+BOOST_AUTO_TEST_CASE(limits) {
+  const auto dir = scratch("limits");
+  TrainOptions o;
+  o.steps = 5;
+  BOOST_TEST(run(tiny_config(), o, dir / "steps").steps == 5);
+  o = {};
+  o.epochs = 1;
+  BOOST_TEST(run(tiny_config(), o, dir / "epochs").steps == kStepsPerEpoch);
+  // --steps past the config's epochs: steps win (epochs are not a limit then).
+  o = {};
+  o.steps = 40;
+  const auto r = run(tiny_config(), o, dir / "past");
+  BOOST_TEST(r.steps == 40);
+  BOOST_TEST(r.data.epoch == 2);
+  BOOST_TEST(r.data.position == 8 * 32);
+}
+
+BOOST_AUTO_TEST_CASE(drops_the_last_partial_batch_and_says_so) {
+  const auto dir = scratch("partial");
+  std::ostringstream log;
+  TrainOptions o;
+  o.steps = 1;
+  run(tiny_config({"data.synthetic_train=500"}), o, dir, log);
+  BOOST_TEST(log.str().find("note: each epoch uses 480 of the 500 training samples: the last 20 "
+                            "do not fill a global batch of 32 (8 x 2 x 2) and are dropped\n") !=
+                 std::string::npos,
+             log.str());
+}
+
+BOOST_AUTO_TEST_CASE(evaluates_every_n_epochs) {
+  const auto dir = scratch("eval_every");
+  std::ostringstream log;
+  const auto r = run(tiny_config({"eval.every=1"}), {}, dir, log);
+  BOOST_TEST(log.str().find("epoch 1: test accuracy ") != std::string::npos, log.str());
+  BOOST_TEST(log.str().find("epoch 2: test accuracy ") != std::string::npos, log.str());
+  BOOST_REQUIRE(r.test.has_value());
+  BOOST_TEST(r.test->n == 128);
+  BOOST_TEST(r.test->accuracy > 0.3);  // ten classes: chance is 0.1
+}
+
+BOOST_AUTO_TEST_CASE(eval_and_init_from_use_the_checkpoint_weights) {
+  const auto dir = scratch("init_from");
+  const auto c = tiny_config();
+  const TrainResult trained = run(c, {}, dir / "a");
+  EvalOptions eval;
+  eval.checkpoint = trained.checkpoint;
+  eval.run_file = (dir / "eval.json").string();
+  const EvalOutcome outcome = evaluate_checkpoint(c, eval);
+  BOOST_TEST(outcome.test.correct == trained.test->correct);
+  BOOST_TEST(outcome.test.loss == trained.test->loss);
+  BOOST_TEST(validate_run_file(eval.run_file) == 0);
+
+  // Starting from the trained weights with a fresh optimizer: the first step's loss is
+  // the trained model's, far below a fresh start's.
+  TrainOptions from;
+  from.init_from = trained.checkpoint;
+  from.steps = 1;
+  const TrainResult warm = run(c, from, dir / "b");
+  TrainOptions cold_options;
+  cold_options.steps = 1;
+  const TrainResult cold = run(c, cold_options, dir / "c");
+  BOOST_TEST(warm.last_loss < 0.5 * cold.last_loss);
+  // model.init_from in the config does the same.
+  const TrainResult warm2 =
+      run(tiny_config({"model.init_from=" + trained.checkpoint}), steps(1), dir / "d");
+  BOOST_TEST(warm2.last_loss == warm.last_loss);
+}
+
+BOOST_AUTO_TEST_CASE(unwritable_output_fails_before_training_and_damages_nothing) {
+  const auto dir = scratch("unwritable");
+  const TrainResult first = run(tiny_config(), steps(2), dir);
+  const auto before = file_bytes(first.checkpoint);
+  const auto blocker = dir / "a-file";
+  write_bytes(blocker, {'x'});
+  TrainOptions o;
+  o.steps = 2;
+  o.checkpoint_dir = (blocker / "sub").string();
+  const std::string why = error_of([&] { run(tiny_config(), o, dir); });
+  BOOST_TEST(
+      why.rfind((blocker / "sub").string() + ": cannot create the checkpoint folder: ", 0) == 0,
+      why);
+  o = steps(2);
+  o.run_file = (blocker / "run.json").string();
+  const std::string why2 = error_of([&] { run(tiny_config(), o, dir); });
+  BOOST_TEST(why2.rfind(blocker.string() + ": cannot create the run file folder: ", 0) == 0, why2);
+  BOOST_TEST((file_bytes(first.checkpoint) == before));
+}
+
+BOOST_AUTO_TEST_CASE(bad_data_names_the_file) {
+  const auto dir = scratch("bad_data");
+  const std::string missing = (dir / "no-such-images.idx").string();
+  const std::string why = error_of([&] {
+    run(tiny_config({"data.dataset=idx", "model.input_shape=[28, 28]",
+                     "data.train_images=" + missing, "data.train_labels=" + missing,
+                     "data.test_images=" + missing, "data.test_labels=" + missing}),
+        steps(1), dir);
+  });
+  BOOST_TEST(why.find(missing) != std::string::npos, why);
+  // A corrupt file: not IDX.
+  const std::string corrupt = (dir / "corrupt.idx").string();
+  write_bytes(corrupt, std::vector<char>(100, 'z'));
+  const std::string why2 = error_of([&] {
+    run(tiny_config({"data.dataset=idx", "data.train_images=" + corrupt,
+                     "data.train_labels=" + corrupt, "data.test_images=" + corrupt,
+                     "data.test_labels=" + corrupt}),
+        steps(1), dir);
+  });
+  BOOST_TEST(why2.find(corrupt) != std::string::npos, why2);
+}
+
+BOOST_AUTO_TEST_CASE(invalid_config_exits_2_with_diagnostics) {
+  std::ostringstream out, err;
+  TrainCommand command;
+  command.config = std::string(POPKIT_SOURCE_DIR) + "/tests/train/data/tiny.yaml";
+  command.overrides = {"training.micro_batch_size=0"};
+  BOOST_TEST(run_train_command(command, out, err) == 2);
+  BOOST_TEST(err.str().find("error:") != std::string::npos, err.str());
+  BOOST_TEST(err.str().find("training.micro_batch_size") != std::string::npos, err.str());
+}
+
+// A signal during training: the step finishes, a checkpoint is written, exit 130 with a
+// line saying where; the checkpoint resumes.
+BOOST_AUTO_TEST_CASE(sigterm_writes_a_checkpoint_and_exits_130) {
+  const auto dir = scratch("sigterm");
+  std::ostringstream out, err;
+  TrainCommand command;
+  command.config = std::string(POPKIT_SOURCE_DIR) + "/tests/train/data/tiny.yaml";
+  command.options.run_file = (dir / "run.json").string();
+  command.quiet = true;
+  std::int64_t counter = 0;
+  // The signal arrives during step 4; the handler only raises a flag.
+  command.options.stop_requested = [&counter] {
+    if (++counter == 4) std::raise(SIGTERM);
+    return false;
+  };
+  BOOST_TEST(run_train_command(command, out, err) == kExitInterrupted);
+  const std::string ckpt = checkpoint_at(dir, 4);
+  BOOST_TEST(err.str().find("poprun: stopped by SIGTERM at step 4: checkpoint written to " +
+                            ckpt) != std::string::npos,
+             err.str());
+  const auto loaded =
+      read_checkpoint(ckpt, planner::build_plan(tiny_config()), Restore::kEverything);
+  BOOST_TEST(loaded.state.step == 4);
+  // The handler is gone again: the default action is back.
+  struct sigaction now {};
+  sigaction(SIGTERM, nullptr, &now);
+  BOOST_TEST((now.sa_handler == SIG_DFL));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(run_file)
+
+BOOST_AUTO_TEST_CASE(run_file_is_valid_and_holds_the_measurements) {
+  const auto dir = scratch("run_file");
+  TrainOptions o;
+  o.checkpoint_every = 10;
+  const TrainResult r = run(tiny_config(), o, dir);
+  BOOST_TEST(r.run_file == (dir / "run.json").string());
+  BOOST_TEST(validate_run_file(r.run_file) == 0);
+  const auto& rec = r.record;
+  BOOST_TEST(rec.loss.size() == 32u);
+  BOOST_TEST(rec.step_seconds.size() == 32u);
+  BOOST_TEST(rec.test.has_value());
+  BOOST_TEST(rec.config["name"] == "tiny");
+  BOOST_TEST(rec.throughput.median > 0);
+  BOOST_REQUIRE(!rec.phases.empty());
+  for (const auto& phase : rec.phases) {
+    BOOST_TEST(phase.measured.size() == 2u);  // one per replica
+    // What the engine measures is what the planner planned.
+    for (const auto& m : phase.measured) BOOST_TEST(m.peak == phase.planned.peak, phase.name);
+  }
+  double compute = 0.0;
+  for (const auto& phase : rec.phases) compute += phase.measured_by_kind.compute;
+  BOOST_TEST(compute > 0.0);
+  BOOST_TEST(rec.checkpoints.size() == 4u);  // steps 10, 20, 30 and the end, 32
+  BOOST_TEST(rec.checkpoints.back().step == 32);
+  BOOST_TEST(rec.bytes_measured.host > 0u);
+  BOOST_TEST(rec.streaming_measured.size() == 2u);
+  // An interrupted run writes a valid run file too, without a test result.
+  std::int64_t counter = 0;
+  TrainOptions stop;
+  stop.stop_requested = [&counter] { return ++counter == 3; };
+  const TrainResult part = run(tiny_config(), stop, dir / "part");
+  BOOST_TEST(validate_run_file(part.run_file) == 0);
+  BOOST_TEST(!part.record.test.has_value());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
