@@ -75,7 +75,8 @@ BOOST_AUTO_TEST_CASE(mnist_is_the_phased_example_of_the_design) {
   BOOST_TEST((c.execution.mode == ExecutionMode::kPhased));
   BOOST_TEST((c.execution.io_mode == IoMode::kIo));
   BOOST_TEST(c.execution.io_tiles == 32);
-  BOOST_TEST(c.training.epochs.value() == 5);
+  BOOST_TEST(c.training.epochs.value() == 6);
+  BOOST_TEST(c.training.optimizer.lr == 3.0e-4);
   BOOST_TEST(c.device.memory_per_replica == 900u * 1024 * 1024);
 }
 
