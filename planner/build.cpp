@@ -904,11 +904,13 @@ class Builder {
       nf.suggestions.push_back(fmt::format(
           "remote.optimizer_state: true keeps the optimizer state ({}) in streaming memory",
           format_bytes(cls(TensorClass::kOptimizerState))));
+    const bool standard = c_.execution.mode == ExecutionMode::kStandard;
+    // Remote weights need phased execution (standard mode keeps weights on device).
     if (!c_.remote.weights && cls(TensorClass::kWeights) > 0)
       nf.suggestions.push_back(fmt::format(
-          "remote.weights: true keeps the weights ({}) in streaming memory between uses",
-          format_bytes(cls(TensorClass::kWeights))));
-    if (c_.execution.mode == ExecutionMode::kStandard && n_ > 1)
+          "remote.weights: true{} keeps the weights ({}) in streaming memory between uses",
+          standard ? " with execution.mode: phased" : "", format_bytes(cls(TensorClass::kWeights))));
+    if (standard && n_ > 1)
       nf.suggestions.push_back(
           "execution.mode: phased holds one layer's variables and activations at a time");
     if (p_.io_mode == IoMode::kIoOverlapped)

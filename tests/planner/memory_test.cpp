@@ -93,7 +93,8 @@ BOOST_AUTO_TEST_CASE(not_fitting_names_phase_bytes_contributors_and_help) {
   BOOST_TEST(p.not_fitting.largest == largest, boost::test_tools::per_element());
   const std::vector<std::string> help{
       "remote.optimizer_state: true keeps the optimizer state (120 B) in streaming memory",
-      "remote.weights: true keeps the weights (60 B) in streaming memory between uses",
+      "remote.weights: true with execution.mode: phased keeps the weights (60 B) in streaming "
+      "memory between uses",
       "a smaller training.micro_batch_size (now 2) with a larger training.gradient_accumulation "
       "keeps the global batch with fewer activation bytes"};
   BOOST_TEST(p.not_fitting.suggestions == help, boost::test_tools::per_element());
