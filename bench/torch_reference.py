@@ -20,8 +20,14 @@ import sys
 import time
 
 # Debian's PyTorch runs its GEMMs in OpenBLAS, whose own threads fight torch's on a small
-# machine; one OpenBLAS thread per torch thread is PyTorch's best setting here.
+# machine; one OpenBLAS thread per torch thread is PyTorch's best setting here. torch's
+# OpenMP threads spin at barriers by default (OMP_WAIT_POLICY=active): on a 2-core
+# machine shared with anything else, a spinning thread holds the core its partner needs
+# and throughput collapses (measured: 124 samples/s active vs 5,900 passive, plain
+# batch 64, 2 threads, machine loaded). Passive waiting is PyTorch's best setting here.
+# Both must be set before torch is imported; an explicit environment value wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -149,6 +155,7 @@ def main():
         "samples_per_second": {"median": statistics.median(rates), "min": min(rates), "max": max(rates)},
         "repeats": len(rates), "steps_per_repeat": args.steps,
         "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", ""),
+        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", ""),
     }))
 
 

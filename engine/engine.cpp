@@ -101,11 +101,18 @@ bool is_collective(OpKind k) {
 struct Engine::Impl {
   struct Replica {
     std::vector<AlignedBuffer> tensors;  // by plan tensor index; null when not live
+    // Freed tensors keep their host memory here for the next alloc of the same tensor,
+    // so the step loop neither allocates nor faults pages in; the memory account (the
+    // device's view) releases them all the same.
+    std::vector<AlignedBuffer> parked;
     MemoryAccount account;
     PhaseSampler sampler;
     std::unique_ptr<RemoteStore> store;
-    std::vector<float> scratch_w, scratch_b;  // one micro-batch's gradient before accumulation
-    std::vector<double> losses;               // per accumulation step
+    std::vector<double> losses;  // per accumulation step
+    // Time of this replica's ops in the current segment, by category (its own thread).
+    std::array<double, kNumOpCategories> segment_seconds{};
+    std::exception_ptr error;  // the first failure in the current segment ...
+    std::size_t error_at = 0;  // ... and its position (step-major, then op)
     // Updated by compute threads and the IO thread: relaxed atomics.
     std::atomic<std::uint64_t> host_in{0}, host_out{0}, remote_in{0}, remote_out{0};
   };
@@ -114,6 +121,10 @@ struct Engine::Impl {
   EngineOptions options;
   std::int64_t n_replicas = 1;
   std::unique_ptr<ThreadPool> pool;
+  // One replica with several threads: a layer's GEMMs split over column blocks on the
+  // pool. With R > 1 the threads run replicas instead (one per core).
+  bool intra_op = false;
+  std::size_t current_phase = 0;  // the phase being run, for per-phase timings
   std::unique_ptr<IoThread> io;
   std::shared_ptr<Collectives> collectives;
   std::vector<std::unique_ptr<Replica>> replicas;
@@ -359,6 +370,27 @@ struct Engine::Impl {
     return op.row * plan.buffers[static_cast<std::size_t>(op.buffer)].steps + s;
   }
 
+  // fn(j0, j1) over the columns [0, n_cols): in kColumnBlock blocks on the pool when one
+  // replica has the threads and the GEMM is large enough (rows x inner x cols >= 2^18
+  // multiply-adds), else at once. The blocks depend on the shapes only.
+  template <typename Fn>
+  void in_column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols, const Fn& fn) {
+    constexpr std::int64_t kMinWork = std::int64_t{1} << 18;
+    const std::int64_t n_blocks = (n_cols + kColumnBlock - 1) / kColumnBlock;
+    if (n_blocks < 2 || rows_x_inner * n_cols < kMinWork) {
+      fn(0, n_cols);
+      return;
+    }
+    auto block = [&](std::int64_t k) {
+      fn(k * kColumnBlock, std::min(n_cols, (k + 1) * kColumnBlock));
+    };
+    if (intra_op) {
+      pool->run(n_blocks, block);
+    } else {
+      for (std::int64_t k = 0; k < n_blocks; ++k) block(k);
+    }
+  }
+
   void run_local(const Op& op, std::int64_t r, std::int64_t s) {
     Replica& rep = *replicas[static_cast<std::size_t>(r)];
     switch (op.kind) {
@@ -367,7 +399,8 @@ struct Engine::Impl {
         auto& buf = rep.tensors[static_cast<std::size_t>(op.tensor)];
         if (buf.data())
           throw Error("{}, op '{}': tensor '{}' is already allocated", where, op.label, d.name);
-        buf = AlignedBuffer(d.nbytes);
+        auto& kept = rep.parked[static_cast<std::size_t>(op.tensor)];
+        buf = kept.data() ? std::move(kept) : AlignedBuffer(d.nbytes);
         rep.account.allocate(d.nbytes, d.cls, d.always_live);
         return;
       }
@@ -376,7 +409,7 @@ struct Engine::Impl {
         auto& buf = rep.tensors[static_cast<std::size_t>(op.tensor)];
         if (!buf.data())
           throw Error("{}, op '{}': frees '{}', which is not allocated", where, op.label, d.name);
-        buf.reset();
+        rep.parked[static_cast<std::size_t>(op.tensor)] = std::move(buf);
         rep.account.release(d.nbytes, d.cls, d.always_live);
         return;
       }
@@ -412,13 +445,12 @@ struct Engine::Impl {
         const float* w = f32(rep, op.weight, s, op);
         const float* b = f32(rep, op.bias, s, op);
         float* out = f32(rep, op.out, s, op);
-        if (op.pre >= 0) {
-          float* pre = f32(rep, op.pre, s, op);
-          linear_forward(x, w, b, pre, n, l.in_features, l.out_features);
-          activation_forward(l.activation, pre, out, n * l.out_features);
-        } else {
-          linear_forward(x, w, b, out, n, l.in_features, l.out_features);
-        }
+        float* pre = op.pre >= 0 ? f32(rep, op.pre, s, op) : out;
+        const auto act = op.pre >= 0 ? l.activation : config::Activation::kNone;
+        in_column_blocks(n * l.in_features, l.out_features, [&](std::int64_t j0, std::int64_t j1) {
+          linear_act_forward_columns(act, x, w, b, pre, out, n, l.in_features, l.out_features, j0,
+                                     j1);
+        });
         return;
       }
       case OpKind::kLoss: {
@@ -435,19 +467,28 @@ struct Engine::Impl {
       case OpKind::kBackward: {
         const auto& l = layer_of(op);
         const std::int64_t n = tensor(op.dy).shape[0];
-        float* dy = f32(rep, op.dy, s, op);
+        const std::int64_t in = l.in_features, out = l.out_features;
+        float* dz = f32(rep, op.dy, s, op);  // dz = dy act'(pre), in place in dy
         if (l.activation != config::Activation::kNone)
-          activation_backward(l.activation, f32(rep, op.pre, s, op), dy, n * l.out_features);
-        const std::int64_t nw = l.in_features * l.out_features;
-        rep.scratch_w.resize(static_cast<std::size_t>(nw));
-        rep.scratch_b.resize(static_cast<std::size_t>(l.out_features));
-        linear_backward(dy, f32(rep, op.in, s, op),
-                        op.dx >= 0 ? f32(rep, op.weight, s, op) : nullptr,
-                        op.dx >= 0 ? f32(rep, op.dx, s, op) : nullptr, rep.scratch_w.data(),
-                        rep.scratch_b.data(), n, l.in_features, l.out_features);
-        accumulate_running_mean(f32(rep, op.grad_weight, s, op), rep.scratch_w.data(), nw, s);
-        accumulate_running_mean(f32(rep, op.grad_bias, s, op), rep.scratch_b.data(), l.out_features,
-                                s);
+          activation_backward(l.activation, f32(rep, op.pre, s, op), dz, n * out);
+        if (op.dx >= 0) {
+          const float* w = f32(rep, op.weight, s, op);
+          float* dx = f32(rep, op.dx, s, op);
+          in_column_blocks(n * out, in, [&](std::int64_t i0, std::int64_t i1) {
+            linear_dx_columns(dz, w, dx, n, in, out, i0, i1);
+          });
+        }
+        // The running mean's g/(s+1) as x^T (dz/(s+1)): dz is no longer needed.
+        if (s > 0) {
+          const float c = static_cast<float>(s + 1);
+          for (std::int64_t i = 0; i < n * out; ++i) dz[i] /= c;
+        }
+        const float* x = f32(rep, op.in, s, op);
+        float* gw = f32(rep, op.grad_weight, s, op);
+        float* gb = f32(rep, op.grad_bias, s, op);
+        in_column_blocks(n * in, out, [&](std::int64_t j0, std::int64_t j1) {
+          linear_grad_columns(dz, x, gw, gb, n, in, out, s, j0, j1);
+        });
         return;
       }
       case OpKind::kOptimizerStep: {
@@ -540,32 +581,112 @@ struct Engine::Impl {
 
   // ---- execution ---------------------------------------------------------------------
 
-  // One op (not a repeat) on every replica, or across the groups; timed by category.
+  void add_seconds(OpCategory c, double seconds) {
+    timings.category_seconds[static_cast<std::size_t>(c)] += seconds;
+    if (current_phase < timings.phase_category_seconds.size())
+      timings.phase_category_seconds[current_phase][static_cast<std::size_t>(c)] += seconds;
+  }
+
+  // A collective, or an alloc / free (serial: the memory account is sampled after it).
   void run_op(const Op& op, std::int64_t s) {
     const auto t0 = Clock::now();
     if (is_collective(op.kind)) {
       run_collective(op, s);
-    } else if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) {
-      for (std::int64_t r = 0; r < n_replicas; ++r) run_local(op, r, s);
     } else {
-      pool->run(n_replicas, [&](std::int64_t r) { run_local(op, r, s); });
+      for (std::int64_t r = 0; r < n_replicas; ++r) run_local(op, r, s);
     }
-    timings.category_seconds[static_cast<std::size_t>(category(op.kind))] += seconds_since(t0);
+    add_seconds(category(op.kind), seconds_since(t0));
+  }
+
+  static bool is_local(const Op& op) {
+    return op.kind != OpKind::kAlloc && op.kind != OpKind::kFree && op.kind != OpKind::kRepeat &&
+           !is_collective(op.kind);
+  }
+
+  // A segment: `ops` (all local) for the repeat steps [s0, s1), step after step, each
+  // replica running the whole segment as one task, so the pool synchronises once per
+  // segment, not once per op. The outcome is the same as running op after op on all
+  // replicas: replicas share nothing between collectives, and when ops fail the one
+  // reported is the earliest (step, op), then the lowest replica, as bulk-synchronous
+  // execution would report it. Time per category: the slowest replica's.
+  void run_segment(const std::vector<const Op*>& ops, std::int64_t s0, std::int64_t s1) {
+    if (ops.empty() || s0 >= s1) return;
+    auto task = [&](std::int64_t r) {
+      Replica& rep = *replicas[static_cast<std::size_t>(r)];
+      rep.segment_seconds.fill(0.0);
+      rep.error = nullptr;
+      std::size_t at = 0;
+      for (std::int64_t s = s0; s < s1; ++s) {
+        for (const Op* op : ops) {
+          const auto t0 = Clock::now();
+          try {
+            run_local(*op, r, s);
+          } catch (...) {
+            rep.error = std::current_exception();
+            rep.error_at = at;
+            return;
+          }
+          rep.segment_seconds[static_cast<std::size_t>(category(op->kind))] += seconds_since(t0);
+          ++at;
+        }
+      }
+    };
+    if (intra_op || n_replicas == 1) {
+      for (std::int64_t r = 0; r < n_replicas; ++r) task(r);
+    } else {
+      pool->run(n_replicas, task);
+    }
+    std::array<double, kNumOpCategories> slowest{};
+    const Replica* failed = nullptr;
+    for (const auto& rep : replicas) {
+      for (std::size_t c = 0; c < kNumOpCategories; ++c)
+        slowest[c] = std::max(slowest[c], rep->segment_seconds[c]);
+      if (rep->error && (failed == nullptr || rep->error_at < failed->error_at)) failed = rep.get();
+    }
+    for (std::size_t c = 0; c < kNumOpCategories; ++c)
+      add_seconds(static_cast<OpCategory>(c), slowest[c]);
+    if (failed != nullptr) std::rethrow_exception(failed->error);
   }
 
   void sample_all() {
     for (auto& rep : replicas) rep->sampler.sample(rep->account);
   }
 
+  // The ops of `body` for steps [s0, s1): runs of local ops as segments, collectives
+  // between them. The memory account changes only at alloc and free, so sampling after
+  // those is sampling after every op.
+  void run_body(const std::vector<Op>& body, std::int64_t s0, std::int64_t s1, bool sample) {
+    const bool all_local = std::all_of(body.begin(), body.end(), is_local);
+    if (all_local) {
+      std::vector<const Op*> ops;
+      for (const Op& op : body) ops.push_back(&op);
+      run_segment(ops, s0, s1);
+      return;
+    }
+    for (std::int64_t s = s0; s < s1; ++s) {
+      std::vector<const Op*> ops;
+      for (const Op& op : body) {
+        if (is_local(op)) {
+          ops.push_back(&op);
+          continue;
+        }
+        run_segment(ops, s, s + 1);
+        ops.clear();
+        if (op.kind == OpKind::kRepeat) {
+          run_repeat(op);
+        } else {
+          run_op(op, s);
+          if (sample && (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree)) sample_all();
+        }
+      }
+      run_segment(ops, s, s + 1);
+    }
+  }
+
   void run_repeat(const Op& op) {
     const bool overlapped = op.io_mode == config::IoMode::kIoOverlapped;
     if (!overlapped) {
-      for (std::int64_t s = 0; s < op.steps; ++s) {
-        for (const Op& inner : op.body) {
-          run_op(inner, s);
-          if (s == 0) sample_all();
-        }
-      }
+      run_body(op.body, 0, op.steps, false);
       return;
     }
     // io_overlapped: loads and stores of double-buffered tensors move to the IO thread,
@@ -589,6 +710,9 @@ struct Engine::Impl {
         acc.store(acc.load(std::memory_order_relaxed) + dt, std::memory_order_relaxed);
       }
     };
+    std::vector<Op> compute;
+    for (const Op& inner : op.body)
+      if (!async(inner)) compute.push_back(inner);
     if (!io) io = std::make_unique<IoThread>();
     io_ops(0, true);
     for (std::int64_t s = 0; s < op.steps; ++s) {
@@ -597,11 +721,7 @@ struct Engine::Impl {
         if (s + 1 < op.steps) io_ops(s + 1, true);
       });
       try {
-        for (const Op& inner : op.body) {
-          if (async(inner)) continue;
-          run_op(inner, s);
-          if (s == 0) sample_all();
-        }
+        run_body(compute, s, s + 1, false);
       } catch (...) {
         try {
           io->wait();
@@ -614,15 +734,7 @@ struct Engine::Impl {
     io_ops(op.steps - 1, false);
   }
 
-  void run_ops(const std::vector<Op>& ops, bool sample) {
-    for (const Op& op : ops) {
-      if (op.kind == OpKind::kRepeat)
-        run_repeat(op);
-      else
-        run_op(op, 0);
-      if (sample) sample_all();
-    }
-  }
+  void run_ops(const std::vector<Op>& ops, bool sample) { run_body(ops, 0, 1, sample); }
 
   void setup() {
     const auto t0 = Clock::now();
@@ -638,6 +750,7 @@ struct Engine::Impl {
       rep->losses.assign(static_cast<std::size_t>(plan.gradient_accumulation), 0.0);
     for (auto& a : io_seconds) a.store(0.0);
     timings.phase_seconds.resize(plan.phases.size(), 0.0);
+    timings.phase_category_seconds.resize(plan.phases.size());
     phase_memory.resize(plan.phases.size(),
                         std::vector<planner::PhaseMemory>(static_cast<std::size_t>(n_replicas)));
     try {
@@ -645,9 +758,15 @@ struct Engine::Impl {
         const auto& phase = plan.phases[p];
         where = fmt::format("phase '{}'", phase.name);
         const auto t0 = Clock::now();
+        current_phase = p;
         for (auto& rep : replicas) rep->sampler.begin(rep->account);
         run_ops(phase.ops, true);
         timings.phase_seconds[p] += seconds_since(t0);
+        for (std::size_t c = 0; c < kNumOpCategories; ++c) {  // the IO thread's share
+          const double io_s = io_seconds[c].exchange(0.0);
+          timings.phase_category_seconds[p][c] += io_s;
+          timings.category_seconds[c] += io_s;
+        }
         for (std::size_t r = 0; r < replicas.size(); ++r) {
           const auto& m = replicas[r]->sampler.memory();
           auto& kept = phase_memory[p][r];
@@ -659,8 +778,6 @@ struct Engine::Impl {
       throw;
     }
     batches = nullptr;
-    for (std::size_t c = 0; c < kNumOpCategories; ++c)
-      timings.category_seconds[c] += io_seconds[c].load();
     ++steps_done;
     ++timings.steps;
     timings.step_seconds.push_back(seconds_since(t_step));
@@ -750,15 +867,20 @@ Engine::Engine(const planner::Plan& plan, EngineOptions options)
   m.n_replicas = m.plan.replication_factor;
   int threads = m.options.n_threads;
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads = static_cast<int>(std::min<std::int64_t>(threads, m.n_replicas));
+  // R >= threads: one replica per thread, each single-threaded. One replica: its GEMMs
+  // use the threads (in_column_blocks).
+  if (m.n_replicas > 1) threads = static_cast<int>(std::min<std::int64_t>(threads, m.n_replicas));
   m.pool = std::make_unique<ThreadPool>(threads);
-  m.collectives = m.options.collectives
-                      ? m.options.collectives
-                      : std::shared_ptr<Collectives>(make_in_process_collectives(m.n_replicas));
+  m.intra_op = m.n_replicas == 1 && threads > 1;
+  m.collectives =
+      m.options.collectives
+          ? m.options.collectives
+          : std::shared_ptr<Collectives>(make_in_process_collectives(m.n_replicas, m.pool.get()));
   m.adam = AdamParams::from(m.plan.optimizer);
   for (std::int64_t r = 0; r < m.n_replicas; ++r) {
     auto rep = std::make_unique<Impl::Replica>();
     rep->tensors.resize(m.plan.tensors.size());
+    rep->parked.resize(m.plan.tensors.size());
     rep->store = std::make_unique<RemoteStore>(m.plan.buffers);
     m.replicas.push_back(std::move(rep));
   }

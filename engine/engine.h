@@ -27,7 +27,7 @@
 namespace popkit::engine {
 
 struct EngineOptions {
-  int n_threads = 0;               // compute threads incl. the caller; 0 = the machine's, at most R
+  int n_threads = 0;  // compute threads incl. the caller; 0 = the machine's; at most R when R > 1
   double normalize_mean = 0.1307;  // config.data: pixel x in [0, 1] -> (x - mean) / std
   double normalize_std = 0.3081;
   bool check_finite = true;                  // NaN/Inf in the loss or a gradient stops training
@@ -46,6 +46,7 @@ struct Timings {
   // Summed over steps. Compute and collectives are wall time of the bulk-synchronous op;
   // in io_overlapped the IO thread's time is counted too, so the sum can exceed the wall.
   std::array<double, kNumOpCategories> category_seconds{};
+  std::vector<std::array<double, kNumOpCategories>> phase_category_seconds;  // [phase][category]
 };
 
 // Per replica, cumulative.

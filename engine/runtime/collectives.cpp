@@ -1,5 +1,8 @@
-// The in-process backend: all replicas live in this process; each group's reduction is
-// summed into a scratch vector in replica order, then written to every member.
+// The in-process backend: all replicas live in this process. Reductions run over
+// chunks of the elements, each chunk summed in replica order straight into a
+// destination (the first member's buffer for an all-reduce, the shard for a
+// reduce-scatter), so there is no scratch and no extra copy; chunks are independent, so
+// they run in parallel on the engine's pool and the result is the same for any chunking.
 #include "engine/runtime/collectives.h"
 
 #include <algorithm>
@@ -7,28 +10,46 @@
 #include <vector>
 
 #include "config/error.h"
+#include "engine/runtime/thread_pool.h"
 
 namespace popkit::engine {
 namespace {
 
 class InProcessCollectives final : public Collectives {
  public:
-  explicit InProcessCollectives(std::int64_t r) : factor_(r), bytes_(static_cast<std::size_t>(r)) {}
+  InProcessCollectives(std::int64_t r, ThreadPool* pool)
+      : factor_(r), bytes_(static_cast<std::size_t>(r)), pool_(pool) {}
 
   void all_reduce(const ReplicaGrouping& g, ReduceOp op,
                   std::span<const ReplicaBuffer> tensors) override {
     const auto by_replica = index(tensors, "all_reduce");
+    struct Task {
+      std::vector<const float*> src;
+      std::vector<float*> dst;
+      std::int64_t n;
+    };
+    std::vector<Task> groups;
     for (std::int64_t group = 0; group < g.n_groups(); ++group) {
       const auto members = g.members(group);
-      const ReplicaBuffer& first = *by_replica[static_cast<std::size_t>(members[0])];
-      check_same(by_replica, members, first.nelms, "all_reduce");
-      reduce(by_replica, members, first.nelms, op);
+      const std::int64_t n = by_replica[static_cast<std::size_t>(members[0])]->nelms;
+      check_same(by_replica, members, n, "all_reduce");
+      Task t{{}, {}, n};
       for (const auto m : members) {
         const ReplicaBuffer& b = *by_replica[static_cast<std::size_t>(m)];
-        std::memcpy(b.data, sum_.data(), static_cast<std::size_t>(b.nelms) * sizeof(float));
+        check_float(b);
+        t.src.push_back(reinterpret_cast<const float*>(b.data));
+        t.dst.push_back(reinterpret_cast<float*>(b.data));
         count(m, ring_bytes(2, b.nelms * 4, g.group_size));
       }
+      groups.push_back(std::move(t));
     }
+    // x_m0 = ((x_m0 + x_m1) + x_m2) ... [/ G], chunk by chunk, then copied to the others.
+    for_chunks(groups, [&](const Task& t, std::int64_t i0, std::int64_t i1) {
+      sum_into(t.dst[0] + i0, t.src, i0, i1, op);
+      for (std::size_t k = 1; k < t.dst.size(); ++k)
+        std::memcpy(t.dst[k] + i0, t.dst[0] + i0,
+                    static_cast<std::size_t>(i1 - i0) * sizeof(float));
+    });
   }
 
   void reduce_scatter(const ReplicaGrouping& g, const ReplicaGrouping& shard, ReduceOp op,
@@ -36,47 +57,79 @@ class InProcessCollectives final : public Collectives {
                       std::span<const ReplicaBuffer> dst) override {
     const auto src_of = index(src, "reduce_scatter");
     const auto dst_of = index(dst, "reduce_scatter");
+    struct Task {
+      std::vector<const float*> src;  // the group's full tensors, in replica order
+      float* dst;                     // one member's shard
+      std::int64_t offset, n_dst, n_src;
+      std::int64_t n;  // elements of the shard to reduce (the rest is padding)
+    };
+    std::vector<Task> shards;
     for (std::int64_t group = 0; group < g.n_groups(); ++group) {
       const auto members = g.members(group);
       const std::int64_t n = src_of[static_cast<std::size_t>(members[0])]->nelms;
       check_same(src_of, members, n, "reduce_scatter");
-      reduce(src_of, members, n, op);
+      std::vector<const float*> srcs;
+      for (const auto m : members) {
+        check_float(*src_of[static_cast<std::size_t>(m)]);
+        srcs.push_back(reinterpret_cast<const float*>(src_of[static_cast<std::size_t>(m)]->data));
+      }
       for (const auto m : members) {
         const ReplicaBuffer& d = *dst_of[static_cast<std::size_t>(m)];
         if (d.dtype != DType::kFloat32)
           throw Error("reduce_scatter: the destination must be float32");
-        const std::int64_t k = shard.rank_in_group(m);
-        copy_slice(reinterpret_cast<const std::byte*>(sum_.data()), n, k * d.nelms, d.data, d.nelms,
-                   sizeof(float));
+        const std::int64_t offset = shard.rank_in_group(m) * d.nelms;
+        const std::int64_t avail = std::max<std::int64_t>(0, std::min(d.nelms, n - offset));
+        shards.push_back({srcs, reinterpret_cast<float*>(d.data), offset, d.nelms, n, avail});
         count(m, ring_bytes(1, n * 4, g.group_size));
       }
     }
+    for (const Task& t : shards)  // zero past the end
+      if (t.n < t.n_dst)
+        std::memset(t.dst + t.n, 0, static_cast<std::size_t>(t.n_dst - t.n) * sizeof(float));
+    for_chunks(shards, [&](const Task& t, std::int64_t i0, std::int64_t i1) {
+      std::vector<const float*> from(t.src.size());
+      for (std::size_t k = 0; k < t.src.size(); ++k) from[k] = t.src[k] + t.offset;
+      sum_into(t.dst + i0, from, i0, i1, op);
+    });
   }
 
   void all_gather(const ReplicaGrouping& g, std::span<const ReplicaBuffer> src,
                   std::span<const ReplicaBuffer> dst) override {
     const auto src_of = index(src, "all_gather");
     const auto dst_of = index(dst, "all_gather");
+    struct Task {  // one shard into one member's full tensor
+      const std::byte* src;
+      std::byte* dst;
+      std::int64_t n;  // bytes, truncated to the destination
+    };
+    std::vector<Task> copies;
     for (std::int64_t group = 0; group < g.n_groups(); ++group) {
       const auto members = g.members(group);
       const ReplicaBuffer& s0 = *src_of[static_cast<std::size_t>(members[0])];
       const std::size_t e = elem_size(s0.dtype);
       check_same(src_of, members, s0.nelms, "all_gather");
       const std::size_t shard_bytes = static_cast<std::size_t>(s0.nelms) * e;
-      gathered_.resize(shard_bytes * members.size());
-      for (std::size_t k = 0; k < members.size(); ++k)
-        std::memcpy(gathered_.data() + k * shard_bytes,
-                    src_of[static_cast<std::size_t>(members[k])]->data, shard_bytes);
+      const std::size_t total = shard_bytes * members.size();
       for (const auto m : members) {
         const ReplicaBuffer& d = *dst_of[static_cast<std::size_t>(m)];
         if (d.dtype != s0.dtype) throw Error("all_gather: source and destination dtypes differ");
-        if (static_cast<std::size_t>(d.nelms) * e > gathered_.size())
+        const std::size_t want = static_cast<std::size_t>(d.nelms) * e;
+        if (want > total)
           throw Error("all_gather: destination of {} elements but the group's {} shards hold {}",
-                      d.nelms, members.size(), gathered_.size() / e);
-        std::memcpy(d.data, gathered_.data(), static_cast<std::size_t>(d.nelms) * e);
+                      d.nelms, members.size(), total / e);
+        for (std::size_t k = 0; k < members.size(); ++k) {
+          const std::size_t at = k * shard_bytes;
+          if (at >= want) break;
+          copies.push_back({src_of[static_cast<std::size_t>(members[k])]->data, d.data + at,
+                            static_cast<std::int64_t>(std::min(shard_bytes, want - at))});
+        }
         count(m, shard_bytes * static_cast<std::uint64_t>(g.group_size - 1));
       }
     }
+    parallel(static_cast<std::int64_t>(copies.size()), [&](std::int64_t i) {
+      const Task& t = copies[static_cast<std::size_t>(i)];
+      std::memcpy(t.dst, t.src, static_cast<std::size_t>(t.n));
+    });
   }
 
   void slice_shard(const ReplicaGrouping& g, std::span<const ReplicaBuffer> src,
@@ -138,25 +191,44 @@ class InProcessCollectives final : public Collectives {
                     by_replica[static_cast<std::size_t>(m)]->nelms, members[0], n);
   }
 
-  // sum_ = x_m0 + x_m1 + ... in replica order; divided by the group size for a mean.
-  void reduce(const std::vector<const ReplicaBuffer*>& by_replica,
-              const std::vector<std::int64_t>& members, std::int64_t n, ReduceOp op) {
-    sum_.assign(static_cast<std::size_t>(n), 0.0f);
-    bool first = true;
-    for (const auto m : members) {
-      const ReplicaBuffer& b = *by_replica[static_cast<std::size_t>(m)];
-      if (b.dtype != DType::kFloat32) throw Error("reductions need float32 tensors");
-      const auto* x = reinterpret_cast<const float*>(b.data);
-      if (first) {
-        std::memcpy(sum_.data(), x, static_cast<std::size_t>(n) * sizeof(float));
-        first = false;
-      } else {
-        for (std::int64_t i = 0; i < n; ++i) sum_[static_cast<std::size_t>(i)] += x[i];
-      }
+  static void check_float(const ReplicaBuffer& b) {
+    if (b.dtype != DType::kFloat32) throw Error("reductions need float32 tensors");
+  }
+
+  // out[0, i1 - i0) = ((x_0 + x_1) + x_2) ... over elements [i0, i1) of every x, in
+  // replica order; divided by the number of terms for a mean. `out` may be x_0 + i0.
+  static void sum_into(float* out, const std::vector<const float*>& x, std::int64_t i0,
+                       std::int64_t i1, ReduceOp op) {
+    const std::int64_t n = i1 - i0;
+    if (out != x[0] + i0) std::memcpy(out, x[0] + i0, static_cast<std::size_t>(n) * sizeof(float));
+    for (std::size_t k = 1; k < x.size(); ++k) {
+      const float* xk = x[k] + i0;
+      for (std::int64_t i = 0; i < n; ++i) out[i] += xk[i];
     }
-    if (op == ReduceOp::kMean) {
-      const auto size = static_cast<float>(members.size());
-      for (auto& v : sum_) v /= size;
+    if (op == ReduceOp::kMean && x.size() > 1) {  // x / 1 == x
+      const auto size = static_cast<float>(x.size());
+      for (std::int64_t i = 0; i < n; ++i) out[i] /= size;
+    }
+  }
+
+  // fn(task, i0, i1) over chunks of every task's `n` elements, on the pool when there is one.
+  template <typename Task, typename Fn>
+  void for_chunks(const std::vector<Task>& tasks, const Fn& fn) {
+    constexpr std::int64_t kChunk = 16384;  // 64 KiB of float: the sums stay in L2
+    std::vector<std::pair<std::size_t, std::int64_t>> chunks;  // (task, first element)
+    for (std::size_t t = 0; t < tasks.size(); ++t)
+      for (std::int64_t i = 0; i < tasks[t].n; i += kChunk) chunks.emplace_back(t, i);
+    parallel(static_cast<std::int64_t>(chunks.size()), [&](std::int64_t c) {
+      const auto [t, i0] = chunks[static_cast<std::size_t>(c)];
+      fn(tasks[t], i0, std::min(tasks[t].n, i0 + kChunk));
+    });
+  }
+
+  void parallel(std::int64_t n, const std::function<void(std::int64_t)>& fn) {
+    if (pool_ != nullptr && pool_->size() > 1 && n > 1) {
+      pool_->run(n, fn);
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) fn(i);
     }
   }
 
@@ -174,14 +246,14 @@ class InProcessCollectives final : public Collectives {
 
   std::int64_t factor_;
   std::vector<CollectiveBytes> bytes_;
-  std::vector<float> sum_;
-  std::vector<std::byte> gathered_;
+  ThreadPool* pool_;
 };
 
 }  // namespace
 
-std::unique_ptr<Collectives> make_in_process_collectives(std::int64_t replication_factor) {
-  return std::make_unique<InProcessCollectives>(replication_factor);
+std::unique_ptr<Collectives> make_in_process_collectives(std::int64_t replication_factor,
+                                                         ThreadPool* pool) {
+  return std::make_unique<InProcessCollectives>(replication_factor, pool);
 }
 
 }  // namespace popkit::engine

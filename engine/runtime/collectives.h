@@ -60,6 +60,11 @@ class Collectives {
   [[nodiscard]] virtual CollectiveBytes bytes(std::int64_t replica) const = 0;
 };
 
-std::unique_ptr<Collectives> make_in_process_collectives(std::int64_t replication_factor);
+class ThreadPool;
+
+// `pool`, when given, runs the chunks of a collective in parallel; it must outlive the
+// collectives and not be running a job when they are called.
+std::unique_ptr<Collectives> make_in_process_collectives(std::int64_t replication_factor,
+                                                         ThreadPool* pool = nullptr);
 
 }  // namespace popkit::engine

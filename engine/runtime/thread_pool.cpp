@@ -100,10 +100,27 @@ void IoThread::start(std::function<void()> job) {
 
 void IoThread::wait() {
   std::exception_ptr error;
+  std::function<void()> job;
   {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return done_; });
-    error = std::exchange(error_, nullptr);
+    // A job the thread has not picked up yet (it was not scheduled: the cores are busy)
+    // runs here instead of waiting for a time slice.
+    if (has_job_) {
+      job = std::move(job_);
+      has_job_ = false;
+    } else {
+      cv_.wait(lock, [&] { return done_; });
+      error = std::exchange(error_, nullptr);
+    }
+  }
+  if (job) {
+    try {
+      job();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard lock(mu_);
+    done_ = true;
   }
   if (error) std::rethrow_exception(error);
 }

@@ -62,7 +62,8 @@ class IoThread {
 
   // Starts `job`; the previous job must have been waited for.
   void start(std::function<void()> job);
-  // Blocks until the job is done and rethrows its exception.
+  // Blocks until the job is done and rethrows its exception. A job the thread has not
+  // picked up yet runs on the caller.
   void wait();
 
  private:

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "config/config.h"
 
@@ -66,14 +67,24 @@ T gelu_grad(T x) {
 }
 
 template <typename T>
+using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename T>
+using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+// The array forms evaluate tanh with Eigen's vectorised kernel (a rational
+// approximation accurate to a few ulp in float), one pass over the elements; `pre` and
+// `out` may be the same buffer.
+template <typename T>
 void activation_forward(config::Activation act, const T* pre, T* out, std::int64_t n) {
   switch (act) {
     case config::Activation::kNone:
       if (pre != out) std::copy(pre, pre + n, out);
       return;
-    case config::Activation::kGelu:
-      for (std::int64_t i = 0; i < n; ++i) out[i] = gelu(pre[i]);
+    case config::Activation::kGelu: {
+      const ConstArrayMap<T> x(pre, n);
+      ArrayMap<T>(out, n) = T(0.5) * x * (T(1) + (T(kGeluC) * (x + T(kGeluK) * x * x * x)).tanh());
       return;
+    }
     case config::Activation::kRelu:
       for (std::int64_t i = 0; i < n; ++i) out[i] = pre[i] > T(0) ? pre[i] : T(0);
       return;
@@ -86,9 +97,21 @@ void activation_backward(config::Activation act, const T* pre, T* dy, std::int64
   switch (act) {
     case config::Activation::kNone:
       return;
-    case config::Activation::kGelu:
-      for (std::int64_t i = 0; i < n; ++i) dy[i] *= gelu_grad(pre[i]);
+    case config::Activation::kGelu: {
+      // In blocks, so tanh is evaluated once per element and its values stay in L1.
+      constexpr std::int64_t kBlock = 256;
+      Eigen::Array<T, kBlock, 1> t;
+      for (std::int64_t i0 = 0; i0 < n; i0 += kBlock) {
+        const std::int64_t m = std::min(kBlock, n - i0);
+        const ConstArrayMap<T> x(pre + i0, m);
+        auto tm = t.head(m);
+        tm = (T(kGeluC) * (x + T(kGeluK) * x * x * x)).tanh();
+        ArrayMap<T>(dy + i0, m) *= T(0.5) * (T(1) + tm) + T(0.5) * x * (T(1) - tm * tm) *
+                                                              T(kGeluC) *
+                                                              (T(1) + T(3 * kGeluK) * x * x);
+      }
       return;
+    }
     case config::Activation::kRelu:
       for (std::int64_t i = 0; i < n; ++i) dy[i] = pre[i] > T(0) ? dy[i] : T(0);
       return;
@@ -133,6 +156,223 @@ void accumulate_running_mean(T* acc, const T* g, std::int64_t n, std::int64_t s)
   const T a = T(s) / T(s + 1);
   const T c = T(s + 1);
   for (std::int64_t i = 0; i < n; ++i) acc[i] = a * acc[i] + g[i] / c;
+}
+
+// ---- column blocks, for the engine's kernels -----------------------------------------
+// The engine runs a layer's GEMMs on blocks of output columns [j0, j1) so that one
+// replica can use several threads; the blocks are fixed by the shapes (kColumnBlock),
+// never by the thread count, so results do not depend on how many threads run them.
+
+inline constexpr std::int64_t kColumnBlock = 128;
+
+template <typename T>
+using StridedMap = Eigen::Map<RowMatrix<T>, 0, Eigen::OuterStride<>>;
+template <typename T>
+using ConstStridedMap = Eigen::Map<const RowMatrix<T>, 0, Eigen::OuterStride<>>;
+
+// ---- small micro-batches ---------------------------------------------------------------
+// With n <= 8 rows a general GEMM spends as long packing the weight matrix as
+// multiplying; these kernels stream W once, straight from memory, with the n rows held
+// in vector registers. Each output element is summed in a fixed order (over k, or over
+// the rows r), so results depend on the shapes only.
+
+inline constexpr std::int64_t kSmallRows = 8;
+
+namespace small {
+
+using Packet = Eigen::internal::packet_traits<float>::type;
+inline constexpr int kP = Eigen::internal::packet_traits<float>::size;
+
+// y[:, j0:j1] = x W[:, j0:j1] (x [N, in], W [in, out]); j1 - j0 a multiple of 2 kP.
+template <int N>
+void forward(const float* x, const float* w, float* y, std::int64_t in, std::int64_t out,
+             std::int64_t j0, std::int64_t j1) {
+  using namespace Eigen::internal;
+  for (std::int64_t j = j0; j < j1; j += 2 * kP) {
+    Packet acc[N][2];
+    for (int r = 0; r < N; ++r) acc[r][0] = acc[r][1] = pset1<Packet>(0.0f);
+    for (std::int64_t k = 0; k < in; ++k) {
+      const Packet w0 = ploadu<Packet>(w + k * out + j);
+      const Packet w1 = ploadu<Packet>(w + k * out + j + kP);
+      for (int r = 0; r < N; ++r) {
+        const Packet xv = pset1<Packet>(x[r * in + k]);
+        acc[r][0] = pmadd(xv, w0, acc[r][0]);
+        acc[r][1] = pmadd(xv, w1, acc[r][1]);
+      }
+    }
+    for (int r = 0; r < N; ++r) {
+      pstoreu(y + r * out + j, acc[r][0]);
+      pstoreu(y + r * out + j + kP, acc[r][1]);
+    }
+  }
+}
+
+// gw[:, j0:j1] = a gw + x^T dz (or x^T dz when first), the sum over the N rows in order.
+template <int N>
+void grad(const float* dz, const float* x, float* gw, std::int64_t in, std::int64_t out, float a,
+          bool first, std::int64_t j0, std::int64_t j1) {
+  using namespace Eigen::internal;
+  const Packet av = pset1<Packet>(a);
+  for (std::int64_t j = j0; j < j1; j += 2 * kP) {
+    Packet d[N][2];
+    for (int r = 0; r < N; ++r) {
+      d[r][0] = ploadu<Packet>(dz + r * out + j);
+      d[r][1] = ploadu<Packet>(dz + r * out + j + kP);
+    }
+    for (std::int64_t i = 0; i < in; ++i) {
+      Packet t0 = pmul(pset1<Packet>(x[i]), d[0][0]);
+      Packet t1 = pmul(pset1<Packet>(x[i]), d[0][1]);
+      for (int r = 1; r < N; ++r) {
+        const Packet xv = pset1<Packet>(x[r * in + i]);
+        t0 = pmadd(xv, d[r][0], t0);
+        t1 = pmadd(xv, d[r][1], t1);
+      }
+      float* g = gw + i * out + j;
+      if (!first) {
+        t0 = padd(pmul(av, ploadu<Packet>(g)), t0);
+        t1 = padd(pmul(av, ploadu<Packet>(g + kP)), t1);
+      }
+      pstoreu(g, t0);
+      pstoreu(g + kP, t1);
+    }
+  }
+}
+
+// dx[:, i0:i1] = dz W[i0:i1, :]^T, out a multiple of kP; two rows of W at a time.
+template <int N>
+void dx(const float* dz, const float* w, float* dxp, std::int64_t in, std::int64_t out,
+        std::int64_t i0, std::int64_t i1) {
+  using namespace Eigen::internal;
+  std::int64_t i = i0;
+  for (; i + 2 <= i1; i += 2) {
+    Packet acc[N][2];
+    for (int r = 0; r < N; ++r) acc[r][0] = acc[r][1] = pset1<Packet>(0.0f);
+    for (std::int64_t j = 0; j < out; j += kP) {
+      const Packet wa = ploadu<Packet>(w + i * out + j);
+      const Packet wb = ploadu<Packet>(w + (i + 1) * out + j);
+      for (int r = 0; r < N; ++r) {
+        const Packet dv = ploadu<Packet>(dz + r * out + j);
+        acc[r][0] = pmadd(dv, wa, acc[r][0]);
+        acc[r][1] = pmadd(dv, wb, acc[r][1]);
+      }
+    }
+    for (int r = 0; r < N; ++r) {
+      dxp[r * in + i] = predux(acc[r][0]);
+      dxp[r * in + i + 1] = predux(acc[r][1]);
+    }
+  }
+  for (; i < i1; ++i) {
+    Packet acc[N];
+    for (int r = 0; r < N; ++r) acc[r] = pset1<Packet>(0.0f);
+    for (std::int64_t j = 0; j < out; j += kP) {
+      const Packet wa = ploadu<Packet>(w + i * out + j);
+      for (int r = 0; r < N; ++r) acc[r] = pmadd(ploadu<Packet>(dz + r * out + j), wa, acc[r]);
+    }
+    for (int r = 0; r < N; ++r) dxp[r * in + i] = predux(acc[r]);
+  }
+}
+
+// Calls f.template operator()<N>() for the runtime n in [1, kSmallRows].
+template <typename F>
+void with_rows(std::int64_t n, F&& f) {
+  switch (n) {
+    case 1:
+      f.template operator()<1>();
+      break;
+    case 2:
+      f.template operator()<2>();
+      break;
+    case 3:
+      f.template operator()<3>();
+      break;
+    case 4:
+      f.template operator()<4>();
+      break;
+    case 5:
+      f.template operator()<5>();
+      break;
+    case 6:
+      f.template operator()<6>();
+      break;
+    case 7:
+      f.template operator()<7>();
+      break;
+    default:
+      f.template operator()<8>();
+      break;
+  }
+}
+
+}  // namespace small
+
+// Columns [j0, j1) of pre = x W + b and out = act(pre) (out may be pre).
+template <typename T>
+void linear_act_forward_columns(config::Activation act, const T* x, const T* w, const T* b, T* pre,
+                                T* out, std::int64_t n, std::int64_t in, std::int64_t n_out,
+                                std::int64_t j0, std::int64_t j1) {
+  const std::int64_t m = j1 - j0;
+  StridedMap<T> p(pre + j0, n, m, Eigen::OuterStride<>(n_out));
+  p.noalias() =
+      ConstMatrixMap<T>(x, n, in) * ConstStridedMap<T>(w + j0, in, m, Eigen::OuterStride<>(n_out));
+  for (std::int64_t i = 0; i < n; ++i) {
+    T* row = pre + i * n_out + j0;
+    for (std::int64_t j = 0; j < m; ++j) row[j] += b[j0 + j];
+    if (act != config::Activation::kNone || out != pre)
+      activation_forward(act, row, out + i * n_out + j0, m);
+  }
+}
+
+// The weight and bias gradients of columns [j0, j1), accumulated as the running mean of
+// the repeat step s (popxl-addons): acc = s/(s+1) acc + g/(s+1), with g/(s+1) computed
+// as x^T (dz/(s+1)) so the GEMM adds straight into the accumulator (no scratch). `dz`
+// must already be divided by s+1 for s > 0.
+template <typename T>
+void linear_grad_columns(const T* dz, const T* x, T* gw, T* gb, std::int64_t n, std::int64_t in,
+                         std::int64_t n_out, std::int64_t s, std::int64_t j0, std::int64_t j1) {
+  const T a = T(s) / T(s + 1);
+  std::int64_t j_small = j0;  // columns [j0, j_small) by the small-batch kernel
+  if constexpr (std::is_same_v<T, float>) {
+    if (n <= kSmallRows) {
+      j_small = j0 + (j1 - j0) / (2 * small::kP) * (2 * small::kP);
+      small::with_rows(
+          n, [&]<int N>() { small::grad<N>(dz, x, gw, in, n_out, a, s == 0, j0, j_small); });
+    }
+  }
+  if (j_small < j1) {
+    const std::int64_t m = j1 - j_small;
+    StridedMap<T> g(gw + j_small, in, m, Eigen::OuterStride<>(n_out));
+    const ConstStridedMap<T> dzm(dz + j_small, n, m, Eigen::OuterStride<>(n_out));
+    if (s == 0) {
+      g.noalias() = ConstMatrixMap<T>(x, n, in).transpose() * dzm;
+    } else {
+      g *= a;
+      g.noalias() += ConstMatrixMap<T>(x, n, in).transpose() * dzm;
+    }
+  }
+  // Column sums in row order, in blocks held in registers; then acc = a acc + sum.
+  constexpr std::int64_t kB = 64;
+  for (std::int64_t c0 = j0; c0 < j1; c0 += kB) {
+    const std::int64_t w = std::min(kB, j1 - c0);
+    T sum[kB] = {};
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < w; ++j) sum[j] += dz[i * n_out + c0 + j];
+    for (std::int64_t j = 0; j < w; ++j) gb[c0 + j] = s == 0 ? sum[j] : a * gb[c0 + j] + sum[j];
+  }
+}
+
+// Columns [i0, i1) of dx = dz W^T (dx [n, in]).
+template <typename T>
+void linear_dx_columns(const T* dz, const T* w, T* dx, std::int64_t n, std::int64_t in,
+                       std::int64_t n_out, std::int64_t i0, std::int64_t i1) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (n <= kSmallRows && n_out % small::kP == 0) {
+      small::with_rows(n, [&]<int N>() { small::dx<N>(dz, w, dx, in, n_out, i0, i1); });
+      return;
+    }
+  }
+  StridedMap<T>(dx + i0, n, i1 - i0, Eigen::OuterStride<>(in)).noalias() =
+      ConstMatrixMap<T>(dz, n, n_out) *
+      ConstMatrixMap<T>(w + i0 * n_out, i1 - i0, n_out).transpose();
 }
 
 }  // namespace popkit::engine
