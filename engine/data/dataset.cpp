@@ -12,6 +12,7 @@
 #include <iterator>
 
 #include "config/error.h"
+#include "engine/tensor/random.h"
 
 namespace popkit::engine {
 namespace {
@@ -54,24 +55,6 @@ std::vector<std::uint8_t> gunzip(const std::vector<std::uint8_t>& in, const std:
   inflateEnd(&zs);
   return out;
 }
-
-// splitmix64: a small, fully specified generator, so synthetic data is the same on
-// every platform and standard library.
-struct SplitMix64 {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  double normal() {  // Box-Muller
-    const double u1 = std::max(uniform(), 1e-300);
-    const double u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-};
 
 }  // namespace
 
@@ -156,20 +139,20 @@ Dataset make_synthetic(std::int64_t n, std::int64_t rows, std::int64_t cols, std
   d.rows = rows;
   d.cols = cols;
   const std::int64_t size = rows * cols;
-  SplitMix64 rng{seed};
+  std::uint64_t rng = seed;
   // One prototype per class: a sparse random pattern of bright pixels, like a digit.
   std::vector<double> prototypes(static_cast<std::size_t>(n_classes * size));
-  for (double& p : prototypes) p = rng.uniform() < 0.2 ? 0.6 + 0.4 * rng.uniform() : 0.0;
-  SplitMix64 samples{seed ^ (0xD1B54A32D192ED03ull * (stream + 1))};
+  for (double& p : prototypes) p = uniform01(rng) < 0.2 ? 0.6 + 0.4 * uniform01(rng) : 0.0;
+  std::uint64_t samples = seed ^ (0xD1B54A32D192ED03ull * (stream + 1));
   d.images.resize(static_cast<std::size_t>(n * size));
   d.labels.resize(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
-    const auto label = static_cast<std::uint8_t>(samples.next() % static_cast<std::uint64_t>(n_classes));
+    const auto label = static_cast<std::uint8_t>(splitmix64(samples) % static_cast<std::uint64_t>(n_classes));
     d.labels[static_cast<std::size_t>(i)] = label;
     const double* proto = prototypes.data() + label * size;
     std::uint8_t* px = d.images.data() + i * size;
     for (std::int64_t k = 0; k < size; ++k) {
-      const double v = std::clamp(proto[k] + noise * samples.normal() * 0.5, 0.0, 1.0);
+      const double v = std::clamp(proto[k] + noise * standard_normal(samples) * 0.5, 0.0, 1.0);
       px[k] = static_cast<std::uint8_t>(std::lround(v * 255.0));
     }
   }
