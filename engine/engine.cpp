@@ -587,20 +587,15 @@ struct Engine::Impl {
       timings.phase_category_seconds[current_phase][static_cast<std::size_t>(c)] += seconds;
   }
 
-  // A collective, or an alloc / free (serial: the memory account is sampled after it).
+  // A collective on all replicas (the caller drives it; its chunks use the pool).
   void run_op(const Op& op, std::int64_t s) {
     const auto t0 = Clock::now();
-    if (is_collective(op.kind)) {
-      run_collective(op, s);
-    } else {
-      for (std::int64_t r = 0; r < n_replicas; ++r) run_local(op, r, s);
-    }
+    run_collective(op, s);
     add_seconds(category(op.kind), seconds_since(t0));
   }
 
-  static bool is_local(const Op& op) {
-    return op.kind != OpKind::kAlloc && op.kind != OpKind::kFree && op.kind != OpKind::kRepeat &&
-           !is_collective(op.kind);
+  static bool in_segment(const Op& op) {
+    return op.kind != OpKind::kRepeat && !is_collective(op.kind);
   }
 
   // A segment: `ops` (all local) for the repeat steps [s0, s1), step after step, each
@@ -609,7 +604,11 @@ struct Engine::Impl {
   // replicas: replicas share nothing between collectives, and when ops fail the one
   // reported is the earliest (step, op), then the lowest replica, as bulk-synchronous
   // execution would report it. Time per category: the slowest replica's.
-  void run_segment(const std::vector<const Op*>& ops, std::int64_t s0, std::int64_t s1) {
+  // Allocs and frees run in the segment too (each replica has its own account), each
+  // followed by the replica's memory sample when `sample` is set.
+  // `then`, when given, runs on each replica's thread after its segment succeeds.
+  void run_segment(const std::vector<const Op*>& ops, std::int64_t s0, std::int64_t s1, bool sample,
+                   const std::function<void()>& then = {}) {
     if (ops.empty() || s0 >= s1) return;
     auto task = [&](std::int64_t r) {
       Replica& rep = *replicas[static_cast<std::size_t>(r)];
@@ -626,10 +625,13 @@ struct Engine::Impl {
             rep.error_at = at;
             return;
           }
+          if (sample && (op->kind == OpKind::kAlloc || op->kind == OpKind::kFree))
+            rep.sampler.sample(rep.account);
           rep.segment_seconds[static_cast<std::size_t>(category(op->kind))] += seconds_since(t0);
           ++at;
         }
       }
+      if (then) then();
     };
     if (intra_op || n_replicas == 1) {
       for (std::int64_t r = 0; r < n_replicas; ++r) task(r);
@@ -648,38 +650,33 @@ struct Engine::Impl {
     if (failed != nullptr) std::rethrow_exception(failed->error);
   }
 
-  void sample_all() {
-    for (auto& rep : replicas) rep->sampler.sample(rep->account);
-  }
-
-  // The ops of `body` for steps [s0, s1): runs of local ops as segments, collectives
-  // between them. The memory account changes only at alloc and free, so sampling after
-  // those is sampling after every op.
+  // The ops of `body` for steps [s0, s1): runs of local ops (allocs and frees among
+  // them) as segments, collectives and repeats between them. The memory account changes
+  // only at alloc and free, so sampling after those is sampling after every op.
   void run_body(const std::vector<Op>& body, std::int64_t s0, std::int64_t s1, bool sample) {
-    const bool all_local = std::all_of(body.begin(), body.end(), is_local);
+    const bool all_local = std::all_of(body.begin(), body.end(), in_segment);
     if (all_local) {
       std::vector<const Op*> ops;
       for (const Op& op : body) ops.push_back(&op);
-      run_segment(ops, s0, s1);
+      run_segment(ops, s0, s1, sample);
       return;
     }
     for (std::int64_t s = s0; s < s1; ++s) {
       std::vector<const Op*> ops;
       for (const Op& op : body) {
-        if (is_local(op)) {
+        if (in_segment(op)) {
           ops.push_back(&op);
           continue;
         }
-        run_segment(ops, s, s + 1);
+        run_segment(ops, s, s + 1, sample);
         ops.clear();
         if (op.kind == OpKind::kRepeat) {
           run_repeat(op);
         } else {
           run_op(op, s);
-          if (sample && (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree)) sample_all();
         }
       }
-      run_segment(ops, s, s + 1);
+      run_segment(ops, s, s + 1, sample);
     }
   }
 
@@ -700,28 +697,73 @@ struct Engine::Impl {
     auto is_load = [](const Op& o) {
       return o.kind == OpKind::kHostLoad || o.kind == OpKind::kRemoteLoad;
     };
-    auto io_ops = [&](std::int64_t s, bool loads) {
-      for (const Op& o : op.body) {
-        if (!async(o) || is_load(o) != loads) continue;
-        const auto t0 = Clock::now();
-        for (std::int64_t r = 0; r < n_replicas; ++r) run_local(o, r, s);
-        const double dt = seconds_since(t0);
-        auto& acc = io_seconds[static_cast<std::size_t>(category(o.kind))];
-        acc.store(acc.load(std::memory_order_relaxed) + dt, std::memory_order_relaxed);
+    // One piece of IO per replica and step s: its stores of step s-1, then its loads of
+    // step s+1. The IO thread takes pieces while step s computes; a compute thread whose
+    // replica has finished step s takes the pieces the IO thread has not begun, so a
+    // step's IO is not serialised behind one thread that the compute threads preempt.
+    // A failure reported is the earliest op (stores, then loads, in body order), then
+    // the lowest replica, as running the IO op by op on all replicas would report it.
+    struct Piece {
+      std::exception_ptr error;
+      std::size_t at = 0;
+    };
+    std::vector<Piece> pieces(static_cast<std::size_t>(n_replicas));
+    std::atomic<std::int64_t> next_piece{0};
+    auto io_piece = [&](std::int64_t r, std::int64_t s) {
+      Piece& piece = pieces[static_cast<std::size_t>(r)];
+      piece.error = nullptr;
+      std::size_t at = 0;
+      for (const bool loads : {false, true}) {
+        const std::int64_t step = loads ? s + 1 : s - 1;
+        if (step < 0 || step >= op.steps) continue;
+        for (const Op& o : op.body) {
+          if (!async(o) || is_load(o) != loads) continue;
+          const auto t0 = Clock::now();
+          try {
+            run_local(o, r, step);
+          } catch (...) {
+            piece.error = std::current_exception();
+            piece.at = at;
+            return;
+          }
+          io_seconds[static_cast<std::size_t>(category(o.kind))].fetch_add(
+              seconds_since(t0), std::memory_order_relaxed);
+          ++at;
+        }
       }
+    };
+    auto take_pieces = [&](std::int64_t s) {
+      for (std::int64_t r = next_piece.fetch_add(1); r < n_replicas; r = next_piece.fetch_add(1))
+        io_piece(r, s);
+    };
+    auto rethrow_io_error = [&] {
+      const Piece* failed = nullptr;
+      for (const Piece& p : pieces)
+        if (p.error && (failed == nullptr || p.at < failed->at)) failed = &p;
+      if (failed != nullptr) std::rethrow_exception(failed->error);
     };
     std::vector<Op> compute;
     for (const Op& inner : op.body)
       if (!async(inner)) compute.push_back(inner);
+    std::vector<const Op*> segment;  // the compute as one segment, when it is all local
+    if (std::all_of(compute.begin(), compute.end(), in_segment))
+      for (const Op& inner : compute) segment.push_back(&inner);
     if (!io) io = std::make_unique<IoThread>();
-    io_ops(0, true);
+    auto run_inline = [&](std::int64_t s) {  // the first loads and the last stores
+      next_piece.store(0);
+      take_pieces(s);
+      rethrow_io_error();
+    };
+    run_inline(-1);  // stores of step -2 (none), loads of step 0
     for (std::int64_t s = 0; s < op.steps; ++s) {
-      io->start([&, s] {
-        if (s > 0) io_ops(s - 1, false);
-        if (s + 1 < op.steps) io_ops(s + 1, true);
-      });
+      next_piece.store(0);  // the IO thread is idle: the previous job was waited for
+      io->start([&, s] { take_pieces(s); });
       try {
-        run_body(compute, s, s + 1, false);
+        if (segment.empty()) {
+          run_body(compute, s, s + 1, false);
+        } else {
+          run_segment(segment, s, s + 1, false, [&, s] { take_pieces(s); });
+        }
       } catch (...) {
         try {
           io->wait();
@@ -730,8 +772,9 @@ struct Engine::Impl {
         throw;
       }
       io->wait();
+      rethrow_io_error();
     }
-    io_ops(op.steps - 1, false);
+    run_inline(op.steps);  // stores of step steps-1, loads of step steps+1 (none)
   }
 
   void run_ops(const std::vector<Op>& ops, bool sample) { run_body(ops, 0, 1, sample); }

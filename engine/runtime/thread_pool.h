@@ -37,7 +37,7 @@ class ThreadPool {
     const std::function<void(std::int64_t)>* fn = nullptr;
     std::int64_t n_tasks = 0;
     std::atomic<std::int64_t> next{0};
-    std::int64_t n_done = 0;                 // under the pool's mu_
+    std::atomic<std::int64_t> n_done{0};     // written under the pool's mu_
     std::vector<std::exception_ptr> errors;  // one writer per index
   };
 
@@ -48,8 +48,8 @@ class ThreadPool {
   std::condition_variable cv_work_;
   std::condition_variable cv_done_;
   std::vector<std::thread> threads_;
-  std::shared_ptr<Job> job_;  // the current run (under mu_)
-  std::uint64_t generation_ = 0;
+  std::shared_ptr<Job> job_;                  // the current run (under mu_)
+  std::atomic<std::uint64_t> generation_{0};  // written under mu_, polled by spin_until
   bool stop_ = false;
 };
 
