@@ -454,19 +454,19 @@ class Builder {
     o.tensor = t;
     ops.push_back(std::move(o));
   }
-  void all_gather(std::vector<Op>& ops, int src, int dst) {
-    Op o = op(OpKind::kAllGather, fmt::format("{} -> {}", tname(src), tname(dst)));
+  // Shard <-> full within the sharding group: kAllGather or kSliceShard.
+  void shard_op(std::vector<Op>& ops, OpKind kind, int src, int dst) {
+    Op o = op(kind, fmt::format("{} -> {}", tname(src), tname(dst)));
     o.src = src;
     o.dst = dst;
     o.grouping = p_.sharding_grouping;
     ops.push_back(std::move(o));
   }
+  void all_gather(std::vector<Op>& ops, int src, int dst) {
+    shard_op(ops, OpKind::kAllGather, src, dst);
+  }
   void slice_shard(std::vector<Op>& ops, int src, int dst) {
-    Op o = op(OpKind::kSliceShard, fmt::format("{} -> {}", tname(src), tname(dst)));
-    o.src = src;
-    o.dst = dst;
-    o.grouping = p_.sharding_grouping;
-    ops.push_back(std::move(o));
+    shard_op(ops, OpKind::kSliceShard, src, dst);
   }
 
   // ---- one phase ----
@@ -909,7 +909,8 @@ class Builder {
     if (!c_.remote.weights && cls(TensorClass::kWeights) > 0)
       nf.suggestions.push_back(fmt::format(
           "remote.weights: true{} keeps the weights ({}) in streaming memory between uses",
-          standard ? " with execution.mode: phased" : "", format_bytes(cls(TensorClass::kWeights))));
+          standard ? " with execution.mode: phased" : "",
+          format_bytes(cls(TensorClass::kWeights))));
     if (standard && n_ > 1)
       nf.suggestions.push_back(
           "execution.mode: phased holds one layer's variables and activations at a time");

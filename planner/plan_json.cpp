@@ -237,6 +237,17 @@ class Reader {
 
 }  // namespace
 
+json optimizer_json(const config::Optimizer& o) {
+  return {{"type", name_of(o.type)},
+          {"lr", o.lr},
+          {"beta1", o.beta1},
+          {"beta2", o.beta2},
+          {"eps", o.eps},
+          {"weight_decay", o.weight_decay},
+          {"bias_correction", o.bias_correction},
+          {"first_order_dtype", name_of(o.first_order_dtype)}};
+}
+
 nlohmann::json plan_to_json(const Plan& plan) {
   json j;
   j["version"] = plan.version;
@@ -254,15 +265,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
   j["retrieval_mode"] = name_of(plan.retrieval_mode);
   j["sharding_grouping"] = grouping_json(plan.sharding_grouping);
   j["sharding_threshold"] = plan.sharding_threshold;
-  const auto& o = plan.optimizer;
-  j["optimizer"] = {{"type", name_of(o.type)},
-                    {"lr", o.lr},
-                    {"beta1", o.beta1},
-                    {"beta2", o.beta2},
-                    {"eps", o.eps},
-                    {"weight_decay", o.weight_decay},
-                    {"bias_correction", o.bias_correction},
-                    {"first_order_dtype", name_of(o.first_order_dtype)}};
+  j["optimizer"] = optimizer_json(plan.optimizer);
   json layers = json::array();
   for (const auto& l : plan.layers)
     layers.push_back({{"name", l.name},

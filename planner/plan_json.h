@@ -11,6 +11,9 @@ namespace popkit::planner {
 
 nlohmann::json plan_to_json(const Plan& plan);
 
+// The optimizer's settings as plan files (and the run file's resolved config) write them.
+nlohmann::json optimizer_json(const config::Optimizer& optimizer);
+
 // Throws popkit::Error naming `filename` and the missing or ill-typed field, or a
 // version newer than this build reads.
 Plan plan_from_json(const nlohmann::json& json, const std::string& filename);

@@ -2,21 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <string>
+
+#include "planner/names.h"
+#include "planner/plan_json.h"
+
 namespace popkit::train {
 namespace {
 
 using nlohmann::json;
 
-const char* activation_name(config::Activation a) {
-  switch (a) {
-    case config::Activation::kGelu:
-      return "gelu";
-    case config::Activation::kRelu:
-      return "relu";
-    case config::Activation::kNone:
-      break;
-  }
-  return "none";
+// The vocabulary of plan files is the config's too: one set of names (planner/names.h).
+std::string name(std::string_view n) {
+  return std::string(n);
 }
 
 const char* dataset_name(config::Dataset d) {
@@ -31,18 +29,6 @@ const char* dataset_name(config::Dataset d) {
       break;
   }
   return "idx";
-}
-
-const char* io_mode_name(config::IoMode m) {
-  switch (m) {
-    case config::IoMode::kIo:
-      return "io";
-    case config::IoMode::kIoOverlapped:
-      return "io_overlapped";
-    case config::IoMode::kCompute:
-      break;
-  }
-  return "compute";
 }
 
 json phases_json(const config::Execution& e) {
@@ -66,7 +52,7 @@ json resolved_config_json(const config::Config& c) {
     layers.push_back({{"name", l.name},
                       {"type", "linear"},
                       {"out_features", l.out_features},
-                      {"activation", activation_name(l.activation)}});
+                      {"activation", name(planner::activation_name(l.activation))}});
   json model = {
       {"input_shape", c.model.input_shape},
       {"layers", layers},
@@ -80,19 +66,9 @@ json resolved_config_json(const config::Config& c) {
   json groupings = json::object();
   for (const auto& g : c.replication.groupings)
     groupings[g.name] = {{"group_size", g.group_size}, {"stride", g.stride}};
-  const auto& o = c.training.optimizer;
   json training = {{"micro_batch_size", c.training.micro_batch_size},
                    {"gradient_accumulation", c.training.gradient_accumulation},
-                   {"optimizer",
-                    {{"type", "adam"},
-                     {"lr", o.lr},
-                     {"beta1", o.beta1},
-                     {"beta2", o.beta2},
-                     {"eps", o.eps},
-                     {"weight_decay", o.weight_decay},
-                     {"bias_correction", o.bias_correction},
-                     {"first_order_dtype",
-                      o.first_order_dtype == config::DType::kFloat16 ? "float16" : "float32"}}},
+                   {"optimizer", planner::optimizer_json(c.training.optimizer)},
                    {"seed", c.training.seed}};
   if (c.training.epochs) training["epochs"] = *c.training.epochs;
   if (c.training.steps) training["steps"] = *c.training.steps;
@@ -119,14 +95,12 @@ json resolved_config_json(const config::Config& c) {
       {"replication", {{"factor", c.replication.factor}, {"groupings", groupings}}},
       {"variables",
        {{"grouping", c.variables.grouping},
-        {"retrieval_mode", c.variables.retrieval_mode == config::RetrievalMode::kAllReplicas
-                               ? "all_replicas"
-                               : "one_per_group"}}},
+        {"retrieval_mode", name(planner::retrieval_mode_name(c.variables.retrieval_mode))}}},
       {"remote", {{"weights", c.remote.weights}, {"optimizer_state", c.remote.optimizer_state}}},
       {"execution",
-       {{"mode", c.execution.mode == config::ExecutionMode::kPhased ? "phased" : "standard"},
+       {{"mode", name(planner::execution_mode_name(c.execution.mode))},
         {"phases", phases_json(c.execution)},
-        {"io_mode", io_mode_name(c.execution.io_mode)},
+        {"io_mode", name(planner::io_mode_name(c.execution.io_mode))},
         {"io_tiles", c.execution.io_tiles}}},
       {"training", training},
       {"data", data},

@@ -89,17 +89,6 @@ std::vector<std::vector<float>> restored_state(const config::Config& c, const st
   return state_of(e);
 }
 
-// The error message of `f`, or "" when it does not throw.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(checkpoint)

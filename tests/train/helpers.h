@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "config/error.h"
 #include "config/load.h"
 #include "engine/train/progress.h"
 #include "engine/train/trainer.h"
@@ -20,6 +21,17 @@
 namespace popkit::train::testing {
 
 namespace fs = std::filesystem;
+
+// The message of the popkit::Error `f` throws, or "" when it does not throw.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const popkit::Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 inline config::Config tiny_config(std::vector<std::string> overrides = {}) {
   // Noisier than the file's default, so the loss stays away from zero and every step moves

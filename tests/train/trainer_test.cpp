@@ -37,16 +37,6 @@ std::string checkpoint_at(const fs::path& dir, std::int64_t step) {
   return (dir / fmt::format("checkpoint-step{}.safetensors", step)).string();
 }
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 int validate_run_file(const std::string& file) {
   const std::string cmd = std::string(POPKIT_PYTHON) + " " + POPKIT_SOURCE_DIR +
                           "/tests/reports/validate_run_file.py " + POPKIT_SOURCE_DIR +
