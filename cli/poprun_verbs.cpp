@@ -3,6 +3,7 @@
 // SIGINT/SIGTERM (after writing a checkpoint).
 #include <iostream>
 #include <memory>
+#include <string>
 
 #include "cli/verbs.h"
 #include "engine/train/commands.h"
@@ -56,6 +57,12 @@ void add_run_verbs(Tool& tool) {
   t->add_option("--threads", train->options.n_threads,
                 "engine threads; default the machine's, at most one per replica")
       ->check(CLI::NonNegativeNumber);
+  t->add_option("--io-thread", train->io_thread,
+                "io_overlapped: move the next step's data on an IO thread (on), on each "
+                "replica's thread after its step (off), or on an IO thread only when a core is "
+                "free (auto)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->default_str("auto");
   t->add_flag("-q,--quiet", train->quiet, "no progress output");
 
   auto eval = std::make_shared<train::EvalCommand>();

@@ -125,7 +125,7 @@ struct Engine::Impl {
   // pool. With R > 1 the threads run replicas instead (one per core).
   bool intra_op = false;
   std::size_t current_phase = 0;  // the phase being run, for per-phase timings
-  std::unique_ptr<IoThread> io;
+  std::unique_ptr<IoQueue> io;    // io_overlapped, made at first use
   std::shared_ptr<Collectives> collectives;
   std::vector<std::unique_ptr<Replica>> replicas;
   AdamParams adam;
@@ -606,9 +606,8 @@ struct Engine::Impl {
   // execution would report it. Time per category: the slowest replica's.
   // Allocs and frees run in the segment too (each replica has its own account), each
   // followed by the replica's memory sample when `sample` is set.
-  // `then`, when given, runs on each replica's thread after its segment succeeds.
-  void run_segment(const std::vector<const Op*>& ops, std::int64_t s0, std::int64_t s1, bool sample,
-                   const std::function<void()>& then = {}) {
+  void run_segment(const std::vector<const Op*>& ops, std::int64_t s0, std::int64_t s1,
+                   bool sample) {
     if (ops.empty() || s0 >= s1) return;
     auto task = [&](std::int64_t r) {
       Replica& rep = *replicas[static_cast<std::size_t>(r)];
@@ -631,23 +630,32 @@ struct Engine::Impl {
           ++at;
         }
       }
-      if (then) then();
     };
+    on_every_replica(task);
+    add_slowest_segment_seconds();
+    const Replica* failed = nullptr;
+    for (const auto& rep : replicas)
+      if (rep->error && (failed == nullptr || rep->error_at < failed->error_at)) failed = rep.get();
+    if (failed != nullptr) std::rethrow_exception(failed->error);
+  }
+
+  // task(r) for every replica: one per pool thread, or one after another on the caller
+  // when one replica has the threads (its GEMMs use them).
+  void on_every_replica(const std::function<void(std::int64_t)>& task) {
     if (intra_op || n_replicas == 1) {
       for (std::int64_t r = 0; r < n_replicas; ++r) task(r);
     } else {
       pool->run(n_replicas, task);
     }
-    std::array<double, kNumOpCategories> slowest{};
-    const Replica* failed = nullptr;
-    for (const auto& rep : replicas) {
-      for (std::size_t c = 0; c < kNumOpCategories; ++c)
-        slowest[c] = std::max(slowest[c], rep->segment_seconds[c]);
-      if (rep->error && (failed == nullptr || rep->error_at < failed->error_at)) failed = rep.get();
+  }
+
+  // A segment's time per category: the slowest replica's.
+  void add_slowest_segment_seconds() {
+    for (std::size_t c = 0; c < kNumOpCategories; ++c) {
+      double slowest = 0.0;
+      for (const auto& rep : replicas) slowest = std::max(slowest, rep->segment_seconds[c]);
+      add_seconds(static_cast<OpCategory>(c), slowest);
     }
-    for (std::size_t c = 0; c < kNumOpCategories; ++c)
-      add_seconds(static_cast<OpCategory>(c), slowest[c]);
-    if (failed != nullptr) std::rethrow_exception(failed->error);
   }
 
   // The ops of `body` for steps [s0, s1): runs of local ops (allocs and frees among
@@ -681,14 +689,45 @@ struct Engine::Impl {
   }
 
   void run_repeat(const Op& op) {
-    const bool overlapped = op.io_mode == config::IoMode::kIoOverlapped;
-    if (!overlapped) {
+    if (op.io_mode == config::IoMode::kIoOverlapped) {
+      run_overlapped(op);
+    } else {
       run_body(op.body, 0, op.steps, false);
-      return;
     }
-    // io_overlapped: loads and stores of double-buffered tensors move to the IO thread,
-    // which loads step s+1 and stores step s-1 while step s computes; the slots differ
-    // (s+1 and s-1 share one, so the thread stores before it loads).
+  }
+
+  // kAuto's choice, per repeat: the IO thread needs a core of its own and pieces big
+  // enough to pay for the hand-off, and for the consuming core reading the data from
+  // another core's cache. Measured here (bench/README.md), R 1 on one compute thread:
+  // at 200 KiB per step the thread lost 2-10% to moving the data in place; from 768 KiB
+  // it was even or gained up to 5%.
+  static constexpr std::uint64_t kIoThreadMinBytes = std::uint64_t{512} << 10;
+
+  bool use_io_thread(std::uint64_t bytes_per_step) const {
+    switch (options.io_overlap) {
+      case IoOverlap::kThread:
+        return true;
+      case IoOverlap::kInline:
+        return false;
+      case IoOverlap::kAuto:
+        break;
+    }
+    return std::thread::hardware_concurrency() > static_cast<unsigned>(pool->size()) &&
+           bytes_per_step >= kIoThreadMinBytes;
+  }
+
+  // io_overlapped with the IO thread: the loads and stores of double-buffered tensors
+  // leave the step's compute. Piece s of a replica is its stores of step s-1, then its
+  // loads of step s+1 (s-1 and s+1 share a slot, so stores go first); the IO thread runs
+  // it while the replica computes step s, or the replica itself if the thread has not
+  // begun it when the replica needs step s+1's data. Each replica runs the whole repeat
+  // as one task, waiting only for its own pieces: no barrier per step. A failure
+  // reported is the earliest by (step, position), then the lowest replica; piece s
+  // counts as the start of step s+1, where its data is needed.
+  // Without the IO thread (IoOverlap::kInline) the repeat runs as io runs it, each step
+  // in its own slots: on a machine with no core free, a thread that moves the data
+  // could only preempt a replica, and moving it later than io does costs cache misses.
+  void run_overlapped(const Op& op) {
     auto async = [&](const Op& o) {
       const bool io_op = o.kind == OpKind::kHostLoad || o.kind == OpKind::kRemoteLoad ||
                          o.kind == OpKind::kHostStore || o.kind == OpKind::kRemoteStore;
@@ -697,84 +736,120 @@ struct Engine::Impl {
     auto is_load = [](const Op& o) {
       return o.kind == OpKind::kHostLoad || o.kind == OpKind::kRemoteLoad;
     };
-    // One piece of IO per replica and step s: its stores of step s-1, then its loads of
-    // step s+1. The IO thread takes pieces while step s computes; a compute thread whose
-    // replica has finished step s takes the pieces the IO thread has not begun, so a
-    // step's IO is not serialised behind one thread that the compute threads preempt.
-    // A failure reported is the earliest op (stores, then loads, in body order), then
-    // the lowest replica, as running the IO op by op on all replicas would report it.
-    struct Piece {
+    std::vector<const Op*> stores, loads, compute;
+    std::uint64_t bytes_per_step = 0;
+    for (const Op& o : op.body) {
+      if (!async(o)) {
+        compute.push_back(&o);
+      } else {
+        (is_load(o) ? loads : stores).push_back(&o);
+        bytes_per_step += tensor(o.tensor).nbytes;
+      }
+    }
+    if (!use_io_thread(bytes_per_step) ||
+        !std::all_of(compute.begin(), compute.end(), [](const Op* o) { return in_segment(*o); })) {
+      // kInline, or a collective in the loop (every step is bulk-synchronous then): the
+      // replicas' threads move the data where io would, each step in its own slots.
+      run_body(op.body, 0, op.steps, false);
+      return;
+    }
+    const std::int64_t steps = op.steps;
+    using Position = std::array<std::int64_t, 3>;  // (step, 0 = IO | 1 + op, op in piece)
+    // Per replica, written by its thread or by the thread running its piece (one at a
+    // time, ordered by the queue's waits); a cache line each, as both replicas write theirs.
+    struct alignas(64) ReplicaIo {
+      std::array<double, kNumOpCategories> seconds{};
+      std::int64_t at = 0;  // the piece's ops begun, for the position of a failure
       std::exception_ptr error;
-      std::size_t at = 0;
+      Position error_at{};
     };
-    std::vector<Piece> pieces(static_cast<std::size_t>(n_replicas));
-    std::atomic<std::int64_t> next_piece{0};
+    std::vector<ReplicaIo> state(static_cast<std::size_t>(n_replicas));
     auto io_piece = [&](std::int64_t r, std::int64_t s) {
-      Piece& piece = pieces[static_cast<std::size_t>(r)];
-      piece.error = nullptr;
-      std::size_t at = 0;
-      for (const bool loads : {false, true}) {
-        const std::int64_t step = loads ? s + 1 : s - 1;
-        if (step < 0 || step >= op.steps) continue;
-        for (const Op& o : op.body) {
-          if (!async(o) || is_load(o) != loads) continue;
+      ReplicaIo& st = state[static_cast<std::size_t>(r)];
+      st.at = 0;
+      for (const bool load : {false, true}) {
+        const std::int64_t step = load ? s + 1 : s - 1;
+        if (step < 0 || step >= steps) continue;
+        for (const Op* o : load ? loads : stores) {
+          ++st.at;
+          const auto t0 = Clock::now();
+          run_local(*o, r, step);
+          st.seconds[static_cast<std::size_t>(category(o->kind))] += seconds_since(t0);
+        }
+      }
+    };
+    // IO time per category: the slowest replica's, as for compute.
+    auto add_io_seconds = [&] {
+      for (std::size_t c = 0; c < kNumOpCategories; ++c) {
+        double slowest = 0.0;
+        for (const ReplicaIo& st : state) slowest = std::max(slowest, st.seconds[c]);
+        io_seconds[c].fetch_add(slowest, std::memory_order_relaxed);
+      }
+    };
+
+    if (!io) io = std::make_unique<IoQueue>(n_replicas);
+    // The IO thread's job: piece s of replica r, as one argument.
+    const std::function<void(std::int64_t)> piece_job = [&](std::int64_t arg) {
+      io_piece(arg % n_replicas, arg / n_replicas);
+    };
+    auto task = [&](std::int64_t r) {
+      Replica& rep = *replicas[static_cast<std::size_t>(r)];
+      ReplicaIo& st = state[static_cast<std::size_t>(r)];
+      rep.segment_seconds.fill(0.0);
+      auto fail = [&](Position at) {
+        st.error = std::current_exception();
+        st.error_at = at;
+      };
+      bool posted = false;
+      // The piece in flight must end before the task does: it writes this replica's slots.
+      auto finish_piece = [&](std::int64_t s) -> bool {
+        if (!posted) return true;
+        posted = false;
+        try {
+          io->wait(r);
+        } catch (...) {
+          if (!st.error) fail({s + 1, 0, st.at});
+          return false;
+        }
+        return true;
+      };
+      auto piece_here = [&](std::int64_t s, std::int64_t minor) -> bool {
+        try {
+          io_piece(r, s);
+        } catch (...) {
+          fail({s + 1, minor, st.at});
+          return false;
+        }
+        return true;
+      };
+      if (!piece_here(-1, 0)) return;  // the loads of step 0
+      for (std::int64_t s = 0; s < steps; ++s) {
+        if (!finish_piece(s - 1)) return;  // the loads of step s
+        io->post(r, piece_job, s * n_replicas + r);
+        posted = true;
+        for (std::size_t k = 0; k < compute.size(); ++k) {
           const auto t0 = Clock::now();
           try {
-            run_local(o, r, step);
+            run_local(*compute[k], r, s);
           } catch (...) {
-            piece.error = std::current_exception();
-            piece.at = at;
+            fail({s, 1 + static_cast<std::int64_t>(k), 0});
+            finish_piece(s);
             return;
           }
-          io_seconds[static_cast<std::size_t>(category(o.kind))].fetch_add(
-              seconds_since(t0), std::memory_order_relaxed);
-          ++at;
+          rep.segment_seconds[static_cast<std::size_t>(category(compute[k]->kind))] +=
+              seconds_since(t0);
         }
       }
+      if (!finish_piece(steps - 1)) return;
+      piece_here(steps, 1);  // the stores of the last step
     };
-    auto take_pieces = [&](std::int64_t s) {
-      for (std::int64_t r = next_piece.fetch_add(1); r < n_replicas; r = next_piece.fetch_add(1))
-        io_piece(r, s);
-    };
-    auto rethrow_io_error = [&] {
-      const Piece* failed = nullptr;
-      for (const Piece& p : pieces)
-        if (p.error && (failed == nullptr || p.at < failed->at)) failed = &p;
-      if (failed != nullptr) std::rethrow_exception(failed->error);
-    };
-    std::vector<Op> compute;
-    for (const Op& inner : op.body)
-      if (!async(inner)) compute.push_back(inner);
-    std::vector<const Op*> segment;  // the compute as one segment, when it is all local
-    if (std::all_of(compute.begin(), compute.end(), in_segment))
-      for (const Op& inner : compute) segment.push_back(&inner);
-    if (!io) io = std::make_unique<IoThread>();
-    auto run_inline = [&](std::int64_t s) {  // the first loads and the last stores
-      next_piece.store(0);
-      take_pieces(s);
-      rethrow_io_error();
-    };
-    run_inline(-1);  // stores of step -2 (none), loads of step 0
-    for (std::int64_t s = 0; s < op.steps; ++s) {
-      next_piece.store(0);  // the IO thread is idle: the previous job was waited for
-      io->start([&, s] { take_pieces(s); });
-      try {
-        if (segment.empty()) {
-          run_body(compute, s, s + 1, false);
-        } else {
-          run_segment(segment, s, s + 1, false, [&, s] { take_pieces(s); });
-        }
-      } catch (...) {
-        try {
-          io->wait();
-        } catch (...) {  // the compute error is the one reported
-        }
-        throw;
-      }
-      io->wait();
-      rethrow_io_error();
-    }
-    run_inline(op.steps);  // stores of step steps-1, loads of step steps+1 (none)
+    on_every_replica(task);
+    add_slowest_segment_seconds();
+    add_io_seconds();
+    const ReplicaIo* failed = nullptr;
+    for (const ReplicaIo& st : state)
+      if (st.error && (failed == nullptr || st.error_at < failed->error_at)) failed = &st;
+    if (failed != nullptr) std::rethrow_exception(failed->error);
   }
 
   void run_ops(const std::vector<Op>& ops, bool sample) { run_body(ops, 0, 1, sample); }

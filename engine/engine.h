@@ -26,10 +26,19 @@
 
 namespace popkit::engine {
 
+// io_overlapped: who moves a repeat step's data while the step before computes.
+enum class IoOverlap {
+  kAuto,    // kThread when the machine has a core the compute threads leave free and the
+            // loop moves at least 512 KiB per step, else kInline
+  kThread,  // an IO thread; a replica runs its own piece if the thread has not begun it
+  kInline,  // each replica's own thread, where io moves it (in the plan's two slots)
+};
+
 struct EngineOptions {
   int n_threads = 0;  // compute threads incl. the caller; 0 = the machine's; at most R when R > 1
   double normalize_mean = 0.1307;  // config.data: pixel x in [0, 1] -> (x - mean) / std
   double normalize_std = 0.3081;
+  IoOverlap io_overlap = IoOverlap::kAuto;
   bool check_finite = true;                  // NaN/Inf in the loss or a gradient stops training
   std::shared_ptr<Collectives> collectives;  // null = in-process
 };

@@ -1,8 +1,9 @@
-// ThreadPool and IoThread, with every shared field under one mutex or atomic, so the
+// ThreadPool and IoQueue, with every shared field under one mutex or atomic, so the
 // thread sanitizer has nothing to say.
 #include "engine/runtime/thread_pool.h"
 
 #include <chrono>
+#include <stdexcept>
 #include <utility>
 
 namespace popkit::engine {
@@ -11,13 +12,16 @@ namespace {
 // A pool thread that waits polls for up to kSpin before sleeping on a condition
 // variable: the engine runs many short jobs per step (a phased step has tens), and a
 // futex wake-up plus context switch costs as much as a short job. The poll yields, so a
-// runnable thread (the IO thread) still gets the core.
+// runnable thread still gets the core.
 constexpr auto kSpin = std::chrono::microseconds(50);
+// The IO thread has a core of its own (the engine makes it only then): it polls longer,
+// across a repeat step's compute, so a posted piece starts at once.
+constexpr auto kIoSpin = std::chrono::microseconds(500);
 
 template <typename Ready>
-void spin_until(const Ready& ready) {
+void spin_until(const Ready& ready, std::chrono::microseconds limit = kSpin) {
   const auto t0 = std::chrono::steady_clock::now();
-  while (!ready() && std::chrono::steady_clock::now() - t0 < kSpin) std::this_thread::yield();
+  while (!ready() && std::chrono::steady_clock::now() - t0 < limit) std::this_thread::yield();
 }
 
 }  // namespace
@@ -93,77 +97,85 @@ void ThreadPool::run(std::int64_t n_tasks, const std::function<void(std::int64_t
     if (e) std::rethrow_exception(e);
 }
 
-IoThread::IoThread() : thread_([this] { loop(); }) {}
+IoQueue::IoQueue(std::int64_t n_slots)
+    : slots_(std::make_unique<Slot[]>(static_cast<std::size_t>(n_slots))),
+      n_slots_(n_slots),
+      thread_([this] { loop(); }) {}
 
-IoThread::~IoThread() {
+IoQueue::~IoQueue() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_work_.notify_all();
   thread_.join();
 }
 
-void IoThread::start(std::function<void()> job) {
+void IoQueue::post(std::int64_t slot, const std::function<void(std::int64_t)>& fn,
+                   std::int64_t arg) {
+  if (slot < 0 || slot >= n_slots_) throw std::out_of_range("IoQueue::post: no such slot");
+  bool wake = false;
   {
     std::lock_guard lock(mu_);
-    job_ = std::move(job);
-    has_job_ = true;
-    done_ = false;
-    error_ = nullptr;
+    Slot& s = slots_[static_cast<std::size_t>(slot)];
+    s.fn = &fn;
+    s.arg = arg;
+    s.error = nullptr;
+    s.state = State::kQueued;
+    queue_.push_back(slot);
+    n_queued_.fetch_add(1);
+    wake = sleeping_;
   }
-  cv_.notify_all();
+  if (wake) cv_work_.notify_one();
 }
 
-void IoThread::wait() {
+void IoQueue::run(Slot& slot, std::unique_lock<std::mutex>& lock) {
+  slot.state = State::kRunning;
+  const auto* fn = slot.fn;
+  const std::int64_t arg = slot.arg;
+  lock.unlock();
   std::exception_ptr error;
-  std::function<void()> job;
+  try {
+    (*fn)(arg);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  lock.lock();
+  slot.error = error;
+  slot.state = State::kIdle;
+}
+
+void IoQueue::wait(std::int64_t slot) {
+  if (slot < 0 || slot >= n_slots_) throw std::out_of_range("IoQueue::wait: no such slot");
+  Slot& s = slots_[static_cast<std::size_t>(slot)];
   {
     std::unique_lock lock(mu_);
-    // A job the thread has not picked up yet (it was not scheduled: the cores are busy)
-    // runs here instead of waiting for a time slice.
-    if (has_job_) {
-      job = std::move(job_);
-      has_job_ = false;
-    } else {
-      cv_.wait(lock, [&] { return done_; });
-      error = std::exchange(error_, nullptr);
-    }
+    // Not begun: the thread is busy with other slots' pieces or was not scheduled, so
+    // the caller runs it rather than wait. The queue entry stays; the thread skips it,
+    // the slot being no longer queued.
+    if (s.state == State::kQueued) run(s, lock);
   }
-  if (job) {
-    try {
-      job();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    std::lock_guard lock(mu_);
-    done_ = true;
-  }
-  if (error) std::rethrow_exception(error);
+  spin_until([&] { return s.state.load() == State::kIdle; });
+  std::unique_lock lock(mu_);
+  cv_done_.wait(lock, [&] { return s.state == State::kIdle; });
+  if (s.error) std::rethrow_exception(std::exchange(s.error, nullptr));
 }
 
-void IoThread::loop() {
+void IoQueue::loop() {
   for (;;) {
-    std::function<void()> job;
-    {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || has_job_; });
-      if (stop_) return;
-      job = std::move(job_);
-      has_job_ = false;
-    }
-    std::exception_ptr error;
-    try {
-      job();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    {
-      std::lock_guard lock(mu_);
-      error_ = error;
-      done_ = true;
-    }
-    cv_.notify_all();
+    spin_until([&] { return n_queued_.load() > 0 || stop_.load(); }, kIoSpin);
+    std::unique_lock lock(mu_);
+    sleeping_ = true;
+    cv_work_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    sleeping_ = false;
+    if (stop_) return;
+    Slot& s = slots_[static_cast<std::size_t>(queue_.front())];
+    queue_.pop_front();
+    n_queued_.fetch_sub(1);
+    if (s.state != State::kQueued) continue;  // its waiter ran it
+    run(s, lock);
+    lock.unlock();
+    cv_done_.notify_all();
   }
 }
 

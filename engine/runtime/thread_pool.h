@@ -1,7 +1,7 @@
 // Threads of the executor. ThreadPool runs one bulk-synchronous step: task i for every
 // i in [0, n), in parallel, and returns when all are done (the engine's tasks are the
-// replicas). IoThread is the dedicated thread of io_overlapped: one job at a time,
-// started, then waited for, while the caller computes.
+// replicas). IoQueue is the IO thread of io_overlapped: pieces of IO posted per replica
+// and waited for per replica, while the replicas compute.
 // Exceptions thrown by tasks are carried back to the caller; the lowest task index wins,
 // so the error reported never depends on thread timing.
 #pragma once
@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -53,29 +54,46 @@ class ThreadPool {
   bool stop_ = false;
 };
 
-class IoThread {
+// The IO thread of io_overlapped. Each replica has a slot holding at most one piece of
+// IO in flight: post(slot, fn, arg) queues fn(arg) and returns at once; wait(slot)
+// returns when that piece is done and rethrows its exception. A piece the thread has
+// not begun runs on the waiting caller instead: it would only sit idle otherwise.
+// Pieces run in the order posted. `fn` must outlive the wait for its piece.
+// The engine makes one only when a core is free for it, so the thread polls for work
+// for a while before sleeping, and a waiter polls before sleeping: a futex wake-up
+// costs more than a piece (tens of microseconds on a virtual machine).
+class IoQueue {
  public:
-  IoThread();
-  ~IoThread();
-  IoThread(const IoThread&) = delete;
-  IoThread& operator=(const IoThread&) = delete;
+  explicit IoQueue(std::int64_t n_slots);
+  ~IoQueue();
+  IoQueue(const IoQueue&) = delete;
+  IoQueue& operator=(const IoQueue&) = delete;
 
-  // Starts `job`; the previous job must have been waited for.
-  void start(std::function<void()> job);
-  // Blocks until the job is done and rethrows its exception. A job the thread has not
-  // picked up yet runs on the caller.
-  void wait();
+  // The slot's previous piece must have been waited for.
+  void post(std::int64_t slot, const std::function<void(std::int64_t)>& fn, std::int64_t arg);
+  void wait(std::int64_t slot);
 
  private:
+  enum class State : unsigned char { kIdle, kQueued, kRunning };
+  struct Slot {
+    std::atomic<State> state{State::kIdle};  // written under mu_, polled by waiters
+    const std::function<void(std::int64_t)>* fn = nullptr;
+    std::int64_t arg = 0;
+    std::exception_ptr error;
+  };
+
   void loop();
+  void run(Slot& slot, std::unique_lock<std::mutex>& lock);  // kQueued -> kIdle, lock held
 
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::function<void()> job_;
-  bool has_job_ = false;
-  bool done_ = true;
-  bool stop_ = false;
-  std::exception_ptr error_;
+  std::condition_variable cv_work_;
+  std::condition_variable cv_done_;
+  std::unique_ptr<Slot[]> slots_;
+  std::int64_t n_slots_ = 0;
+  std::deque<std::int64_t> queue_;         // slots in the order posted
+  std::atomic<std::int64_t> n_queued_{0};  // queue_.size(), polled by the thread
+  bool sleeping_ = false;                  // the thread waits on cv_work_
+  std::atomic<bool> stop_{false};
   std::thread thread_;
 };
 

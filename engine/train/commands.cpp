@@ -52,6 +52,9 @@ int run_train_command(const TrainCommand& command, std::ostream& out, std::ostre
   StopSignals signals;
   StopSignals::clear();
   TrainOptions options = command.options;
+  options.io_overlap = command.io_thread == "on"    ? engine::IoOverlap::kThread
+                       : command.io_thread == "off" ? engine::IoOverlap::kInline
+                                                    : engine::IoOverlap::kAuto;
   const auto caller_stop = options.stop_requested;
   options.stop_requested = [caller_stop] {
     const bool caller = caller_stop && caller_stop();

@@ -17,6 +17,7 @@ struct TrainCommand {
   std::string config;
   std::vector<std::string> overrides;  // --set key=value
   TrainOptions options;
+  std::string io_thread = "auto";  // --io-thread: auto, on or off (options.io_overlap)
   bool quiet = false;
 };
 

@@ -67,9 +67,11 @@ std::int64_t total_steps(const Limits& l, std::int64_t step, DataPosition data,
   return std::max(total, step);
 }
 
-engine::EngineOptions engine_options(const config::Config& config, int n_threads) {
+engine::EngineOptions engine_options(const config::Config& config, int n_threads,
+                                     engine::IoOverlap io_overlap = engine::IoOverlap::kAuto) {
   engine::EngineOptions o;
   o.n_threads = n_threads;
+  o.io_overlap = io_overlap;
   o.normalize_mean = config.data.normalize_mean;
   o.normalize_std = config.data.normalize_std;
   return o;
@@ -236,7 +238,7 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
         steps_per_epoch * g, train_set.n, dropped, g, plan.micro_batch_size,
         plan.gradient_accumulation, plan.replication_factor));
 
-  engine::Engine engine(plan, engine_options(config, options.n_threads));
+  engine::Engine engine(plan, engine_options(config, options.n_threads, options.io_overlap));
   engine.initialize(config.model.init);
 
   CheckpointState state;

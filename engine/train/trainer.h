@@ -40,6 +40,7 @@ struct TrainOptions {
   std::string resume;                 // a checkpoint to continue from
   std::string init_from;              // starting weights; "" = the config's model.init_from
   int n_threads = 0;                  // engine threads; 0 = the machine's
+  engine::IoOverlap io_overlap = engine::IoOverlap::kAuto;  // who moves io_overlapped's data
   // Polled after every step: true finishes there, writes a checkpoint and returns with
   // `interrupted` set (poprun wires SIGINT/SIGTERM to it).
   std::function<bool()> stop_requested;

@@ -94,8 +94,9 @@ bool bitwise_equal(const std::vector<std::vector<float>>& a,
   return true;
 }
 
-std::vector<std::vector<float>> run(const config::Config& c, std::int64_t steps) {
-  Engine e(planner::build_plan(c), options());
+std::vector<std::vector<float>> run(const config::Config& c, std::int64_t steps,
+                                    const engine::EngineOptions& o = options()) {
+  Engine e(planner::build_plan(c), o);
   e.initialize(c.model.init);
   train(e, steps);
   return all_state(e);
@@ -182,7 +183,64 @@ BOOST_AUTO_TEST_CASE(sharding_modes_and_io_modes_are_bitwise_identical) {
         config::Config c = ref;
         v.change(c);
         BOOST_TEST(bitwise_equal(run(c, 3), expected));
+        if (c.execution.io_mode != config::IoMode::kIoOverlapped) continue;
+        // Both ways of moving the data, whatever this machine's core count picks.
+        for (const auto how : {engine::IoOverlap::kThread, engine::IoOverlap::kInline}) {
+          BOOST_TEST_CONTEXT((how == engine::IoOverlap::kThread ? "IO thread" : "inline")) {
+            engine::EngineOptions o = options();
+            o.io_overlap = how;
+            BOOST_TEST(bitwise_equal(run(c, 3, o), expected));
+          }
+        }
       }
+    }
+  }
+}
+
+// Batches that fail for some (replica, accumulation step): a host load error.
+class FailingBatches final : public engine::BatchSource {
+ public:
+  FailingBatches(const engine::BatchSource& inner,
+                 std::vector<std::pair<std::int64_t, std::int64_t>> failing)
+      : inner_(inner), failing_(std::move(failing)) {}
+  engine::MicroBatch micro_batch(std::int64_t r, std::int64_t s) const override {
+    for (const auto& [fr, fs] : failing_)
+      if (fr == r && fs == s) throw Error("no batch for replica {} step {}", r, s);
+    return inner_.micro_batch(r, s);
+  }
+
+ private:
+  const engine::BatchSource& inner_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> failing_;
+};
+
+BOOST_AUTO_TEST_CASE(a_failing_load_is_reported_alike_in_every_io_mode) {
+  // Replica 1 fails at step 2 and replica 0 at step 3 of 4: every mode reports the
+  // earliest step, however its loads were scheduled.
+  struct Mode {
+    config::IoMode io;
+    engine::IoOverlap how;
+  };
+  for (const Mode m : {Mode{config::IoMode::kIo, engine::IoOverlap::kAuto},
+                       Mode{config::IoMode::kIoOverlapped, engine::IoOverlap::kThread},
+                       Mode{config::IoMode::kIoOverlapped, engine::IoOverlap::kInline}}) {
+    BOOST_TEST_CONTEXT("io mode " << static_cast<int>(m.io) << ", overlap "
+                                  << static_cast<int>(m.how)) {
+      config::Config c = base_config(2, 2, 4);
+      c.execution.mode = config::ExecutionMode::kPhased;
+      c.execution.io_mode = m.io;
+      engine::EngineOptions o = options();
+      o.io_overlap = m.how;
+      Engine e(planner::build_plan(c), o);
+      e.initialize(c.model.init);
+      engine::DatasetBatches batches(train_set(), 2, 4, 2);
+      std::vector<std::int64_t> order(static_cast<std::size_t>(train_set().n));
+      std::iota(order.begin(), order.end(), 0);
+      batches.set_batch(order, 0);
+      const FailingBatches failing(batches, {{0, 3}, {1, 2}});
+      BOOST_CHECK_EXCEPTION(e.train_step(failing), Error, [](const Error& err) {
+        return std::string(err.what()).find("no batch for replica 1 step 2") != std::string::npos;
+      });
     }
   }
 }

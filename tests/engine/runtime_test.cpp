@@ -221,17 +221,29 @@ BOOST_AUTO_TEST_CASE(thread_pool_reports_the_lowest_failing_task) {
   BOOST_TEST(n.load() == 5);
 }
 
-BOOST_AUTO_TEST_CASE(io_thread_runs_jobs_and_carries_errors) {
-  IoThread io;
-  int value = 0;
-  io.start([&] { value = 42; });
-  io.wait();
-  BOOST_TEST(value == 42);
-  io.start([] { throw popkit::Error("disk on fire"); });
-  BOOST_CHECK_THROW(io.wait(), popkit::Error);
-  io.start([&] { value = 7; });
-  io.wait();
-  BOOST_TEST(value == 7);
+BOOST_AUTO_TEST_CASE(io_queue_runs_each_piece_once_and_carries_errors) {
+  IoQueue io(3);
+  std::vector<std::atomic<int>> runs(300);
+  const std::function<void(std::int64_t)> count = [&](std::int64_t arg) {
+    runs[static_cast<std::size_t>(arg)].fetch_add(1);
+  };
+  // Slots posted and waited for in an interleaved order: each piece runs exactly once,
+  // whether the thread or the waiter takes it.
+  for (std::int64_t k = 0; k < 100; ++k) {
+    for (std::int64_t slot = 0; slot < 3; ++slot) io.post(slot, count, 3 * k + slot);
+    for (std::int64_t slot : {2, 0, 1}) io.wait(slot);
+  }
+  for (auto& r : runs) BOOST_TEST(r.load() == 1);
+  const std::function<void(std::int64_t)> fail = [](std::int64_t arg) {
+    if (arg == 1) throw popkit::Error("disk on fire");
+  };
+  io.post(0, fail, 0);
+  io.post(1, fail, 1);
+  BOOST_CHECK_THROW(io.wait(1), popkit::Error);
+  io.wait(0);  // the other slot's piece is unaffected
+  io.post(1, count, 0);
+  io.wait(1);  // the error was delivered once
+  BOOST_TEST(runs[0].load() == 2);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -85,6 +85,18 @@ expect 1 "missing-images.idx" -- poprun train "$config" --out m/run.json --set d
   --set data.train_images=missing-images.idx --set data.train_labels=missing-labels.idx \
   --set data.test_images=missing-images.idx --set data.test_labels=missing-labels.idx
 
+# io_overlapped's two ways of moving data, on the benchmark's IO-heavy loop: the same
+# weights bit for bit (the checkpoints' bytes); a way that does not exist is exit 2.
+heavy="$POPKIT_SOURCE_DIR/bench/io_heavy.yaml"
+for how in on off; do
+  poprun train "$heavy" --steps 2 -q --set training.micro_batch_size=64 \
+    --set execution.io_mode=io_overlapped --io-thread "$how" --out "io_$how/run.json" \
+    >/dev/null 2>&1 || fail "train bench/io_heavy.yaml --io-thread $how"
+done
+cmp -s io_on/checkpoint-step2.safetensors io_off/checkpoint-step2.safetensors ||
+  fail "--io-thread on and off give different checkpoints"
+expect 2 "--io-thread: sometimes not in {auto,on,off}" -- poprun train "$config" --io-thread sometimes
+
 if [ "$failures" != 0 ]; then
   echo "$failures failure(s)"
   exit 1
