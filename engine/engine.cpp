@@ -124,6 +124,9 @@ struct Engine::Impl {
   // One replica with several threads: a layer's GEMMs split over column blocks on the
   // pool. With R > 1 the threads run replicas instead (one per core).
   bool intra_op = false;
+  // The machine's cores, read once: std::thread::hardware_concurrency reads a file in
+  // /sys on every call, and a phased step asks once per repeat.
+  int n_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::size_t current_phase = 0;  // the phase being run, for per-phase timings
   std::unique_ptr<IoQueue> io;    // io_overlapped, made at first use
   std::shared_ptr<Collectives> collectives;
@@ -712,8 +715,7 @@ struct Engine::Impl {
       case IoOverlap::kAuto:
         break;
     }
-    return std::thread::hardware_concurrency() > static_cast<unsigned>(pool->size()) &&
-           bytes_per_step >= kIoThreadMinBytes;
+    return n_cores > pool->size() && bytes_per_step >= kIoThreadMinBytes;
   }
 
   // io_overlapped with the IO thread: the loads and stores of double-buffered tensors
@@ -984,7 +986,7 @@ Engine::Engine(const planner::Plan& plan, EngineOptions options)
   m.check_plan();
   m.n_replicas = m.plan.replication_factor;
   int threads = m.options.n_threads;
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 0) threads = m.n_cores;
   // R >= threads: one replica per thread, each single-threaded. One replica: its GEMMs
   // use the threads (in_column_blocks).
   if (m.n_replicas > 1) threads = static_cast<int>(std::min<std::int64_t>(threads, m.n_replicas));

@@ -9,6 +9,14 @@
 namespace popkit::engine {
 namespace {
 
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 // A pool thread that waits polls for up to kSpin before sleeping on a condition
 // variable: the engine runs many short jobs per step (a phased step has tens), and a
 // futex wake-up plus context switch costs as much as a short job. The poll yields, so a
@@ -22,6 +30,16 @@ template <typename Ready>
 void spin_until(const Ready& ready, std::chrono::microseconds limit = kSpin) {
   const auto t0 = std::chrono::steady_clock::now();
   while (!ready() && std::chrono::steady_clock::now() - t0 < limit) std::this_thread::yield();
+}
+
+// The IO thread's poll: PAUSE rather than sched_yield, as its core may be the SMT
+// sibling of a compute thread's (a virtual machine's CPUs often are), and a loop of
+// system calls takes the shared core's issue slots from it.
+template <typename Ready>
+void pause_until(const Ready& ready, std::chrono::microseconds limit) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!ready() && std::chrono::steady_clock::now() - t0 < limit)
+    for (int i = 0; i < 32; ++i) cpu_relax();
 }
 
 }  // namespace
@@ -163,7 +181,7 @@ void IoQueue::wait(std::int64_t slot) {
 
 void IoQueue::loop() {
   for (;;) {
-    spin_until([&] { return n_queued_.load() > 0 || stop_.load(); }, kIoSpin);
+    pause_until([&] { return n_queued_.load() > 0 || stop_.load(); }, kIoSpin);
     std::unique_lock lock(mu_);
     sleeping_ = true;
     cv_work_.wait(lock, [&] { return stop_ || !queue_.empty(); });
