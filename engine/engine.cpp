@@ -96,6 +96,14 @@ bool is_collective(OpKind k) {
   return category(k) == OpCategory::kCollective;
 }
 
+// x = (pixel / 255 - mean) / std  (config.data normalisation), for training and evaluation.
+void normalize_pixels(const std::uint8_t* pixels, std::size_t n, double mean, double std,
+                      float* x) {
+  const auto m = static_cast<float>(mean);
+  const auto s = static_cast<float>(std);
+  for (std::size_t i = 0; i < n; ++i) x[i] = (static_cast<float>(pixels[i]) / 255.0f - m) / s;
+}
+
 }  // namespace
 
 struct Engine::Impl {
@@ -137,7 +145,6 @@ struct Engine::Impl {
   Timings timings;
   std::vector<std::vector<planner::PhaseMemory>> phase_memory;
   std::vector<std::vector<double>> last_losses;
-  std::vector<std::atomic<double>> io_seconds = std::vector<std::atomic<double>>(kNumOpCategories);
 
   // The op being run, for error messages.
   const BatchSource* batches = nullptr;
@@ -533,11 +540,8 @@ struct Engine::Impl {
           shape_str(tensor(op.tensor).shape), want, image_size);
     float* dst = f32(rep, op.tensor, s, op);
     if (op.stream == Stream::kImages) {
-      // x = (pixel / 255 - mean) / std  (config.data normalisation)
-      const auto mean = static_cast<float>(options.normalize_mean);
-      const auto std = static_cast<float>(options.normalize_std);
-      for (std::size_t i = 0; i < mb.pixels.size(); ++i)
-        dst[i] = (static_cast<float>(mb.pixels[i]) / 255.0f - mean) / std;
+      normalize_pixels(mb.pixels.data(), mb.pixels.size(), options.normalize_mean,
+                       options.normalize_std, dst);
     } else {
       for (std::size_t i = 0; i < mb.labels.size(); ++i) {
         if (mb.labels[i] >= plan.n_classes)
@@ -554,8 +558,8 @@ struct Engine::Impl {
   std::vector<ReplicaBuffer> buffers_of(int t, std::int64_t s, const Op& op) {
     std::vector<ReplicaBuffer> out;
     out.reserve(static_cast<std::size_t>(n_replicas));
+    const int k = slot(t, s);
     for (std::int64_t r = 0; r < n_replicas; ++r) {
-      const int k = slot(t, s);
       out.push_back({r, raw(*replicas[static_cast<std::size_t>(r)], t, s, op), tensor(k).nelms,
                      tensor(k).dtype});
     }
@@ -731,9 +735,9 @@ struct Engine::Impl {
   // could only preempt a replica, and moving it later than io does costs cache misses.
   void run_overlapped(const Op& op) {
     auto async = [&](const Op& o) {
-      const bool io_op = o.kind == OpKind::kHostLoad || o.kind == OpKind::kRemoteLoad ||
-                         o.kind == OpKind::kHostStore || o.kind == OpKind::kRemoteStore;
-      return io_op && tensor(o.tensor).double_buffer >= 0;
+      const OpCategory c = category(o.kind);
+      return (c == OpCategory::kRemote || c == OpCategory::kHostIo) &&
+             tensor(o.tensor).double_buffer >= 0;
     };
     auto is_load = [](const Op& o) {
       return o.kind == OpKind::kHostLoad || o.kind == OpKind::kRemoteLoad;
@@ -780,12 +784,13 @@ struct Engine::Impl {
         }
       }
     };
-    // IO time per category: the slowest replica's, as for compute.
+    // IO time per category: the slowest replica's, as for compute (with the IO thread,
+    // on top of the compute time, so the categories can sum to more than the wall).
     auto add_io_seconds = [&] {
       for (std::size_t c = 0; c < kNumOpCategories; ++c) {
         double slowest = 0.0;
         for (const ReplicaIo& st : state) slowest = std::max(slowest, st.seconds[c]);
-        io_seconds[c].fetch_add(slowest, std::memory_order_relaxed);
+        add_seconds(static_cast<OpCategory>(c), slowest);
       }
     };
 
@@ -868,7 +873,6 @@ struct Engine::Impl {
     batches = &source;
     for (auto& rep : replicas)
       rep->losses.assign(static_cast<std::size_t>(plan.gradient_accumulation), 0.0);
-    for (auto& a : io_seconds) a.store(0.0);
     timings.phase_seconds.resize(plan.phases.size(), 0.0);
     timings.phase_category_seconds.resize(plan.phases.size());
     phase_memory.resize(plan.phases.size(),
@@ -882,11 +886,6 @@ struct Engine::Impl {
         for (auto& rep : replicas) rep->sampler.begin(rep->account);
         run_ops(phase.ops, true);
         timings.phase_seconds[p] += seconds_since(t0);
-        for (std::size_t c = 0; c < kNumOpCategories; ++c) {  // the IO thread's share
-          const double io_s = io_seconds[c].exchange(0.0);
-          timings.phase_category_seconds[p][c] += io_s;
-          timings.category_seconds[c] += io_s;
-        }
         for (std::size_t r = 0; r < replicas.size(); ++r) {
           const auto& m = replicas[r]->sampler.memory();
           auto& kept = phase_memory[p][r];
@@ -1043,8 +1042,6 @@ EvalResult Engine::evaluate(const Dataset& data, std::int64_t micro_batch_size,
     }
   }
   EvalResult result;
-  const auto mean = static_cast<float>(m.options.normalize_mean);
-  const auto std = static_cast<float>(m.options.normalize_std);
   double loss_sum = 0.0;
   std::vector<float> x, y, labels, dlogits;
   for (std::int64_t first = 0; first < data.n; first += micro_batch_size) {
@@ -1052,10 +1049,9 @@ EvalResult Engine::evaluate(const Dataset& data, std::int64_t micro_batch_size,
     x.resize(static_cast<std::size_t>(n * m.image_size));
     labels.resize(static_cast<std::size_t>(n));
     for (std::int64_t i = 0; i < n; ++i) {
-      const std::uint8_t* px = data.image(first + i);
-      for (std::int64_t k = 0; k < m.image_size; ++k)
-        x[static_cast<std::size_t>(i * m.image_size + k)] =
-            (static_cast<float>(px[k]) / 255.0f - mean) / std;
+      normalize_pixels(data.image(first + i), static_cast<std::size_t>(m.image_size),
+                       m.options.normalize_mean, m.options.normalize_std,
+                       x.data() + i * m.image_size);
       labels[static_cast<std::size_t>(i)] = data.labels[static_cast<std::size_t>(first + i)];
     }
     for (std::size_t l = 0; l < m.plan.layers.size(); ++l) {

@@ -58,9 +58,9 @@ class InProcessCollectives final : public Collectives {
     const auto src_of = index(src, "reduce_scatter");
     const auto dst_of = index(dst, "reduce_scatter");
     struct Task {
-      std::vector<const float*> src;  // the group's full tensors, in replica order
+      std::vector<const float*> src;  // the shard's slice of the group's tensors, in replica order
       float* dst;                     // one member's shard
-      std::int64_t offset, n_dst, n_src;
+      std::int64_t n_dst;
       std::int64_t n;  // elements of the shard to reduce (the rest is padding)
     };
     std::vector<Task> shards;
@@ -79,7 +79,10 @@ class InProcessCollectives final : public Collectives {
           throw Error("reduce_scatter: the destination must be float32");
         const std::int64_t offset = shard.rank_in_group(m) * d.nelms;
         const std::int64_t avail = std::max<std::int64_t>(0, std::min(d.nelms, n - offset));
-        shards.push_back({srcs, reinterpret_cast<float*>(d.data), offset, d.nelms, n, avail});
+        std::vector<const float*> from;  // none when the shard is all padding
+        if (avail > 0)
+          for (const float* x : srcs) from.push_back(x + offset);
+        shards.push_back({std::move(from), reinterpret_cast<float*>(d.data), d.nelms, avail});
         count(m, ring_bytes(1, n * 4, g.group_size));
       }
     }
@@ -87,9 +90,7 @@ class InProcessCollectives final : public Collectives {
       if (t.n < t.n_dst)
         std::memset(t.dst + t.n, 0, static_cast<std::size_t>(t.n_dst - t.n) * sizeof(float));
     for_chunks(shards, [&](const Task& t, std::int64_t i0, std::int64_t i1) {
-      std::vector<const float*> from(t.src.size());
-      for (std::size_t k = 0; k < t.src.size(); ++k) from[k] = t.src[k] + t.offset;
-      sum_into(t.dst + i0, from, i0, i1, op);
+      sum_into(t.dst + i0, t.src, i0, i1, op);
     });
   }
 

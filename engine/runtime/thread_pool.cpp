@@ -3,7 +3,6 @@
 #include "engine/runtime/thread_pool.h"
 
 #include <chrono>
-#include <stdexcept>
 #include <utility>
 
 namespace popkit::engine {
@@ -26,20 +25,26 @@ constexpr auto kSpin = std::chrono::microseconds(50);
 // across a repeat step's compute, so a posted piece starts at once.
 constexpr auto kIoSpin = std::chrono::microseconds(500);
 
-template <typename Ready>
-void spin_until(const Ready& ready, std::chrono::microseconds limit = kSpin) {
+// Polls ready() for up to `limit`, calling relax() between polls.
+template <typename Ready, typename Relax>
+void poll_until(const Ready& ready, std::chrono::microseconds limit, const Relax& relax) {
   const auto t0 = std::chrono::steady_clock::now();
-  while (!ready() && std::chrono::steady_clock::now() - t0 < limit) std::this_thread::yield();
+  while (!ready() && std::chrono::steady_clock::now() - t0 < limit) relax();
+}
+
+template <typename Ready>
+void spin_until(const Ready& ready) {
+  poll_until(ready, kSpin, [] { std::this_thread::yield(); });
 }
 
 // The IO thread's poll: PAUSE rather than sched_yield, as its core may be the SMT
 // sibling of a compute thread's (a virtual machine's CPUs often are), and a loop of
 // system calls takes the shared core's issue slots from it.
 template <typename Ready>
-void pause_until(const Ready& ready, std::chrono::microseconds limit) {
-  const auto t0 = std::chrono::steady_clock::now();
-  while (!ready() && std::chrono::steady_clock::now() - t0 < limit)
+void pause_until(const Ready& ready) {
+  poll_until(ready, kIoSpin, [] {
     for (int i = 0; i < 32; ++i) cpu_relax();
+  });
 }
 
 }  // namespace
@@ -116,9 +121,7 @@ void ThreadPool::run(std::int64_t n_tasks, const std::function<void(std::int64_t
 }
 
 IoQueue::IoQueue(std::int64_t n_slots)
-    : slots_(std::make_unique<Slot[]>(static_cast<std::size_t>(n_slots))),
-      n_slots_(n_slots),
-      thread_([this] { loop(); }) {}
+    : slots_(static_cast<std::size_t>(n_slots)), thread_([this] { loop(); }) {}
 
 IoQueue::~IoQueue() {
   {
@@ -131,11 +134,10 @@ IoQueue::~IoQueue() {
 
 void IoQueue::post(std::int64_t slot, const std::function<void(std::int64_t)>& fn,
                    std::int64_t arg) {
-  if (slot < 0 || slot >= n_slots_) throw std::out_of_range("IoQueue::post: no such slot");
   bool wake = false;
   {
     std::lock_guard lock(mu_);
-    Slot& s = slots_[static_cast<std::size_t>(slot)];
+    Slot& s = slots_.at(static_cast<std::size_t>(slot));
     s.fn = &fn;
     s.arg = arg;
     s.error = nullptr;
@@ -164,8 +166,7 @@ void IoQueue::run(Slot& slot, std::unique_lock<std::mutex>& lock) {
 }
 
 void IoQueue::wait(std::int64_t slot) {
-  if (slot < 0 || slot >= n_slots_) throw std::out_of_range("IoQueue::wait: no such slot");
-  Slot& s = slots_[static_cast<std::size_t>(slot)];
+  Slot& s = slots_.at(static_cast<std::size_t>(slot));
   {
     std::unique_lock lock(mu_);
     // Not begun: the thread is busy with other slots' pieces or was not scheduled, so
@@ -181,7 +182,7 @@ void IoQueue::wait(std::int64_t slot) {
 
 void IoQueue::loop() {
   for (;;) {
-    pause_until([&] { return n_queued_.load() > 0 || stop_.load(); }, kIoSpin);
+    pause_until([&] { return n_queued_.load() > 0 || stop_.load(); });
     std::unique_lock lock(mu_);
     sleeping_ = true;
     cv_work_.wait(lock, [&] { return stop_ || !queue_.empty(); });

@@ -88,8 +88,7 @@ class IoQueue {
   std::mutex mu_;
   std::condition_variable cv_work_;
   std::condition_variable cv_done_;
-  std::unique_ptr<Slot[]> slots_;
-  std::int64_t n_slots_ = 0;
+  std::vector<Slot> slots_;
   std::deque<std::int64_t> queue_;         // slots in the order posted
   std::atomic<std::int64_t> n_queued_{0};  // queue_.size(), polled by the thread
   bool sleeping_ = false;                  // the thread waits on cv_work_
