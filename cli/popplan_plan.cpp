@@ -22,16 +22,8 @@ struct PlanOptions {
   std::vector<std::string> overrides;
 };
 
-// Loads and validates; prints the diagnostics (warnings too) to stderr.
-std::optional<config::Config> load(const std::string& path,
-                                   const std::vector<std::string>& overrides) {
-  auto result = config::load_config_file(path, overrides);
-  config::print_diagnostics(std::cerr, result.diagnostics, result.sources);
-  return result.config;
-}
-
 int run_plan(const PlanOptions& o) {
-  const auto cfg = load(o.config, o.overrides);
+  const auto cfg = config::load_config_reporting(o.config, o.overrides, std::cerr);
   if (!cfg) return kExitInvalid;
   planner::Plan plan;
   try {
@@ -102,7 +94,7 @@ int run_groups(const GroupsOptions& o) {
       planner::print_grouping(std::cout, g);
     return kExitOk;
   }
-  const auto cfg = load(o.config, o.overrides);
+  const auto cfg = config::load_config_reporting(o.config, o.overrides, std::cerr);
   if (!cfg) return kExitInvalid;
   const std::int64_t r = cfg->replication.factor;
   std::vector<config::Grouping> all = cfg->replication.groupings;

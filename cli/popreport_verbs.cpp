@@ -38,40 +38,33 @@ int guarded(const std::string& tool, const std::function<int()>& body) {
   }
 }
 
+// A verb that writes one report of its files, and the chart when asked.
+void add_table_verb(Tool& tool, const std::string& verb, const std::string& help,
+                    reports::Report (*build)(const std::vector<reports::Source>&)) {
+  auto o = std::make_shared<ReportOptions>();
+  const std::string name = tool.name();
+  add_common(tool.add(verb, help,
+                      [o, name, build] {
+                        return guarded(name, [&] {
+                          const auto sources = reports::load_sources(o->files);
+                          reports::write_report(build(sources), reports::parse_format(o->format),
+                                                std::cout);
+                          if (!o->chart.empty()) reports::write_chart_file(sources, o->chart);
+                          return kExitOk;
+                        });
+                      }),
+             *o);
+}
+
 }  // namespace
 
 void add_report_verbs(Tool& tool) {
   const std::string name = tool.name();
 
-  auto memory = std::make_shared<ReportOptions>();
-  add_common(tool.add("memory", "device memory per phase and replica, planned and measured",
-                      [memory, name] {
-                        return guarded(name, [&] {
-                          const auto sources = reports::load_sources(memory->files);
-                          reports::write_report(reports::memory_report(sources),
-                                                reports::parse_format(memory->format), std::cout);
-                          if (!memory->chart.empty())
-                            reports::write_chart_file(sources, memory->chart);
-                          return kExitOk;
-                        });
-                      }),
-             *memory);
-
-  auto throughput = std::make_shared<ReportOptions>();
-  add_common(tool.add("throughput", "samples/s, time per step, phase and op kind, bytes moved",
-                      [throughput, name] {
-                        return guarded(name, [&] {
-                          const auto sources = reports::load_sources(throughput->files);
-                          reports::write_report(reports::throughput_report(sources),
-                                                reports::parse_format(throughput->format),
-                                                std::cout);
-                          if (!throughput->chart.empty()) {
-                            reports::write_chart_file(sources, throughput->chart);
-                          }
-                          return kExitOk;
-                        });
-                      }),
-             *throughput);
+  add_table_verb(tool, "memory", "device memory per phase and replica, planned and measured",
+                 reports::memory_report);
+  add_table_verb(tool, "throughput", "samples/s, time per step, phase and op kind, bytes moved",
+                 reports::throughput_report);
 
   auto compare = std::make_shared<ReportOptions>();
   auto names = std::make_shared<std::vector<std::string>>();

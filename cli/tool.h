@@ -3,9 +3,9 @@
 // mapping of outcomes to exit codes: 0 success, 1 failure at run time, 2 invalid input.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <exception>
 #include <functional>
 #include <iostream>
@@ -44,8 +44,7 @@ class Tool {
 
   // Adds a verb; `run` is called after parsing when the verb was given and returns the
   // exit code.
-  CLI::App* add(const std::string& verb, const std::string& description,
-                std::function<int()> run) {
+  CLI::App* add(const std::string& verb, const std::string& description, std::function<int()> run) {
     CLI::App* sub = app_.add_subcommand(verb, description);
     verbs_.emplace_back(sub, std::move(run));
     return sub;
@@ -68,10 +67,7 @@ class Tool {
       if (!sub->parsed()) continue;
       try {
         return run();
-      } catch (const Error& e) {
-        std::cerr << name_ << ": error: " << e.what() << '\n';
-        return kExitFailure;
-      } catch (const std::exception& e) {
+      } catch (const std::exception& e) {  // popkit::Error among them
         std::cerr << name_ << ": error: " << e.what() << '\n';
         return kExitFailure;
       }

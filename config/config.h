@@ -19,7 +19,7 @@ enum class Activation { kNone, kGelu, kRelu };
 enum class Loss { kSoftmaxCrossEntropy };
 
 struct Layer {
-  std::string name;            // unique, [A-Za-z_][A-Za-z0-9_]*
+  std::string name;  // unique, [A-Za-z_][A-Za-z0-9_]*
   LayerType type = LayerType::kLinear;
   std::int64_t out_features = 0;  // >= 1
   Activation activation = Activation::kNone;
@@ -50,8 +50,8 @@ struct Grouping {
 };
 
 struct Replication {
-  std::int64_t factor = 1;           // >= 1
-  std::vector<Grouping> groupings;   // named; names unique
+  std::int64_t factor = 1;          // >= 1
+  std::vector<Grouping> groupings;  // named; names unique
 };
 
 enum class RetrievalMode { kOnePerGroup, kAllReplicas };
@@ -104,10 +104,10 @@ enum class DType { kFloat32, kFloat16 };
 
 struct Optimizer {
   OptimizerType type = OptimizerType::kAdam;
-  double lr = 1.0e-3;    // > 0
-  double beta1 = 0.9;    // [0, 1)
-  double beta2 = 0.999;  // [0, 1)
-  double eps = 1.0e-5;   // > 0
+  double lr = 1.0e-3;         // > 0
+  double beta1 = 0.9;         // [0, 1)
+  double beta2 = 0.999;       // [0, 1)
+  double eps = 1.0e-5;        // > 0
   double weight_decay = 0.0;  // >= 0
   bool bias_correction = false;
   DType first_order_dtype = DType::kFloat32;
@@ -129,7 +129,8 @@ struct Data {
   bool shuffle = true;
   double normalize_mean = 0.1307;
   double normalize_std = 0.3081;  // > 0
-  std::string dir;  // where mnist / fashion-mnist live; empty = $POPKIT_DATA_DIR or ~/.cache/popkit/data
+  std::string
+      dir;  // where mnist / fashion-mnist live; empty = $POPKIT_DATA_DIR or ~/.cache/popkit/data
   // dataset: idx — all four required.
   std::string train_images, train_labels, test_images, test_labels;
   // dataset: synthetic
@@ -144,7 +145,7 @@ struct Eval {
 };
 
 struct Device {
-  std::string profile = "ipu-mk2";  // a profile known to the planner
+  std::string profile = "ipu-mk2";       // a profile known to the planner
   std::uint64_t memory_per_replica = 0;  // bytes; 0 = the profile's own
 };
 

@@ -784,6 +784,14 @@ LoadResult load_config_string(std::string_view yaml, const std::string& filename
   return result;
 }
 
+std::optional<Config> load_config_reporting(const std::string& path,
+                                            const std::vector<std::string>& overrides,
+                                            std::ostream& err) {
+  auto result = load_config_file(path, overrides);
+  print_diagnostics(err, result.diagnostics, result.sources);
+  return result.config;
+}
+
 LoadResult load_config_file(const std::string& path, const std::vector<std::string>& overrides) {
   auto fail = [&](std::string message) {
     LoadResult result;

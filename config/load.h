@@ -15,15 +15,22 @@
 namespace popkit::config {
 
 struct LoadResult {
-  std::optional<Config> config;          // set when there are no errors
-  std::vector<Diagnostic> diagnostics;   // errors, warnings and notes, in source order
-  SourceMap sources;                     // the text of every source, for caret lines
+  std::optional<Config> config;         // set when there are no errors
+  std::vector<Diagnostic> diagnostics;  // errors, warnings and notes, in source order
+  SourceMap sources;                    // the text of every source, for caret lines
   [[nodiscard]] bool ok() const { return config.has_value(); }
 };
 
 // `overrides` are `--set key.path=value` arguments, applied in order after the file.
-LoadResult load_config_file(const std::string& path, const std::vector<std::string>& overrides = {});
+LoadResult load_config_file(const std::string& path,
+                            const std::vector<std::string>& overrides = {});
 LoadResult load_config_string(std::string_view yaml, const std::string& filename,
                               const std::vector<std::string>& overrides = {});
+
+// load_config_file, with every diagnostic (warnings too) printed to `err`: what the
+// tools do before planning or training. The config is set when there are no errors.
+std::optional<Config> load_config_reporting(const std::string& path,
+                                            const std::vector<std::string>& overrides,
+                                            std::ostream& err);
 
 }  // namespace popkit::config

@@ -3,11 +3,13 @@
 #include "config/validate.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 
+#include "config/device_profile.h"
 #include "config/suggest.h"
 
 namespace popkit::config {
@@ -138,17 +140,11 @@ class Checker {
     if (name.empty() || !ok(path) || !ok("replication.groupings")) return ok(path);
     if (c_.grouping(name)) return true;
     const auto names = grouping_names();
+    const std::string hint = did_you_mean(name, names);
     error(path, fmt::format("unknown grouping '{}'{}", name,
-                            names.empty() ? " (replication.groupings defines none)"
-                            : did_you_mean(name, names).empty()
-                                ? fmt::format(" (defined: {})",
-                                              [&] {
-                                                std::string s;
-                                                for (const auto& n : names)
-                                                  s += (s.empty() ? "" : ", ") + n;
-                                                return s;
-                                              }())
-                                : did_you_mean(name, names)));
+                            names.empty()  ? " (replication.groupings defines none)"
+                            : hint.empty() ? fmt::format(" (defined: {})", fmt::join(names, ", "))
+                                           : hint));
     return false;
   }
 
@@ -514,12 +510,11 @@ class Checker {
     at_least("eval.micro_batch_size", c_.eval.micro_batch_size, 0);
     at_least("eval.every", c_.eval.every, 0);
     const std::string& profile = c_.device.profile;
-    if (ok("device.profile") && std::find(kDeviceProfiles.begin(), kDeviceProfiles.end(),
-                                          profile) == kDeviceProfiles.end()) {
-      std::string known;
-      for (const auto& p : kDeviceProfiles) known += (known.empty() ? "" : ", ") + p;
+    if (ok("device.profile") && find_device_profile(profile) == nullptr) {
+      std::vector<std::string> known;
+      for (const DeviceProfile& p : device_profiles()) known.push_back(p.name);
       error("device.profile", fmt::format("unknown device profile '{}'{} (known: {})", profile,
-                                          did_you_mean(profile, kDeviceProfiles), known));
+                                          did_you_mean(profile, known), fmt::join(known, ", ")));
     }
   }
 

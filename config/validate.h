@@ -38,10 +38,6 @@ class Locations {
   std::set<std::string> poisoned_;
 };
 
-// Device profiles the planner knows (planner/device_profile.cpp prices them; config/
-// cannot depend on planner/, so the names are repeated here and in the schema).
-inline const std::vector<std::string> kDeviceProfiles{"ipu-mk2", "ipu-mk1", "cpu"};
-
 // Upper bound of replication.factor: far beyond any IPU-POD, and small enough that the
 // group structure can be checked replica by replica.
 inline constexpr std::int64_t kMaxReplicationFactor = 65536;

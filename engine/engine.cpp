@@ -375,9 +375,8 @@ struct Engine::Impl {
   // ---- ops on one replica ------------------------------------------------------------
 
   std::int64_t entry_of(const Op& op, std::int64_t s) const {
-    // entry = row * steps + step  (batch-serial buffer layout)
     if (op.entry >= 0) return op.entry;
-    return op.row * plan.buffers[static_cast<std::size_t>(op.buffer)].steps + s;
+    return plan.buffers[static_cast<std::size_t>(op.buffer)].flat_index(op.row, s);
   }
 
   // fn(j0, j1) over the columns [0, n_cols): in kColumnBlock blocks on the pool when one

@@ -16,6 +16,7 @@
 #include "planner/cost.h"
 #include "planner/device_profile.h"
 #include "planner/memory.h"
+#include "planner/names.h"
 #include "planner/plan_text.h"
 #include "planner/sharding.h"
 
@@ -410,21 +411,14 @@ class Builder {
     return o;
   }
 
-  void alloc(std::vector<Op>& ops, int t) {
-    Op o = op(OpKind::kAlloc, tname(t));
+  void tensor_op(std::vector<Op>& ops, OpKind kind, int t) {
+    Op o = op(kind, tname(t));
     o.tensor = t;
     ops.push_back(std::move(o));
   }
-  void free(std::vector<Op>& ops, int t) {
-    Op o = op(OpKind::kFree, tname(t));
-    o.tensor = t;
-    ops.push_back(std::move(o));
-  }
-  void zero(std::vector<Op>& ops, int t) {
-    Op o = op(OpKind::kZero, tname(t));
-    o.tensor = t;
-    ops.push_back(std::move(o));
-  }
+  void alloc(std::vector<Op>& ops, int t) { tensor_op(ops, OpKind::kAlloc, t); }
+  void free(std::vector<Op>& ops, int t) { tensor_op(ops, OpKind::kFree, t); }
+  void zero(std::vector<Op>& ops, int t) { tensor_op(ops, OpKind::kZero, t); }
   void remote_load(std::vector<Op>& ops, int buffer, std::int64_t row, std::int64_t entry, int t) {
     const RemoteBuffer& b = p_.buffers[static_cast<std::size_t>(buffer)];
     Op o =
@@ -448,8 +442,7 @@ class Builder {
     ops.push_back(std::move(o));
   }
   void host_load(std::vector<Op>& ops, Stream s, int t) {
-    Op o = op(OpKind::kHostLoad,
-              fmt::format("{} -> {}", s == Stream::kImages ? "images" : "labels", tname(t)));
+    Op o = op(OpKind::kHostLoad, fmt::format("{} -> {}", enum_name(s), tname(t)));
     o.stream = s;
     o.tensor = t;
     ops.push_back(std::move(o));
@@ -573,6 +566,17 @@ class Builder {
     ops.push_back(std::move(o));
   }
 
+  // Adam on `weight` with `grad`: the moments loaded (when remote), the step, the
+  // gradient freed, the moments stored home. The order sets the phase's peak.
+  void adam(std::vector<Op>& ops, const ParamVars& pv, int k, int param, int weight, int grad) {
+    const int m = ensure_moment(ops, pv.m, k, param, "adam_m");
+    const int v = ensure_moment(ops, pv.v, k, param, "adam_v");
+    optimizer_step(ops, pv.value, weight, grad, m, v);
+    free(ops, grad);
+    done_with_moment(ops, pv.m, m);
+    done_with_moment(ops, pv.v, v);
+  }
+
   // Reduces the accumulated gradient over the variables' grouping (mean over the
   // replicas that hold one value), runs Adam, stores the variable and state home and
   // frees everything of the parameter. Sharded ↔ unsharded as plan.h prescribes.
@@ -613,12 +617,7 @@ class Builder {
         alloc(ops, weight_shard);
         slice_shard(ops, home, weight_shard);
       }
-      const int m = ensure_moment(ops, pv.m, k, param, "adam_m");
-      const int v = ensure_moment(ops, pv.v, k, param, "adam_v");
-      optimizer_step(ops, pv.value, weight_shard, grad_shard, m, v);
-      free(ops, grad_shard);
-      done_with_moment(ops, pv.m, m);
-      done_with_moment(ops, pv.v, v);
+      adam(ops, pv, k, param, weight_shard, grad_shard);
       if (!ws) {
         all_gather(ops, weight_shard, home);
         free(ops, weight_shard);
@@ -631,12 +630,7 @@ class Builder {
       ar.reduce = ReduceOp::kMean;
       ops.push_back(std::move(ar));
       const int full = ensure_full(ops, k, param);
-      const int m = ensure_moment(ops, pv.m, k, param, "adam_m");
-      const int v = ensure_moment(ops, pv.v, k, param, "adam_v");
-      optimizer_step(ops, pv.value, full, grad, m, v);
-      free(ops, grad);
-      done_with_moment(ops, pv.m, m);
-      done_with_moment(ops, pv.v, v);
+      adam(ops, pv, k, param, full, grad);
       if (ws) {
         // Sharded weight, full state: back to this replica's home shard.
         slice_shard(ops, full, home);
@@ -866,7 +860,7 @@ class Builder {
     p_.memory_per_replica =
         c_.device.memory_per_replica != 0 ? c_.device.memory_per_replica : profile->memory_bytes;
     p_.io_tiles = c_.execution.io_tiles;
-    estimate_time(p_, *profile, c_.execution.io_tiles);
+    estimate_time(p_, *profile);
     const MemoryWalk walk = analyse_memory(p_);
     p_.host_bytes_per_step = 0;
     for (const auto& ph : p_.phases)

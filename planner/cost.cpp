@@ -168,7 +168,8 @@ void annotate_costs(Plan& plan) {
     for (Op& op : ph.ops) costs.annotate(op);
 }
 
-void estimate_time(Plan& plan, const DeviceProfile& profile, std::int64_t io_tiles) {
+void estimate_time(Plan& plan, const DeviceProfile& profile) {
+  const std::int64_t io_tiles = plan.io_tiles;
   // IO tiles stream data; the rest compute (PopXL io_tiles).
   double fraction = 1.0;
   if (plan.io_mode != IoMode::kCompute && io_tiles > 0 && io_tiles < profile.tiles)

@@ -16,9 +16,9 @@ namespace popkit::planner {
 void annotate_costs(Plan& plan);
 
 // Fills every phase's estimated_seconds and the plan's estimated_step_seconds and
-// estimated_samples_per_second. With io_mode io or io_overlapped, `io_tiles` of the
+// estimated_samples_per_second. With io_mode io or io_overlapped, `plan.io_tiles` of the
 // profile's tiles stream data and the rest compute; io_overlapped overlaps a repeat's
 // streams with its compute: steps * max(compute, io) + min(compute, io).
-void estimate_time(Plan& plan, const DeviceProfile& profile, std::int64_t io_tiles);
+void estimate_time(Plan& plan, const DeviceProfile& profile);
 
 }  // namespace popkit::planner

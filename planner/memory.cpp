@@ -178,6 +178,10 @@ MemoryWalk analyse_memory(Plan& plan) {
   return walk;
 }
 
+void check_plan(const Plan& plan) {
+  Walker(plan).run();
+}
+
 std::vector<int> live_tensors_at_peak(const Plan& plan, const MemoryWalk& walk, int phase) {
   Walker walker(plan, phase, walk.peak_op.at(static_cast<std::size_t>(phase)));
   walker.run();

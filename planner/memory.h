@@ -30,6 +30,9 @@ struct MemoryWalk {
 // the op and the tensor.
 MemoryWalk analyse_memory(Plan& plan);
 
+// The same checks without filling anything in (for a plan read from a file).
+void check_plan(const Plan& plan);
+
 // The tensors live at a phase's peak sample, largest first (for the not-fitting report).
 std::vector<int> live_tensors_at_peak(const Plan& plan, const MemoryWalk& walk, int phase);
 

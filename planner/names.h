@@ -16,11 +16,11 @@ std::string_view dtype_name(DType t);
 std::string_view activation_name(Activation a);
 std::string_view io_mode_name(IoMode m);
 std::string_view execution_mode_name(config::ExecutionMode m);
-std::string_view variable_role_name(VariableRole r);
-std::string_view stream_name(Stream s);
-std::string_view reduce_op_name(ReduceOp r);
 std::string_view retrieval_mode_name(RetrievalMode m);
-std::string_view optimizer_type_name(config::OptimizerType t);
+
+// The name of any plan enum's value ("?" for a value without one).
+template <typename E>
+std::string_view enum_name(E value);
 
 // The names of every value of an enum, in declaration order (for schemas and errors).
 template <typename E>

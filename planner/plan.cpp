@@ -84,8 +84,10 @@ constexpr const auto& table_of() {
     return kReduceOps;
   else if constexpr (std::is_same_v<E, RetrievalMode>)
     return kRetrievalModes;
-  else
+  else {
+    static_assert(std::is_same_v<E, config::OptimizerType>, "no name table for this enum");
     return kOptimizerTypes;
+  }
 }
 
 }  // namespace
@@ -108,20 +110,13 @@ std::string_view io_mode_name(IoMode m) {
 std::string_view execution_mode_name(config::ExecutionMode m) {
   return name_in(kModes, m);
 }
-std::string_view variable_role_name(VariableRole r) {
-  return name_in(kRoles, r);
-}
-std::string_view stream_name(Stream s) {
-  return name_in(kStreams, s);
-}
-std::string_view reduce_op_name(ReduceOp r) {
-  return name_in(kReduceOps, r);
-}
 std::string_view retrieval_mode_name(RetrievalMode m) {
   return name_in(kRetrievalModes, m);
 }
-std::string_view optimizer_type_name(config::OptimizerType t) {
-  return name_in(kOptimizerTypes, t);
+
+template <typename E>
+std::string_view enum_name(E value) {
+  return name_in(table_of<E>(), value);
 }
 
 template <typename E>
@@ -139,6 +134,7 @@ std::optional<E> parse_enum(std::string_view name) {
 }
 
 #define POPKIT_ENUM(E)                                    \
+  template std::string_view enum_name<E>(E value);        \
   template std::vector<std::string_view> enum_names<E>(); \
   template std::optional<E> parse_enum<E>(std::string_view name);
 POPKIT_ENUM(TensorClass)

@@ -17,9 +17,7 @@ constexpr int kPlanVersion = 1;
 
 template <typename E>
 std::string name_of(E value) {
-  for (auto name : enum_names<E>())
-    if (parse_enum<E>(name) == value) return std::string(name);
-  return "?";
+  return std::string(enum_name(value));
 }
 
 json grouping_json(const ReplicaGrouping& g) {
@@ -504,8 +502,7 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& filename) {
   }
   // The ops must reference tensors that exist and are live when used.
   try {
-    Plan check = p;
-    analyse_memory(check);
+    check_plan(p);
   } catch (const Error& e) {
     throw Error("{}: {}", filename, e.what());
   }

@@ -8,10 +8,6 @@ namespace popkit::reports {
 
 namespace {
 
-Cell bytes_cell(std::uint64_t b) {
-  return Cell{format_bytes(b), static_cast<double>(b)};
-}
-
 Cell diff_cell(std::uint64_t measured, std::uint64_t planned) {
   const auto d = static_cast<std::int64_t>(measured) - static_cast<std::int64_t>(planned);
   return Cell{format_signed_bytes(d), static_cast<double>(d)};

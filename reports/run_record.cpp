@@ -21,26 +21,6 @@ constexpr std::array<planner::TensorClass, planner::kNumTensorClasses> kClasses{
     planner::TensorClass::kOptimizerState, planner::TensorClass::kActivations,
     planner::TensorClass::kIoSlots};
 
-std::string execution_mode_name(config::ExecutionMode m) {
-  return m == config::ExecutionMode::kPhased ? "phased" : "standard";
-}
-
-std::string io_mode_name(config::IoMode m) {
-  switch (m) {
-    case config::IoMode::kCompute:
-      return "compute";
-    case config::IoMode::kIo:
-      return "io";
-    case config::IoMode::kIoOverlapped:
-      return "io_overlapped";
-  }
-  return "?";
-}
-
-Memory memory_from_phase(const planner::PhaseMemory& m) {
-  return Memory{m.always_live, m.not_always_live, m.peak, m.peak_by_class};
-}
-
 json memory_to_json(const Memory& m) {
   json by_class = json::object();
   for (const planner::TensorClass c : kClasses) {
@@ -161,6 +141,10 @@ std::string compiler_name() {
 
 }  // namespace
 
+Memory memory_from_phase(const planner::PhaseMemory& m) {
+  return Memory{m.always_live, m.not_always_live, m.peak, m.peak_by_class};
+}
+
 PlanSummary plan_summary(const planner::Plan& plan) {
   PlanSummary p;
   p.name = plan.name;
@@ -168,8 +152,8 @@ PlanSummary plan_summary(const planner::Plan& plan) {
   p.micro_batch_size = plan.micro_batch_size;
   p.gradient_accumulation = plan.gradient_accumulation;
   p.global_batch_size = plan.global_batch_size;
-  p.execution_mode = execution_mode_name(plan.mode);
-  p.io_mode = io_mode_name(plan.io_mode);
+  p.execution_mode = std::string(planner::execution_mode_name(plan.mode));
+  p.io_mode = std::string(planner::io_mode_name(plan.io_mode));
   p.sharding_threshold = plan.sharding_threshold;
   p.device_profile = plan.device_profile;
   p.memory_per_replica = plan.memory_per_replica;

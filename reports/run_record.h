@@ -119,6 +119,9 @@ struct RunRecord {
   Environment environment;
 };
 
+// One phase's memory as the planner (planned) or the engine (measured) counts it.
+Memory memory_from_phase(const planner::PhaseMemory& m);
+
 // The plan's summary and its planned per-phase figures, ready for poprun to add
 // measurements to.
 PlanSummary plan_summary(const planner::Plan& plan);

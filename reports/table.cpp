@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "reports/input_error.h"
+#include "reports/units.h"
 
 namespace popkit::reports {
 
@@ -200,6 +201,10 @@ class JsonReporter : public Reporter {
 };
 
 }  // namespace
+
+Cell bytes_cell(std::uint64_t bytes) {
+  return Cell{format_bytes(bytes), static_cast<double>(bytes)};
+}
 
 Format parse_format(const std::string& name) {
   if (name == "text") return Format::kText;

@@ -5,6 +5,7 @@
 // the text, csv and json the number.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -28,6 +29,9 @@ struct Cell {
   std::string text;
   std::optional<double> value;  // raw number for csv and json; absent: the text is the value
 };
+
+// A byte count: "1.50 KiB" (format_bytes) with the exact number as its value.
+Cell bytes_cell(std::uint64_t bytes);
 
 // A column whose cells are equal in every row, folded out of the rows into a header
 // line ("Threshold: 512"). Text and markdown print it above the table; csv and json put

@@ -14,9 +14,6 @@ Cell rate_cell(double v) {
 Cell seconds_cell(double v) {
   return Cell{format_seconds(v), v};
 }
-Cell bytes_cell(std::uint64_t b) {
-  return Cell{format_bytes(b), static_cast<double>(b)};
-}
 Cell count_cell(std::int64_t n) {
   return Cell{format_thousands(static_cast<double>(n)), static_cast<double>(n)};
 }

@@ -15,13 +15,6 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitInvalid = 2;
 
-std::optional<config::Config> load(const std::string& path,
-                                   const std::vector<std::string>& overrides, std::ostream& err) {
-  auto result = config::load_config_file(path, overrides);
-  config::print_diagnostics(err, result.diagnostics, result.sources);
-  return result.config;
-}
-
 }  // namespace
 
 void print_train_summary(std::ostream& out, const TrainResult& r) {
@@ -47,7 +40,7 @@ void print_train_summary(std::ostream& out, const TrainResult& r) {
 }
 
 int run_train_command(const TrainCommand& command, std::ostream& out, std::ostream& err) {
-  const auto config = load(command.config, command.overrides, err);
+  const auto config = config::load_config_reporting(command.config, command.overrides, err);
   if (!config) return kExitInvalid;
   StopSignals signals;
   StopSignals::clear();
@@ -78,7 +71,7 @@ int run_train_command(const TrainCommand& command, std::ostream& out, std::ostre
 }
 
 int run_eval_command(const EvalCommand& command, std::ostream& out, std::ostream& err) {
-  const auto config = load(command.config, command.overrides, err);
+  const auto config = config::load_config_reporting(command.config, command.overrides, err);
   if (!config) return kExitInvalid;
   const EvalOutcome outcome = evaluate_checkpoint(*config, command.options);
   out << fmt::format("{} on the {} test samples: loss {:.4f}, accuracy {:.2f}% ({}/{})\n",

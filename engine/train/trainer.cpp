@@ -97,10 +97,6 @@ std::int64_t eval_micro_batch(const config::Config& config) {
                                           : config.training.micro_batch_size;
 }
 
-reports::Memory memory_of(const planner::PhaseMemory& m) {
-  return reports::Memory{m.always_live, m.not_always_live, m.peak, m.peak_by_class};
-}
-
 // The measured half of the run file.
 void add_measurements(reports::RunRecord& record, const engine::Engine& engine,
                       const std::vector<double>& losses) {
@@ -111,7 +107,8 @@ void add_measurements(reports::RunRecord& record, const engine::Engine& engine,
     auto& phase = record.phases[p];
     phase.measured.clear();
     if (p < memory.phases.size())
-      for (const auto& m : memory.phases[p]) phase.measured.push_back(memory_of(m));
+      for (const auto& m : memory.phases[p])
+        phase.measured.push_back(reports::memory_from_phase(m));
     if (p < t.phase_seconds.size()) phase.measured_seconds = t.phase_seconds[p] / steps;
   }
   for (std::size_t p = 0; p < record.phases.size() && p < t.phase_category_seconds.size(); ++p) {

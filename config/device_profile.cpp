@@ -1,7 +1,7 @@
 // The device profile table.
-#include "planner/device_profile.h"
+#include "config/device_profile.h"
 
-namespace popkit::planner {
+namespace popkit::config {
 
 const std::vector<DeviceProfile>& device_profiles() {
   static const std::vector<DeviceProfile> kProfiles = {
@@ -26,4 +26,4 @@ const DeviceProfile* find_device_profile(std::string_view name) {
   return nullptr;
 }
 
-}  // namespace popkit::planner
+}  // namespace popkit::config
