@@ -58,16 +58,7 @@ class Decoder {
   Locations& locations() { return locations_; }
 
   bool integer(const YamlNode& node, const std::string& path, std::int64_t& out) {
-    if (!is_plain_number(node)) return expected(node, path, "an integer");
-    const std::string& v = node.value;
-    const char* first = v.data() + (v[0] == '+' ? 1 : 0);
-    const auto [end, ec] = std::from_chars(first, v.data() + v.size(), out);
-    if (ec == std::errc::result_out_of_range) {
-      bad(node, path, fmt::format("{} does not fit in a 64-bit integer", v));
-      return false;
-    }
-    if (ec != std::errc() || end != v.data() + v.size()) return expected(node, path, "an integer");
-    return true;
+    return parse_integer(node, path, out, "a 64-bit integer");
   }
 
   bool unsigned_integer(const YamlNode& node, const std::string& path, std::uint64_t& out) {
@@ -76,12 +67,18 @@ class Decoder {
       bad(node, path, fmt::format("must be >= 0, got {}", node.value));
       return false;
     }
+    return parse_integer(node, path, out, "a 64-bit unsigned integer");
+  }
+
+  // A plain decimal integer, an optional '+' first; `type` names T in the range error.
+  template <typename T>
+  bool parse_integer(const YamlNode& node, const std::string& path, T& out, const char* type) {
     if (!is_plain_number(node)) return expected(node, path, "an integer");
     const std::string& v = node.value;
     const char* first = v.data() + (v[0] == '+' ? 1 : 0);
     const auto [end, ec] = std::from_chars(first, v.data() + v.size(), out);
     if (ec == std::errc::result_out_of_range) {
-      bad(node, path, fmt::format("{} does not fit in a 64-bit unsigned integer", v));
+      bad(node, path, fmt::format("{} does not fit in {}", v, type));
       return false;
     }
     if (ec != std::errc() || end != v.data() + v.size()) return expected(node, path, "an integer");

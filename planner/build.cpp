@@ -480,10 +480,10 @@ class Builder {
     repeat_tensors_.clear();
     state_.clear();
     graph_count_.clear();
-    std::vector<int> seen;
+    std::vector<char> seen(p_.layers.size(), 0);  // by layer: a phase can hold 2n items
     for (const Item& it : items) {
-      if (std::find(seen.begin(), seen.end(), it.layer) != seen.end()) continue;
-      seen.push_back(it.layer);
+      if (seen[static_cast<std::size_t>(it.layer)]) continue;
+      seen[static_cast<std::size_t>(it.layer)] = 1;
       ++graph_count_[layer(it.layer).graph];
     }
   }
@@ -684,11 +684,11 @@ class Builder {
       if (!it.backward) ensure_full(pre_, it.layer, kBiasParam);
     }
     // Free a loaded shard once gathered when this phase does not update the parameter.
+    std::vector<char> updated(p_.layers.size(), 0);  // by layer
+    for (const Item& it : items)
+      if (it.backward) updated[static_cast<std::size_t>(it.layer)] = 1;
     for (const Item& it : items) {
-      const bool updated = std::any_of(items.begin(), items.end(), [&](const Item& o) {
-        return o.backward && o.layer == it.layer;
-      });
-      if (updated || it.backward) continue;
+      if (updated[static_cast<std::size_t>(it.layer)] || it.backward) continue;
       for (int param = 0; param < 2; ++param) {
         ParamState& s = state(it.layer, param);
         if (s.full_gathered && s.home_loaded) {
@@ -830,15 +830,15 @@ class Builder {
   // step computes, so every tensor the loop streams has a second slot.
   void double_buffer() {
     if (p_.io_mode != IoMode::kIoOverlapped) return;
-    std::vector<int> streamed;
+    std::vector<char> streamed(p_.tensors.size(), 0);  // by tensor
     for (const Op& o : body_)
       if (o.kind == OpKind::kHostLoad || o.kind == OpKind::kHostStore ||
           o.kind == OpKind::kRemoteLoad || o.kind == OpKind::kRemoteStore)
-        streamed.push_back(o.tensor);
+        streamed[static_cast<std::size_t>(o.tensor)] = 1;
     const std::vector<int> loop_tensors = repeat_tensors_;
     for (int t : loop_tensors) {
       DeviceTensor& d = p_.tensors[static_cast<std::size_t>(t)];
-      const bool is_streamed = std::find(streamed.begin(), streamed.end(), t) != streamed.end();
+      const bool is_streamed = streamed[static_cast<std::size_t>(t)] != 0;
       if (!is_streamed && d.double_buffer < 0) continue;
       if (d.double_buffer < 0) {
         const int slot = tensor(d.name + ".slot1", d.cls, d.dtype, d.shape);
