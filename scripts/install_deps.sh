@@ -9,7 +9,7 @@ packages=(
   g++ cmake ninja-build git pkg-config
   libyaml-cpp-dev libcli11-dev libeigen3-dev libfmt-dev libboost-test-dev
   nlohmann-json3-dev zlib1g-dev
-  python3 python3-jsonschema python3-yaml librsvg2-bin
+  python3 python3-jsonschema python3-numpy python3-yaml librsvg2-bin
   nodejs npm dataset-fashion-mnist
 )
 if [ "${POPKIT_EXTRA_PACKAGES:-}" ]; then
