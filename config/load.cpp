@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "config/error.h"
+#include "config/input_file.h"
 #include "config/keys.h"
 #include "config/suggest.h"
 #include "config/units.h"
@@ -795,26 +796,20 @@ LoadResult load_config_file(const std::string& path, const std::vector<std::stri
     result.diagnostics.push_back({Severity::kError, path, 0, 0, std::move(message)});
     return result;
   };
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(status)) return fail("no such file");
-  if (std::filesystem::is_directory(status)) {
-    return fail("is a directory; give the path of a YAML config file");
+  std::string text;
+  try {
+    InputFile file = open_input_file(path, "give the path of a YAML config file");
+    if (file.size() > kMaxSourceBytes) {
+      return fail(fmt::format("the file is {} bytes; a config may be at most {} bytes", file.size(),
+                              kMaxSourceBytes));
+    }
+    text = file.read_all(kMaxSourceBytes, "config");
+  } catch (const Error& e) {
+    // The diagnostic carries the path itself: drop the "PATH: " the exception starts with.
+    const std::string what = e.what();
+    return fail(what.substr(what.rfind(path + ": ", 0) == 0 ? path.size() + 2 : 0));
   }
-  if (!std::filesystem::is_regular_file(status)) {
-    return fail("is not a regular file; give the path of a YAML config file");
-  }
-  const auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size > kMaxSourceBytes) {
-    return fail(fmt::format("the file is {} bytes; a config may be at most {} bytes", size,
-                            kMaxSourceBytes));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(fmt::format("cannot open: {}", std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return fail(fmt::format("cannot read: {}", std::strerror(errno)));
-  return load_config_string(text.str(), path, overrides);
+  return load_config_string(text, path, overrides);
 }
 
 }  // namespace popkit::config

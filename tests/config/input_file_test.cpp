@@ -1,0 +1,87 @@
+// Input files: only regular files are read, and nothing blocks on a FIFO or a device.
+#include "config/input_file.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "config/error.h"
+#include "config/load.h"
+
+namespace fs = std::filesystem;
+using popkit::Error;
+using popkit::input_file_problem;
+using popkit::open_input_file;
+
+namespace {
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("popkit-input-file-" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::string message_of(const std::string& path, const std::string& hint = "") {
+  try {
+    open_input_file(path, hint);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(input_file)
+
+BOOST_AUTO_TEST_CASE(a_regular_file_is_read_whole) {
+  TempDir dir;
+  const std::string path = (dir.path / "a.txt").string();
+  std::ofstream(path) << "hello";
+  popkit::InputFile file = open_input_file(path);
+  BOOST_TEST(file.size() == 5u);
+  BOOST_TEST(file.read_all(5) == "hello");
+  BOOST_TEST(input_file_problem(path).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_file_over_the_limit_is_refused_before_reading) {
+  TempDir dir;
+  const std::string path = (dir.path / "big.json").string();
+  std::ofstream(path) << "0123456789";
+  popkit::InputFile file = open_input_file(path);
+  BOOST_CHECK_EXCEPTION(file.read_all(9, "run file"), Error, [&](const Error& e) {
+    return std::string(e.what()) == path + ": 10 bytes, more than the 9 a run file may have";
+  });
+}
+
+BOOST_AUTO_TEST_CASE(what_is_not_a_regular_file_is_named) {
+  TempDir dir;
+  const std::string fifo = (dir.path / "fifo").string();
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // A FIFO without a writer would block a plain open: this returns at once.
+  BOOST_TEST(message_of(fifo) == fifo + ": is not a regular file (a FIFO)");
+  BOOST_TEST(message_of("/dev/zero") == "/dev/zero: is not a regular file (a character device)");
+  BOOST_TEST(message_of(dir.path.string(), "give the path of a run file") ==
+             dir.path.string() + ": is a directory; give the path of a run file");
+  BOOST_TEST(message_of((dir.path / "nope").string(), "hint") ==
+             (dir.path / "nope").string() + ": no such file");
+  BOOST_TEST(input_file_problem("/dev/null") == "is not a regular file (a character device)");
+}
+
+BOOST_AUTO_TEST_CASE(the_config_loader_refuses_a_fifo_and_a_device) {
+  TempDir dir;
+  const std::string fifo = (dir.path / "config.yaml").string();
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero")}) {
+    const auto result = popkit::config::load_config_file(path, {});
+    BOOST_REQUIRE(result.diagnostics.size() == 1u);
+    BOOST_TEST(result.diagnostics[0].message.rfind("is not a regular file (a ", 0) == 0);
+    BOOST_TEST(result.diagnostics[0].message.find("; give the path of a YAML config file") !=
+               std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
