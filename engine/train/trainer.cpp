@@ -1,18 +1,14 @@
 #include "engine/train/trainer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <future>
 #include <limits>
 
 #include "config/error.h"
 #include "engine/train/checkpoint.h"
+#include "engine/train/outputs.h"
 #include "engine/train/resolved_config.h"
 #include "planner/build.h"
 #include "reports/units.h"
@@ -25,21 +21,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// Creates `dir` and proves it writable before any work is done, so a bad --out or
-// --checkpoint-dir fails in the first second, not after an hour of training.
-void ensure_writable_dir(const fs::path& dir, const std::string& what) {
-  const fs::path d = dir.empty() ? fs::path(".") : dir;
-  std::error_code ec;
-  fs::create_directories(d, ec);
-  if (ec) throw Error("{}: cannot create the {} folder: {}", d.string(), what, ec.message());
-  const std::string probe = (d / (".poprun-write-test-" + std::to_string(::getpid()))).string();
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw Error("{}: cannot write to the {} folder: {}", d.string(), what, std::strerror(errno));
-  ::close(fd);
-  ::unlink(probe.c_str());
 }
 
 struct Limits {
@@ -195,7 +176,7 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
   TrainResult result;
   const planner::Plan plan = plan_of(config);
 
-  // Outputs first: an unwritable folder fails before any data is read.
+  // Outputs first: a path that cannot be written fails before any data is read.
   const std::string run_file =
       options.write_run_file
           ? (options.run_file.empty() ? default_run_file(config) : options.run_file)
@@ -204,7 +185,7 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
       !options.checkpoint_dir.empty()
           ? fs::path(options.checkpoint_dir)
           : fs::path(run_file.empty() ? default_run_file(config) : run_file).parent_path();
-  if (!run_file.empty()) ensure_writable_dir(fs::path(run_file).parent_path(), "run file");
+  if (!run_file.empty()) check_run_file_path(run_file);
   ensure_writable_dir(checkpoint_dir, "checkpoint");
 
   // Checkpoints next: a bad one fails before the data is read.
@@ -215,6 +196,11 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
     resumed = read_checkpoint(options.resume, plan, Restore::kEverything);
   else if (!init_from.empty())
     initial = read_checkpoint(init_from, plan, Restore::kWeights);
+  // The checkpoints this run writes: none may be blocked by a folder of the same name.
+  check_checkpoint_paths(checkpoint_dir, resumed ? resumed->state.step : 0);
+  for (const std::string& stale : remove_stale_temporaries(checkpoint_dir, run_file))
+    progress.note(
+        fmt::format("removed {}, left by an earlier run that did not finish writing it", stale));
 
   const engine::Dataset train_set = engine::load_dataset(config, engine::Split::kTrain);
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
@@ -345,7 +331,11 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
   add_measurements(record, engine, losses);
   result.measured_peak_bytes = engine.memory_report().peak_bytes;
   if (!run_file.empty()) {
-    reports::write_run_file(record, run_file);
+    try {
+      reports::write_run_file(record, run_file);
+    } catch (const Error& e) {
+      throw Error("{} (the checkpoint of step {} is {})", e.what(), state.step, result.checkpoint);
+    }
     result.run_file = run_file;
   }
   result.steps = state.step;
@@ -356,8 +346,10 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
 
 EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions& options) {
   const planner::Plan plan = plan_of(config);
-  if (!options.run_file.empty())
-    ensure_writable_dir(fs::path(options.run_file).parent_path(), "run file");
+  if (!options.run_file.empty()) {
+    check_run_file_path(options.run_file);
+    remove_stale_temporaries(std::nullopt, options.run_file);
+  }
   const LoadedCheckpoint ckpt = read_checkpoint(options.checkpoint, plan, Restore::kWeights);
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
   check_dataset(test_set, plan);
