@@ -73,6 +73,12 @@ void check_dataset(const engine::Dataset& data, const planner::Plan& plan) {
         data.name, top - data.labels.begin(), *top, plan.n_classes);
 }
 
+// Evaluation needs a sample to average over: an empty test set would report 0/0.
+void check_test_set(const engine::Dataset& test) {
+  if (test.n == 0)
+    throw Error("{}: 0 test samples: evaluating the model needs at least one", test.name);
+}
+
 std::int64_t eval_micro_batch(const config::Config& config) {
   return config.eval.micro_batch_size > 0 ? config.eval.micro_batch_size
                                           : config.training.micro_batch_size;
@@ -138,6 +144,7 @@ std::string default_run_file(const config::Config& config) {
 
 engine::EvalResult evaluate_test_set(const engine::Engine& engine, const engine::Dataset& test,
                                      std::int64_t micro_batch_size) {
+  check_test_set(test);
   const planner::Plan& plan = engine.plan();
   const std::int64_t parts = std::max<std::int64_t>(1, std::min(plan.replication_factor, test.n));
   std::vector<std::future<engine::EvalResult>> results;
@@ -206,6 +213,7 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
   check_dataset(train_set, plan);
   check_dataset(test_set, plan);
+  check_test_set(test_set);
   const std::int64_t g = plan.global_batch_size;
   const std::int64_t steps_per_epoch = batches_per_epoch(train_set.n, g);
   if (steps_per_epoch == 0)
@@ -353,6 +361,7 @@ EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions&
   const LoadedCheckpoint ckpt = read_checkpoint(options.checkpoint, plan, Restore::kWeights);
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
   check_dataset(test_set, plan);
+  check_test_set(test_set);
   engine::Engine engine(plan, engine_options(config, options.n_threads));
   engine.initialize(config.model.init);
   restore_checkpoint(engine, ckpt, options.checkpoint, Restore::kWeights);
