@@ -11,6 +11,7 @@
 #include "engine/train/outputs.h"
 #include "engine/train/resolved_config.h"
 #include "planner/build.h"
+#include "planner/host_memory.h"
 #include "reports/units.h"
 
 namespace popkit::train {
@@ -77,6 +78,19 @@ void check_dataset(const engine::Dataset& data, const planner::Plan& plan) {
 void check_test_set(const engine::Dataset& test) {
   if (test.n == 0)
     throw Error("{}: 0 test samples: evaluating the model needs at least one", test.name);
+}
+
+// Refuses, before anything large is allocated, a run this machine cannot hold: the
+// datasets' sizes come from the config or the IDX headers, the rest from the plan.
+void check_host_memory(const planner::Plan& plan, const config::Config& config, bool training) {
+  planner::DatasetSizes data;
+  if (training) data.train = engine::peek_dataset_size(config, engine::Split::kTrain);
+  data.test = engine::peek_dataset_size(config, engine::Split::kTest);
+  const planner::HostMemory need = planner::estimate_host_memory(
+      plan, config, data, training ? planner::HostUse::kTrain : planner::HostUse::kEvaluate);
+  if (const std::string why = planner::host_memory_problem(need, planner::available_host_memory());
+      !why.empty())
+    throw Error("{}; POPKIT_HOST_MEMORY=SIZE overrides what poprun takes as available", why);
 }
 
 std::int64_t eval_micro_batch(const config::Config& config) {
@@ -194,6 +208,7 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
           : fs::path(run_file.empty() ? default_run_file(config) : run_file).parent_path();
   if (!run_file.empty()) check_run_file_path(run_file);
   ensure_writable_dir(checkpoint_dir, "checkpoint");
+  check_host_memory(plan, config, /*training=*/true);
 
   // Checkpoints next: a bad one fails before the data is read.
   const std::string init_from =
@@ -257,6 +272,7 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
           fmt::format("note: {} was taken over {} training samples, this dataset has "
                       "{}: the data order differs from the original run's",
                       options.resume, ckpt.state.n_train, train_set.n));
+    resumed.reset();  // its tensors are in the engine now
     // A different global batch may leave less than a batch in the epoch.
     if (state.data.position + g > train_set.n) state.data = {state.data.epoch + 1, 0};
     progress.note(fmt::format("resuming from {} at step {} (epoch {}, sample {} of the epoch)",
@@ -264,6 +280,7 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
                               state.data.position));
   } else if (initial) {
     restore_checkpoint(engine, *initial, init_from, Restore::kWeights);
+    initial.reset();
     progress.note(fmt::format("starting from the weights in {}", init_from));
   }
 
@@ -358,6 +375,7 @@ EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions&
     check_run_file_path(options.run_file);
     remove_stale_temporaries(std::nullopt, options.run_file);
   }
+  check_host_memory(plan, config, /*training=*/false);
   const LoadedCheckpoint ckpt = read_checkpoint(options.checkpoint, plan, Restore::kWeights);
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
   check_dataset(test_set, plan);
