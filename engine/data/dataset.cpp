@@ -224,7 +224,8 @@ std::optional<planner::DatasetSize> peek_idx_images(const std::string& path) {
   InputFile file = open_input_file(path);
   std::vector<std::uint8_t> head(64 * 1024);
   head.resize(file.read(head.data(), head.size()));
-  if (head.size() >= 2 && head[0] == 0x1f && head[1] == 0x8b) {
+  const bool gzip = head.size() >= 2 && head[0] == 0x1f && head[1] == 0x8b;
+  if (gzip) {
     std::vector<std::uint8_t> out(16);
     z_stream zs{};
     if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return std::nullopt;
@@ -241,6 +242,14 @@ std::optional<planner::DatasetSize> peek_idx_images(const std::string& path) {
   if (head.size() < 16 || read_be32(head, 0) != kIdxImagesMagic) return std::nullopt;
   const std::int64_t n = read_be32(head, 4);
   const std::int64_t pixels = std::int64_t{read_be32(head, 8)} * std::int64_t{read_be32(head, 12)};
+  // A header the file cannot back is read_idx's to report (truncated), not a size: raw
+  // files must match it, gzip cannot inflate more than 1032 times (deflate's limit).
+  std::uint64_t need = 0;
+  if (__builtin_mul_overflow(static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(pixels),
+                             &need) ||
+      __builtin_add_overflow(need, 16, &need))
+    return std::nullopt;
+  if (gzip ? need / 1032 > file.size() : need != file.size()) return std::nullopt;
   return planner::DatasetSize{n, pixels};
 }
 

@@ -276,6 +276,26 @@ BOOST_AUTO_TEST_CASE(bad_data_names_the_file) {
         steps(1), dir);
   });
   BOOST_TEST(why2.find(corrupt) != std::string::npos, why2);
+  // A header that claims far more images than the file holds: the file is truncated,
+  // not a run too big for this machine.
+  const std::string liar = (dir / "liar-images.idx").string();
+  const std::string liar_labels = (dir / "liar-labels.idx").string();
+  std::vector<char> header{
+      0,  0, 8, 3, 0x3b, static_cast<char>(0x9a), static_cast<char>(0xca), 0, 0, 0, 0,
+      28, 0, 0, 0, 28};  // 10^9 images of 28 x 28
+  header.resize(16 + 784, 0);
+  write_bytes(liar, header);
+  write_bytes(liar_labels, {0, 0, 8, 1, 0x3b, static_cast<char>(0x9a), static_cast<char>(0xca), 0});
+  const std::string why3 = error_of([&] {
+    run(tiny_config({"data.dataset=idx", "model.input_shape=[28, 28]", "data.train_images=" + liar,
+                     "data.train_labels=" + liar_labels, "data.test_images=" + liar,
+                     "data.test_labels=" + liar_labels}),
+        steps(1), dir);
+  });
+  BOOST_TEST(why3 == liar +
+                         ": truncated: header says 1000000000 images of 28x28 (784000000016 "
+                         "bytes) but the file has 800 bytes",
+             why3);
 }
 
 BOOST_AUTO_TEST_CASE(invalid_config_exits_2_with_diagnostics) {
