@@ -9,6 +9,7 @@
 #include "cli/verbs.h"
 #include "config/load.h"
 #include "planner/build.h"
+#include "planner/host_memory.h"
 #include "planner/plan_json.h"
 #include "planner/plan_text.h"
 
@@ -52,6 +53,12 @@ int run_plan(const PlanOptions& o) {
                                planner::format_bytes(plan.not_fitting.bytes_over),
                                planner::format_bytes(plan.memory_per_replica));
   }
+  // This machine's memory is not the plan's business (the plan is for the device and
+  // may run elsewhere), so a run too big for it is a warning, not a failure.
+  if (const std::string why =
+          planner::host_memory_problem(plan.host_memory, planner::available_host_memory());
+      !why.empty())
+    std::cerr << "popplan: warning: poprun would refuse this run here: " << why << '\n';
   return plan.fits ? kExitOk : kExitFailure;
 }
 

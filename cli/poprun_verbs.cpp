@@ -26,8 +26,10 @@ void add_run_verbs(Tool& tool) {
   CLI::App* t =
       tool.add("train",
                "Train the model of CONFIG on its dataset: progress on stderr, a summary with test "
-               "accuracy, a run file and checkpoints. Exit 0 done, 1 run-time failure, 2 invalid "
-               "config, 130 stopped by SIGINT/SIGTERM after writing a checkpoint.",
+               "accuracy, a run file and checkpoints. A run needing more host memory than the "
+               "machine has available (or $POPKIT_HOST_MEMORY, e.g. 64GiB) fails at once. Exit 0 "
+               "done, 1 run-time failure, 2 invalid config, 130 stopped by SIGINT/SIGTERM after "
+               "writing a checkpoint.",
                [train, steps, epochs] {
                  if (*steps > 0) train->options.steps = *steps;
                  if (*epochs > 0) train->options.epochs = *epochs;

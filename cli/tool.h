@@ -9,6 +9,7 @@
 #include <exception>
 #include <functional>
 #include <iostream>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,6 +68,14 @@ class Tool {
       if (!sub->parsed()) continue;
       try {
         return run();
+      } catch (const std::bad_alloc&) {
+        // The last resort: poprun estimates the host memory a run needs and refuses
+        // it up front (planner/host_memory.h), so this is an estimate that fell short.
+        std::cerr << name_
+                  << ": error: out of host memory: an allocation failed (std::bad_alloc); "
+                     "make the run smaller (datasets, model, replication.factor) or use a "
+                     "machine with more memory\n";
+        return kExitFailure;
       } catch (const std::exception& e) {  // popkit::Error among them
         std::cerr << name_ << ": error: " << e.what() << '\n';
         return kExitFailure;

@@ -15,6 +15,7 @@
 #include "config/error.h"
 #include "planner/cost.h"
 #include "planner/device_profile.h"
+#include "planner/host_memory.h"
 #include "planner/memory.h"
 #include "planner/names.h"
 #include "planner/plan_text.h"
@@ -941,7 +942,9 @@ class Builder {
 }  // namespace
 
 Plan build_plan(const config::Config& config) {
-  return Builder(config).build();
+  Plan plan = Builder(config).build();
+  plan.host_memory = estimate_host_memory(plan, config, dataset_sizes_from_config(config));
+  return plan;
 }
 
 }  // namespace popkit::planner

@@ -233,6 +233,18 @@ struct NotFitting {
   std::vector<std::string> suggestions;  // "lower sharding.threshold", ...
 };
 
+// The host memory `poprun` needs to run the plan on a CPU, all replicas together
+// (planner/host_memory.h says how each part is counted). Bytes.
+struct HostMemory {
+  std::uint64_t datasets = 0;      // train and test images and labels, with the largest copy
+  std::uint64_t streaming = 0;     // the remote buffers of every replica
+  std::uint64_t device = 0;        // the device tensors of every replica
+  std::uint64_t host_buffers = 0;  // global batch, sample order, evaluation, checkpoints
+  std::uint64_t overhead = 0;      // the process itself: code, libraries, threads, allocator
+  bool datasets_counted = true;    // false: read from files at run time, not in `datasets`
+  [[nodiscard]] std::uint64_t total() const;  // the sum, saturated at 2^64 - 1
+};
+
 struct Plan {
   int version = 1;  // of the plan file format
   std::string name;
@@ -271,6 +283,8 @@ struct Plan {
   std::string device_profile;
   double estimated_step_seconds = 0.0;
   double estimated_samples_per_second = 0.0;
+
+  HostMemory host_memory;  // for poprun on this CPU
 
   // What the planner changed or doubts, e.g. io_overlapped falling back to io.
   std::vector<std::string> warnings;

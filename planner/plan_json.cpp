@@ -342,6 +342,14 @@ nlohmann::json plan_to_json(const Plan& plan) {
   j["device_profile"] = plan.device_profile;
   j["estimated_step_seconds"] = plan.estimated_step_seconds;
   j["estimated_samples_per_second"] = plan.estimated_samples_per_second;
+  const HostMemory& h = plan.host_memory;
+  j["host_memory"] = {{"total", h.total()},
+                      {"datasets", h.datasets},
+                      {"datasets_counted", h.datasets_counted},
+                      {"streaming", h.streaming},
+                      {"device", h.device},
+                      {"host_buffers", h.host_buffers},
+                      {"overhead", h.overhead}};
   j["warnings"] = plan.warnings;
   return j;
 }
@@ -493,6 +501,15 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& filename) {
   p.device_profile = r.string(j, "", "device_profile");
   p.estimated_step_seconds = r.number(j, "", "estimated_step_seconds");
   p.estimated_samples_per_second = r.number(j, "", "estimated_samples_per_second");
+  if (j.contains("host_memory")) {  // plans written before it was estimated lack it
+    const json& h = r.field(j, "", "host_memory");
+    p.host_memory.datasets = r.bytes(h, "host_memory", "datasets");
+    p.host_memory.datasets_counted = r.boolean(h, "host_memory", "datasets_counted");
+    p.host_memory.streaming = r.bytes(h, "host_memory", "streaming");
+    p.host_memory.device = r.bytes(h, "host_memory", "device");
+    p.host_memory.host_buffers = r.bytes(h, "host_memory", "host_buffers");
+    p.host_memory.overhead = r.bytes(h, "host_memory", "overhead");
+  }
   if (j.contains("warnings")) {
     const json& w = r.array(j, "", "warnings");
     for (std::size_t i = 0; i < w.size(); ++i) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "planner/host_memory.h"
 #include "planner/names.h"
 
 namespace popkit::planner {
@@ -232,6 +233,8 @@ void print_plan(std::ostream& out, const Plan& plan) {
                      format_bytes(plan.always_live_bytes), format_bytes(plan.memory_per_replica));
   out << fmt::format("  streaming memory {}, host transfers {} per step\n",
                      format_bytes(plan.streaming_bytes), format_bytes(plan.host_bytes_per_step));
+  out << fmt::format("  host memory of poprun on a CPU {}\n",
+                     describe_host_memory(plan.host_memory));
   out << fmt::format("  estimated {:.3f} ms per step, {:.0f} samples/s on {}\n",
                      plan.estimated_step_seconds * 1e3, plan.estimated_samples_per_second,
                      plan.device_profile);

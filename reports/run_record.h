@@ -145,7 +145,8 @@ nlohmann::json run_record_to_json(const RunRecord& record);
 // `kind` other than "run", or a version newer than kRunFileVersion.
 RunRecord run_record_from_json(const nlohmann::json& json, const std::string& filename);
 
-// Writes the run file atomically (temporary file, then rename); throws popkit::Error.
+// Writes the run file atomically ("PATH.tmp", fsync, then rename); throws popkit::Error
+// with the reason, and removes the temporary, when any step fails.
 void write_run_file(const RunRecord& record, const std::string& path);
 
 }  // namespace popkit::reports

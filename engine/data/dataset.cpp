@@ -4,14 +4,15 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "config/error.h"
+#include "config/input_file.h"
 #include "engine/tensor/random.h"
 
 namespace popkit::engine {
@@ -177,7 +178,13 @@ std::string find_idx(const std::filesystem::path& dir, const std::string& stem) 
   return "";
 }
 
-Dataset load_named(const std::vector<std::filesystem::path>& dirs, const std::string& what, Split split) {
+struct IdxFiles {
+  std::string images, labels;
+};
+
+// The image and label files of a named dataset's split, from the first of `dirs` that has either.
+IdxFiles find_named(const std::vector<std::filesystem::path>& dirs, const std::string& what,
+                    Split split) {
   const std::string prefix = split == Split::kTrain ? "train" : "t10k";
   for (const auto& dir : dirs) {
     const std::string images = find_idx(dir, prefix + "-images-idx3-ubyte");
@@ -185,25 +192,96 @@ Dataset load_named(const std::vector<std::filesystem::path>& dirs, const std::st
     if (images.empty() && labels.empty()) continue;
     if (images.empty()) throw Error("{}: {}-images-idx3-ubyte[.gz] is missing beside {}", dir.string(), prefix, labels);
     if (labels.empty()) throw Error("{}: {}-labels-idx1-ubyte[.gz] is missing beside {}", dir.string(), prefix, images);
-    Dataset d = read_idx(images, labels);
-    d.name = what + (split == Split::kTrain ? " train" : " test");
-    return d;
+    return {images, labels};
   }
   std::string where;
   for (const auto& dir : dirs) where += (where.empty() ? "" : " or ") + dir.string();
   throw Error("{} not found in {}: run scripts/fetch_data.sh (or set data.dir / POPKIT_DATA_DIR)", what, where);
 }
 
+std::vector<std::filesystem::path> named_dirs(const config::Config& config) {
+  const std::filesystem::path dir = data_dir(config.data);
+  if (config.data.dataset == config::Dataset::kFashionMnist)
+    return {dir / "fashion-mnist", "/usr/share/datasets/fashion-mnist"};
+  return {dir / "mnist"};
+}
+
+const char* named_what(const config::Config& config) {
+  return config.data.dataset == config::Dataset::kFashionMnist ? "Fashion-MNIST" : "MNIST";
+}
+
+Dataset load_named(const config::Config& config, Split split) {
+  const std::string what = named_what(config);
+  const IdxFiles files = find_named(named_dirs(config), what, split);
+  Dataset d = read_idx(files.images, files.labels);
+  d.name = what + (split == Split::kTrain ? " train" : " test");
+  return d;
+}
+
+// The first 16 bytes of an IDX image file (inflated when gzip): magic, n, rows, cols.
+std::optional<planner::DatasetSize> peek_idx_images(const std::string& path) {
+  if (!input_file_problem(path).empty()) return std::nullopt;
+  InputFile file = open_input_file(path);
+  std::vector<std::uint8_t> head(64 * 1024);
+  head.resize(file.read(head.data(), head.size()));
+  const bool gzip = head.size() >= 2 && head[0] == 0x1f && head[1] == 0x8b;
+  if (gzip) {
+    std::vector<std::uint8_t> out(16);
+    z_stream zs{};
+    if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return std::nullopt;
+    zs.next_in = head.data();
+    zs.avail_in = static_cast<uInt>(head.size());
+    zs.next_out = out.data();
+    zs.avail_out = static_cast<uInt>(out.size());
+    while (zs.avail_out > 0 && inflate(&zs, Z_NO_FLUSH) == Z_OK) {
+    }
+    out.resize(out.size() - zs.avail_out);
+    inflateEnd(&zs);
+    head = std::move(out);
+  }
+  if (head.size() < 16 || read_be32(head, 0) != kIdxImagesMagic) return std::nullopt;
+  const std::int64_t n = read_be32(head, 4);
+  const std::int64_t pixels = std::int64_t{read_be32(head, 8)} * std::int64_t{read_be32(head, 12)};
+  // A header the file cannot back is read_idx's to report (truncated), not a size: raw
+  // files must match it, gzip cannot inflate more than 1032 times (deflate's limit).
+  std::uint64_t need = 0;
+  if (__builtin_mul_overflow(static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(pixels),
+                             &need) ||
+      __builtin_add_overflow(need, 16, &need))
+    return std::nullopt;
+  if (gzip ? need / 1032 > file.size() : need != file.size()) return std::nullopt;
+  return planner::DatasetSize{n, pixels};
+}
+
 }  // namespace
+
+std::optional<planner::DatasetSize> peek_dataset_size(const config::Config& config, Split split) {
+  const config::Data& data = config.data;
+  const bool train = split == Split::kTrain;
+  switch (data.dataset) {
+    case config::Dataset::kSynthetic: {
+      const planner::DatasetSizes sizes = planner::dataset_sizes_from_config(config);
+      return train ? sizes.train : sizes.test;
+    }
+    case config::Dataset::kIdx:
+      return peek_idx_images(train ? data.train_images : data.test_images);
+    case config::Dataset::kMnist:
+    case config::Dataset::kFashionMnist:
+      try {
+        return peek_idx_images(find_named(named_dirs(config), named_what(config), split).images);
+      } catch (const Error&) {
+        return std::nullopt;  // load_dataset says what is missing
+      }
+  }
+  return std::nullopt;
+}
 
 Dataset load_dataset(const config::Config& config, Split split) {
   const config::Data& data = config.data;
-  const std::filesystem::path dir = data_dir(data);
   switch (data.dataset) {
     case config::Dataset::kMnist:
-      return load_named({dir / "mnist"}, "MNIST", split);
     case config::Dataset::kFashionMnist:
-      return load_named({dir / "fashion-mnist", "/usr/share/datasets/fashion-mnist"}, "Fashion-MNIST", split);
+      return load_named(config, split);
     case config::Dataset::kIdx:
       return split == Split::kTrain ? read_idx(data.train_images, data.train_labels)
                                     : read_idx(data.test_images, data.test_labels);

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
+#include "planner/host_memory.h"
 
 namespace popkit::engine {
 
@@ -56,6 +58,12 @@ enum class Split { kTrain, kTest };
 // Where the named datasets live: data.dir, else $POPKIT_DATA_DIR, else
 // ~/.cache/popkit/data (scripts/fetch_data.sh fills it).
 std::string data_dir(const config::Data& data);
+
+// The size of the split load_dataset would return, without reading the pixels: from
+// the config (synthetic) or the IDX image file's header (raw or gzip), so the host
+// memory a run needs is known before the data is read. nullopt when the file is not
+// there or not IDX: load_dataset then says why.
+std::optional<planner::DatasetSize> peek_dataset_size(const config::Config& config, Split split);
 
 // The dataset a config names, one split: mnist and fashion-mnist from data_dir() (raw
 // or .gz; Fashion-MNIST also from Debian's /usr/share/datasets/fashion-mnist), idx from

@@ -1,20 +1,17 @@
 #include "engine/train/trainer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <future>
 #include <limits>
 
 #include "config/error.h"
 #include "engine/train/checkpoint.h"
+#include "engine/train/outputs.h"
 #include "engine/train/resolved_config.h"
 #include "planner/build.h"
+#include "planner/host_memory.h"
 #include "reports/units.h"
 
 namespace popkit::train {
@@ -25,21 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// Creates `dir` and proves it writable before any work is done, so a bad --out or
-// --checkpoint-dir fails in the first second, not after an hour of training.
-void ensure_writable_dir(const fs::path& dir, const std::string& what) {
-  const fs::path d = dir.empty() ? fs::path(".") : dir;
-  std::error_code ec;
-  fs::create_directories(d, ec);
-  if (ec) throw Error("{}: cannot create the {} folder: {}", d.string(), what, ec.message());
-  const std::string probe = (d / (".poprun-write-test-" + std::to_string(::getpid()))).string();
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw Error("{}: cannot write to the {} folder: {}", d.string(), what, std::strerror(errno));
-  ::close(fd);
-  ::unlink(probe.c_str());
 }
 
 struct Limits {
@@ -90,6 +72,25 @@ void check_dataset(const engine::Dataset& data, const planner::Plan& plan) {
         "{}: sample {} has label {}, but the last layer has out_features {}: labels must "
         "be below it",
         data.name, top - data.labels.begin(), *top, plan.n_classes);
+}
+
+// Evaluation needs a sample to average over: an empty test set would report 0/0.
+void check_test_set(const engine::Dataset& test) {
+  if (test.n == 0)
+    throw Error("{}: 0 test samples: evaluating the model needs at least one", test.name);
+}
+
+// Refuses, before anything large is allocated, a run this machine cannot hold: the
+// datasets' sizes come from the config or the IDX headers, the rest from the plan.
+void check_host_memory(const planner::Plan& plan, const config::Config& config, bool training) {
+  planner::DatasetSizes data;
+  if (training) data.train = engine::peek_dataset_size(config, engine::Split::kTrain);
+  data.test = engine::peek_dataset_size(config, engine::Split::kTest);
+  const planner::HostMemory need = planner::estimate_host_memory(
+      plan, config, data, training ? planner::HostUse::kTrain : planner::HostUse::kEvaluate);
+  if (const std::string why = planner::host_memory_problem(need, planner::available_host_memory());
+      !why.empty())
+    throw Error("{}; POPKIT_HOST_MEMORY=SIZE overrides what poprun takes as available", why);
 }
 
 std::int64_t eval_micro_batch(const config::Config& config) {
@@ -157,6 +158,7 @@ std::string default_run_file(const config::Config& config) {
 
 engine::EvalResult evaluate_test_set(const engine::Engine& engine, const engine::Dataset& test,
                                      std::int64_t micro_batch_size) {
+  check_test_set(test);
   const planner::Plan& plan = engine.plan();
   const std::int64_t parts = std::max<std::int64_t>(1, std::min(plan.replication_factor, test.n));
   std::vector<std::future<engine::EvalResult>> results;
@@ -195,7 +197,7 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
   TrainResult result;
   const planner::Plan plan = plan_of(config);
 
-  // Outputs first: an unwritable folder fails before any data is read.
+  // Outputs first: a path that cannot be written fails before any data is read.
   const std::string run_file =
       options.write_run_file
           ? (options.run_file.empty() ? default_run_file(config) : options.run_file)
@@ -204,8 +206,9 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
       !options.checkpoint_dir.empty()
           ? fs::path(options.checkpoint_dir)
           : fs::path(run_file.empty() ? default_run_file(config) : run_file).parent_path();
-  if (!run_file.empty()) ensure_writable_dir(fs::path(run_file).parent_path(), "run file");
+  if (!run_file.empty()) check_run_file_path(run_file);
   ensure_writable_dir(checkpoint_dir, "checkpoint");
+  check_host_memory(plan, config, /*training=*/true);
 
   // Checkpoints next: a bad one fails before the data is read.
   const std::string init_from =
@@ -215,11 +218,17 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
     resumed = read_checkpoint(options.resume, plan, Restore::kEverything);
   else if (!init_from.empty())
     initial = read_checkpoint(init_from, plan, Restore::kWeights);
+  // The checkpoints this run writes: none may be blocked by a folder of the same name.
+  check_checkpoint_paths(checkpoint_dir, resumed ? resumed->state.step : 0);
+  for (const std::string& stale : remove_stale_temporaries(checkpoint_dir, run_file))
+    progress.note(
+        fmt::format("removed {}, left by an earlier run that did not finish writing it", stale));
 
   const engine::Dataset train_set = engine::load_dataset(config, engine::Split::kTrain);
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
   check_dataset(train_set, plan);
   check_dataset(test_set, plan);
+  check_test_set(test_set);
   const std::int64_t g = plan.global_batch_size;
   const std::int64_t steps_per_epoch = batches_per_epoch(train_set.n, g);
   if (steps_per_epoch == 0)
@@ -263,6 +272,7 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
           fmt::format("note: {} was taken over {} training samples, this dataset has "
                       "{}: the data order differs from the original run's",
                       options.resume, ckpt.state.n_train, train_set.n));
+    resumed.reset();  // its tensors are in the engine now
     // A different global batch may leave less than a batch in the epoch.
     if (state.data.position + g > train_set.n) state.data = {state.data.epoch + 1, 0};
     progress.note(fmt::format("resuming from {} at step {} (epoch {}, sample {} of the epoch)",
@@ -270,6 +280,7 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
                               state.data.position));
   } else if (initial) {
     restore_checkpoint(engine, *initial, init_from, Restore::kWeights);
+    initial.reset();
     progress.note(fmt::format("starting from the weights in {}", init_from));
   }
 
@@ -345,7 +356,11 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
   add_measurements(record, engine, losses);
   result.measured_peak_bytes = engine.memory_report().peak_bytes;
   if (!run_file.empty()) {
-    reports::write_run_file(record, run_file);
+    try {
+      reports::write_run_file(record, run_file);
+    } catch (const Error& e) {
+      throw Error("{} (the checkpoint of step {} is {})", e.what(), state.step, result.checkpoint);
+    }
     result.run_file = run_file;
   }
   result.steps = state.step;
@@ -356,11 +371,15 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
 
 EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions& options) {
   const planner::Plan plan = plan_of(config);
-  if (!options.run_file.empty())
-    ensure_writable_dir(fs::path(options.run_file).parent_path(), "run file");
+  if (!options.run_file.empty()) {
+    check_run_file_path(options.run_file);
+    remove_stale_temporaries(std::nullopt, options.run_file);
+  }
+  check_host_memory(plan, config, /*training=*/false);
   const LoadedCheckpoint ckpt = read_checkpoint(options.checkpoint, plan, Restore::kWeights);
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
   check_dataset(test_set, plan);
+  check_test_set(test_set);
   engine::Engine engine(plan, engine_options(config, options.n_threads));
   engine.initialize(config.model.init);
   restore_checkpoint(engine, ckpt, options.checkpoint, Restore::kWeights);

@@ -84,6 +84,27 @@ expect 1 "poprun: error: blocker/ckpt: cannot create the checkpoint folder" -- p
 expect 1 "missing-images.idx" -- poprun train "$config" --out m/run.json --set data.dataset=idx \
   --set data.train_images=missing-images.idx --set data.train_labels=missing-labels.idx \
   --set data.test_images=missing-images.idx --set data.test_labels=missing-labels.idx
+# An empty test set: an error before training (train) or evaluating (eval), like an
+# empty training set, not "0.00% (0/0)". Synthetic sets cannot be empty: invalid config.
+/usr/bin/python3 - <<'PY' || fail "cannot write the IDX files"
+import struct
+def idx(stem, n):
+    with open(stem + "-images.idx", "wb") as f:
+        f.write(struct.pack(">IIII", 2051, n, 8, 8) + bytes(range(64)) * n)
+    with open(stem + "-labels.idx", "wb") as f:
+        f.write(struct.pack(">II", 2049, n) + bytes(i % 10 for i in range(n)))
+idx("train", 64)
+idx("empty-test", 0)
+PY
+idx_set=(--set data.dataset=idx --set data.train_images=train-images.idx
+  --set data.train_labels=train-labels.idx --set data.test_images=empty-test-images.idx
+  --set data.test_labels=empty-test-labels.idx)
+expect 1 "poprun: error: empty-test-images.idx: 0 test samples: evaluating the model needs at least one" \
+  -- poprun train "$config" --steps 1 --out z/run.json "${idx_set[@]}"
+[ ! -e z/checkpoint-step1.safetensors ] || fail "an empty test set was found only after training"
+expect 1 "poprun: error: empty-test-images.idx: 0 test samples: evaluating the model needs at least one" \
+  -- poprun eval "$config" --checkpoint r/checkpoint-step3.safetensors "${idx_set[@]}"
+expect 2 "data.synthetic_test: must be >= 1, got 0" -- poprun train "$config" --set data.synthetic_test=0
 
 # io_overlapped's two ways of moving data, on the benchmark's IO-heavy loop: the same
 # weights bit for bit (the checkpoints' bytes); a way that does not exist is exit 2.

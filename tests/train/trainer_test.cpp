@@ -276,6 +276,26 @@ BOOST_AUTO_TEST_CASE(bad_data_names_the_file) {
         steps(1), dir);
   });
   BOOST_TEST(why2.find(corrupt) != std::string::npos, why2);
+  // A header that claims far more images than the file holds: the file is truncated,
+  // not a run too big for this machine.
+  const std::string liar = (dir / "liar-images.idx").string();
+  const std::string liar_labels = (dir / "liar-labels.idx").string();
+  std::vector<char> header{
+      0,  0, 8, 3, 0x3b, static_cast<char>(0x9a), static_cast<char>(0xca), 0, 0, 0, 0,
+      28, 0, 0, 0, 28};  // 10^9 images of 28 x 28
+  header.resize(16 + 784, 0);
+  write_bytes(liar, header);
+  write_bytes(liar_labels, {0, 0, 8, 1, 0x3b, static_cast<char>(0x9a), static_cast<char>(0xca), 0});
+  const std::string why3 = error_of([&] {
+    run(tiny_config({"data.dataset=idx", "model.input_shape=[28, 28]", "data.train_images=" + liar,
+                     "data.train_labels=" + liar_labels, "data.test_images=" + liar,
+                     "data.test_labels=" + liar_labels}),
+        steps(1), dir);
+  });
+  BOOST_TEST(why3 == liar +
+                         ": truncated: header says 1000000000 images of 28x28 (784000000016 "
+                         "bytes) but the file has 800 bytes",
+             why3);
 }
 
 BOOST_AUTO_TEST_CASE(invalid_config_exits_2_with_diagnostics) {
@@ -354,6 +374,39 @@ BOOST_AUTO_TEST_CASE(run_file_is_valid_and_holds_the_measurements) {
   const TrainResult part = run(tiny_config(), stop, dir / "part");
   BOOST_TEST(validate_run_file(part.run_file) == 0);
   BOOST_TEST(!part.record.test.has_value());
+}
+
+// A run file that cannot be written: the reason, and no temporary left behind.
+BOOST_AUTO_TEST_CASE(failed_write_says_why_and_leaves_no_temporary) {
+  const auto dir = scratch("run_file_write");
+  reports::RunRecord record;
+  record.name = "tiny";
+  // rename(2) cannot replace a folder that holds something.
+  const fs::path blocked = dir / "blocked.json";
+  fs::create_directories(blocked / "inside");
+  const std::string why = error_of([&] { reports::write_run_file(record, blocked.string()); });
+  BOOST_TEST(
+      why == blocked.string() + ".tmp: cannot rename to " + blocked.string() + ": Is a directory",
+      why);
+  BOOST_TEST(!fs::exists(blocked.string() + ".tmp"));
+  // The temporary cannot be opened.
+  const fs::path target = dir / "run.json";
+  fs::create_directories(target.string() + ".tmp");
+  const std::string why2 = error_of([&] { reports::write_run_file(record, target.string()); });
+  BOOST_TEST(why2 == target.string() + ".tmp: cannot open for writing: Is a directory", why2);
+  BOOST_TEST(!fs::exists(target));
+  // A link where the temporary goes is not written through (a full disk is in
+  // poprun_outputs_test.sh: it needs a mount).
+  const fs::path victim = dir / "victim.txt";
+  write_bytes(victim, {'k', 'e', 'e', 'p'});
+  const fs::path linked = dir / "linked.json";
+  fs::create_symlink(victim, linked.string() + ".tmp");
+  const std::string why3 = error_of([&] { reports::write_run_file(record, linked.string()); });
+  BOOST_TEST(why3 == linked.string() +
+                         ".tmp: cannot open for writing: Too many levels of "
+                         "symbolic links",
+             why3);
+  BOOST_TEST((file_bytes(victim) == std::vector<char>{'k', 'e', 'e', 'p'}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,234 @@
+// The host memory estimate and what this machine has; see host_memory.h.
+#include "planner/host_memory.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "config/error.h"
+#include "config/units.h"
+#include "planner/plan_text.h"
+
+namespace popkit::planner {
+namespace {
+
+constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+
+std::uint64_t add(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t s = 0;
+  return __builtin_add_overflow(a, b, &s) ? kMax : s;
+}
+
+std::uint64_t mul(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t p = 0;
+  return __builtin_mul_overflow(a, b, &p) ? kMax : p;
+}
+
+std::uint64_t u(std::int64_t v) {
+  return v > 0 ? static_cast<std::uint64_t>(v) : 0;
+}
+
+// n x (image + label)
+std::uint64_t held(const DatasetSize& d) {
+  return mul(u(d.n), add(u(d.image_bytes), 1));
+}
+
+// The copy made while a split is loaded: the file's bytes beside the dataset (IDX), or
+// one float64 prototype image per class (synthetic).
+std::uint64_t loading_copy(const DatasetSize& d, const Plan& plan, const config::Config& config) {
+  if (config.data.dataset == config::Dataset::kSynthetic)
+    return mul(mul(u(plan.n_classes), u(d.image_bytes)), 8);
+  return add(held(d), 16 + 8);  // the two IDX headers
+}
+
+std::uint64_t datasets_bytes(const Plan& plan, const config::Config& config,
+                             const DatasetSizes& data) {
+  const std::uint64_t train = data.train ? held(*data.train) : 0;
+  const std::uint64_t test = data.test ? held(*data.test) : 0;
+  std::uint64_t extra = test;  // evaluation's parts
+  if (data.train) extra = std::max(extra, loading_copy(*data.train, plan, config));
+  if (data.test) extra = std::max(extra, loading_copy(*data.test, plan, config));
+  return add(add(train, test), extra);
+}
+
+// Training allocates every device tensor, and keeps each freed one's memory for its
+// next allocation; evaluation only runs `setup`, which allocates the always-live ones.
+std::uint64_t device_bytes(const Plan& plan, HostUse use) {
+  std::uint64_t per_replica = 0;
+  for (const DeviceTensor& t : plan.tensors)
+    if (use == HostUse::kTrain || t.always_live) per_replica = add(per_replica, t.nbytes);
+  return mul(per_replica, u(plan.replication_factor));
+}
+
+std::uint64_t host_buffer_bytes(const Plan& plan, const config::Config& config,
+                                const DatasetSizes& data, HostUse use) {
+  std::uint64_t image = 1;
+  for (const std::int64_t d : plan.input_shape) image = mul(image, u(d));
+
+  // Evaluation: R parts at once, each with every weight and bias in float32 and its
+  // micro-batch's activations: x and y as wide as the widest layer, logits' gradient.
+  std::uint64_t weights = 0;
+  std::uint64_t checkpoint = 0;
+  std::uint64_t largest = 0;
+  const std::uint64_t copies = plan.retrieval_mode == config::RetrievalMode::kAllReplicas
+                                   ? u(plan.replication_factor)
+                                   : u(plan.variables_grouping.n_groups());
+  for (const Variable& v : plan.variables) {
+    if (v.role == VariableRole::kWeight || v.role == VariableRole::kBias)
+      weights = add(weights, mul(u(v.nelms), 4));
+    checkpoint = add(checkpoint, mul(mul(u(v.nelms), u(dtype_size(v.dtype))), copies));
+    largest = std::max(largest, mul(u(v.nelms), 4));
+  }
+  std::uint64_t widest = image;
+  for (const LayerInfo& l : plan.layers) widest = std::max(widest, u(l.out_features));
+  const std::int64_t eval_mb =
+      config.eval.micro_batch_size > 0 ? config.eval.micro_batch_size : plan.micro_batch_size;
+  const std::uint64_t activations =
+      mul(mul(u(eval_mb), add(mul(widest, 2), add(u(plan.n_classes), 1))), 4);
+  const std::uint64_t evaluation =
+      mul(add(weights, activations), std::max<std::uint64_t>(1, u(plan.replication_factor)));
+
+  // poprun eval holds the checkpoint it read while it evaluates; reading it holds the
+  // file's bytes beside the tensors.
+  if (use == HostUse::kEvaluate) return add(checkpoint, std::max(evaluation, checkpoint));
+  // Writing a checkpoint: the safetensors tensors and one variable's float copies.
+  const std::uint64_t writing = add(checkpoint, mul(largest, copies));
+  const std::uint64_t batch = mul(u(plan.global_batch_size), add(image, 1));
+  const std::uint64_t order = data.train ? mul(u(data.train->n), 16) : 0;
+  return add(add(batch, order), std::max(evaluation, writing));
+}
+
+// "MemAvailable:   22640652 kB" -> bytes
+std::optional<std::uint64_t> meminfo_field(const std::string& name) {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(name + ":", 0) != 0) continue;
+    std::istringstream fields(line.substr(name.size() + 1));
+    std::uint64_t kib = 0;
+    std::string unit;
+    if (fields >> kib >> unit && unit == "kB") return mul(kib, 1024);
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> read_limit(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text) || text == "max") return std::nullopt;
+  std::uint64_t v = 0;
+  std::istringstream parse(text);
+  // v1 says "unlimited" with a number just under 2^63.
+  if (parse >> v && v < (std::uint64_t{1} << 62)) return v;
+  return std::nullopt;
+}
+
+// The tightest memory cgroup limit on this process: its own cgroup's and every
+// ancestor's (v2 memory.max, v1 memory.limit_in_bytes), paths from /proc/self/cgroup.
+// nullopt when unlimited or unreadable.
+std::optional<std::uint64_t> cgroup_limit() {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  std::optional<std::uint64_t> out;
+  while (std::getline(in, line)) {
+    // "0::/a/b" (v2) or "4:memory:/a/b" (v1)
+    const auto first = line.find(':');
+    const auto second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    std::string dir;
+    std::string file;
+    if (controllers.empty()) {
+      dir = "/sys/fs/cgroup";
+      file = "memory.max";
+    } else if (controllers == "memory" || controllers.find("memory,") == 0 ||
+               controllers.find(",memory") != std::string::npos) {
+      dir = "/sys/fs/cgroup/memory";
+      file = "memory.limit_in_bytes";
+    } else {
+      continue;
+    }
+    std::string path = line.substr(second + 1);
+    while (true) {
+      if (const auto limit = read_limit(dir + path + (path.ends_with('/') ? "" : "/") + file))
+        out = std::min(out.value_or(kMax), *limit);
+      if (path.empty() || path == "/") break;
+      path = path.substr(0, path.rfind('/'));
+    }
+  }
+  return out;
+}
+
+std::string host_memory_parts(const HostMemory& m) {
+  return fmt::format(
+      "{}streaming memory {}, device memory {}, host buffers {}, overhead {}",
+      m.datasets_counted ? fmt::format("datasets {}, ", format_bytes(m.datasets)) : "",
+      format_bytes(m.streaming), format_bytes(m.device), format_bytes(m.host_buffers),
+      format_bytes(m.overhead));
+}
+
+}  // namespace
+
+std::uint64_t HostMemory::total() const {
+  return add(add(add(datasets, streaming), add(device, host_buffers)), overhead);
+}
+
+DatasetSizes dataset_sizes_from_config(const config::Config& config) {
+  if (config.data.dataset != config::Dataset::kSynthetic) return {};
+  std::int64_t image = 1;
+  for (const std::int64_t d : config.model.input_shape)
+    if (__builtin_mul_overflow(image, d, &image)) image = std::numeric_limits<std::int64_t>::max();
+  return {DatasetSize{config.data.synthetic_train, image},
+          DatasetSize{config.data.synthetic_test, image}};
+}
+
+HostMemory estimate_host_memory(const Plan& plan, const config::Config& config, DatasetSizes data,
+                                HostUse use) {
+  if (use == HostUse::kEvaluate) data.train = DatasetSize{};  // not read
+  HostMemory m;
+  m.datasets = datasets_bytes(plan, config, data);
+  m.datasets_counted = data.train.has_value() && data.test.has_value();
+  m.streaming = mul(plan.streaming_bytes, u(plan.replication_factor));
+  m.device = device_bytes(plan, use);
+  m.host_buffers = host_buffer_bytes(plan, config, data, use);
+  m.overhead = kHostOverhead;
+  return m;
+}
+
+std::string describe_host_memory(const HostMemory& m) {
+  return fmt::format("{}{} ({})", format_bytes(m.total()),
+                     m.datasets_counted ? "" : " + the datasets", host_memory_parts(m));
+}
+
+std::optional<AvailableMemory> available_host_memory() {
+  if (const char* env = std::getenv("POPKIT_HOST_MEMORY"); env && *env) {
+    std::string why;
+    const auto bytes = config::parse_bytes(env, why);
+    if (!bytes)
+      throw Error("POPKIT_HOST_MEMORY: '{}' is not a byte size: {} (units {})", env, why,
+                  config::kByteUnits);
+    return AvailableMemory{*bytes, "POPKIT_HOST_MEMORY"};
+  }
+  std::optional<AvailableMemory> out;
+  if (const auto avail = meminfo_field("MemAvailable"))
+    out = AvailableMemory{*avail, "MemAvailable in /proc/meminfo"};
+  if (const auto limit = cgroup_limit(); limit && (!out || *limit < out->bytes))
+    out = AvailableMemory{*limit, "the memory cgroup's limit"};
+  return out;
+}
+
+std::string host_memory_problem(const HostMemory& need,
+                                const std::optional<AvailableMemory>& available) {
+  if (!available || need.total() <= available->bytes) return "";
+  return fmt::format(
+      "the run needs {} of host memory{} ({}) but this machine has {} available ({})",
+      format_bytes(need.total()), need.datasets_counted ? "" : " besides its datasets",
+      host_memory_parts(need), format_bytes(available->bytes), available->source);
+}
+
+}  // namespace popkit::planner
