@@ -3,6 +3,8 @@
 // names the file and what is wrong.
 #include "engine/train/checkpoint.h"
 
+#include <sys/stat.h>
+
 #include <boost/test/unit_test.hpp>
 #include <cstring>
 
@@ -87,6 +89,22 @@ std::vector<std::vector<float>> restored_state(const config::Config& c, const st
   restore_checkpoint(e, ckpt, path, Restore::kEverything);
   if (steps_done) *steps_done = e.steps_done();
   return state_of(e);
+}
+
+// A safetensors file with the JSON header `header` (padded to 8 bytes) and `data`.
+std::string write_raw_safetensors(const fs::path& path, std::string header,
+                                  const std::vector<char>& data = {}) {
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::vector<char> bytes(8);
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(header.size() >> (8 * i));
+  bytes.insert(bytes.end(), header.begin(), header.end());
+  bytes.insert(bytes.end(), data.begin(), data.end());
+  write_bytes(path, bytes);
+  return path.string();
+}
+
+std::string safetensors_error(const std::string& path) {
+  return error_of([&] { engine::read_safetensors(path); });
 }
 
 }  // namespace
@@ -208,6 +226,56 @@ BOOST_AUTO_TEST_CASE(missing_file) {
   BOOST_TEST(error_of([&] {
                read_checkpoint("/nonexistent/ckpt.safetensors", plan, Restore::kWeights);
              }) == "/nonexistent/ckpt.safetensors: no such file");
+}
+
+BOOST_AUTO_TEST_CASE(directory_is_refused) {
+  const auto dir = scratch("directory");
+  const auto plan = planner::build_plan(tiny_config());
+  BOOST_TEST(error_of([&] { read_checkpoint(dir.string(), plan, Restore::kWeights); }) ==
+             dir.string() + ": is a directory; expected a safetensors checkpoint");
+}
+
+// /dev/zero never ends and a FIFO without a writer blocks: both are refused from the
+// descriptor's type, before any byte is read.
+BOOST_AUTO_TEST_CASE(device_is_refused) {
+  const auto plan = planner::build_plan(tiny_config());
+  BOOST_TEST(error_of([&] { read_checkpoint("/dev/zero", plan, Restore::kWeights); }) ==
+             "/dev/zero: is not a regular file (a character device); expected a safetensors "
+             "checkpoint");
+}
+
+BOOST_AUTO_TEST_CASE(fifo_is_refused_without_blocking) {
+  const auto dir = scratch("fifo");
+  const std::string fifo = (dir / "ckpt.safetensors").string();
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const auto plan = planner::build_plan(tiny_config());
+  BOOST_TEST(error_of([&] { read_checkpoint(fifo, plan, Restore::kEverything); }) ==
+             fifo + ": is not a regular file (a FIFO); expected a safetensors checkpoint");
+}
+
+// A shape whose element count wraps to 0 in 64 bits must not pass as an empty tensor.
+BOOST_AUTO_TEST_CASE(shape_beyond_64_bits) {
+  const auto dir = scratch("shape_overflow");
+  const std::string path = write_raw_safetensors(
+      dir / "t.safetensors",
+      R"({"t":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})");
+  BOOST_TEST(safetensors_error(path) ==
+             path + ": tensor t: shape [4294967296, 4294967296] of F32 needs more than 2^64 bytes");
+}
+
+// Dimensions and offsets are JSON integers: a float such as 1e30 is not converted.
+BOOST_AUTO_TEST_CASE(shape_and_offsets_must_be_integers) {
+  const auto dir = scratch("shape_float");
+  std::string path = write_raw_safetensors(
+      dir / "a.safetensors", R"({"t":{"dtype":"F32","shape":[1e30],"data_offsets":[0,4]}})",
+      std::vector<char>(4));
+  BOOST_TEST(safetensors_error(path) ==
+             path + ": tensor t: shape is [1e+30], not a list of integers >= 0");
+  path = write_raw_safetensors(dir / "b.safetensors",
+                               R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})",
+                               std::vector<char>(4));
+  BOOST_TEST(safetensors_error(path) ==
+             path + ": tensor t: data_offsets is [-4,0], not two integers >= 0");
 }
 
 BOOST_AUTO_TEST_CASE(truncated_file) {
