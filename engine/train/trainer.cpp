@@ -77,13 +77,17 @@ engine::EngineOptions engine_options(const config::Config& config, int n_threads
   return o;
 }
 
-// The dataset must fit the model: image size and classes.
+// The dataset must fit the model: image shape and classes. Images are rows x cols; an
+// input_shape of more dims folds its trailing ones into cols (as the synthetic set is
+// made), so [28, 28] takes 28x28 images only, not 1x784 ones with as many pixels.
 void check_dataset(const engine::Dataset& data, const planner::Plan& plan) {
-  std::int64_t pixels = 1;
-  for (const std::int64_t d : plan.input_shape) pixels *= d;
-  if (data.image_size() != pixels)
-    throw Error("{}: images of {}x{} pixels, but model.input_shape [{}] needs {} pixels", data.name,
-                data.rows, data.cols, fmt::join(plan.input_shape, ", "), pixels);
+  const auto& shape = plan.input_shape;
+  std::int64_t cols = 1;
+  for (std::size_t i = 1; i < shape.size(); ++i) cols *= shape[i];
+  if (shape.empty() || data.rows != shape.front() || data.cols != cols)
+    throw Error("{}: images of shape [{}, {}], but model.input_shape is [{}]",
+                data.source.empty() ? data.name : data.source, data.rows, data.cols,
+                fmt::join(shape, ", "));
   const auto top = std::max_element(data.labels.begin(), data.labels.end());
   if (top != data.labels.end() && *top >= plan.n_classes)
     throw Error(

@@ -278,6 +278,35 @@ BOOST_AUTO_TEST_CASE(bad_data_names_the_file) {
   BOOST_TEST(why2.find(corrupt) != std::string::npos, why2);
 }
 
+// Images must have the shape model.input_shape gives, not only as many pixels: 1x784
+// images are not 28x28 ones.
+BOOST_AUTO_TEST_CASE(image_shape_must_match_the_input_shape) {
+  const auto dir = scratch("image_shape");
+  const auto write = [&dir](const std::string& stem, std::int64_t rows, std::int64_t cols) {
+    const engine::Dataset d = engine::make_synthetic(64, rows, cols, 1, 0.5);
+    engine::write_idx_images((dir / (stem + "-images.idx")).string(), d);
+    engine::write_idx_labels((dir / (stem + "-labels.idx")).string(), d);
+    return std::vector<std::string>{"data.dataset=idx",
+                                    "data.train_images=" + (dir / (stem + "-images.idx")).string(),
+                                    "data.train_labels=" + (dir / (stem + "-labels.idx")).string(),
+                                    "data.test_images=" + (dir / (stem + "-images.idx")).string(),
+                                    "data.test_labels=" + (dir / (stem + "-labels.idx")).string()};
+  };
+  auto flat = write("flat", 1, 784);
+  flat.push_back("model.input_shape=[28, 28]");
+  BOOST_TEST(error_of([&] { run(tiny_config(flat), steps(1), dir); }) ==
+             (dir / "flat-images.idx").string() +
+                 ": images of shape [1, 784], but model.input_shape is [28, 28]");
+  auto square = write("square", 28, 28);
+  square.push_back("model.input_shape=[784]");
+  BOOST_TEST(error_of([&] { run(tiny_config(square), steps(1), dir); }) ==
+             (dir / "square-images.idx").string() +
+                 ": images of shape [28, 28], but model.input_shape is [784]");
+  // The same shape trains.
+  square.back() = "model.input_shape=[28, 28]";
+  BOOST_TEST(run(tiny_config(square), steps(1), dir).steps == 1);
+}
+
 BOOST_AUTO_TEST_CASE(invalid_config_exits_2_with_diagnostics) {
   std::ostringstream out, err;
   TrainCommand command;
