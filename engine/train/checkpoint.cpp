@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 #include <bit>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -238,6 +239,26 @@ LoadedCheckpoint read_checkpoint(const std::string& path, const planner::Plan& p
     if (!unexpected.empty())
       why += fmt::format("{}{} not in the model", why.empty() ? "" : "; ", list(unexpected));
     throw Error("{}: does not match the model '{}': {}", path, plan.name, why);
+  }
+  // Every value the run will load must be usable: NaN weights pass a ReLU as 0 and train
+  // on unnoticed, an Inf gives a NaN loss. Values are checked as the engine will hold
+  // them (float32), so an F64 beyond float32's range counts as Inf.
+  for (const auto& [name, t] : f.tensors) {
+    const Variable& v = *variables.at(split_name(name)->base);
+    if (!restored(v, what)) continue;
+    const std::vector<float> values = to_floats(t);
+    const auto n_bad =
+        std::count_if(values.begin(), values.end(), [](float x) { return !std::isfinite(x); });
+    if (n_bad > 0)
+      throw Error("{}: tensor {}: {} of {} values are not finite (NaN or Inf){}", path, name, n_bad,
+                  values.size(), t.dtype == "F64" ? " as float32" : "");
+    if (v.role == VariableRole::kAdamV) {
+      const auto n_negative =
+          std::count_if(values.begin(), values.end(), [](float x) { return x < 0.0f; });
+      if (n_negative > 0)
+        throw Error("{}: tensor {}: {} of {} values are negative (a second moment is >= 0)", path,
+                    name, n_negative, values.size());
+    }
   }
   return out;
 }

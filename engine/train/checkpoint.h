@@ -51,9 +51,9 @@ enum class Restore {
 
 // Reads `path` and checks it: a popkit checkpoint must carry a matching checksum (files
 // made elsewhere, without popkit metadata, are accepted for kWeights); every tensor
-// must be a variable of the model (or a copy of one) with the model's shape; and for
-// kEverything the step and data position must be present. Throws popkit::Error naming
-// the file and what is wrong.
+// must be a variable of the model (or a copy of one) with the model's shape; every value
+// restored must be finite (and a second moment >= 0); and for kEverything the step and
+// data position must be present. Throws popkit::Error naming the file and what is wrong.
 struct LoadedCheckpoint {
   engine::SafeTensorsFile file;
   bool has_state = false;  // popkit metadata present

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <future>
@@ -192,6 +193,11 @@ engine::EvalResult evaluate_test_set(const engine::Engine& engine, const engine:
     total.loss = loss_sum / static_cast<double>(total.n);
     total.accuracy = static_cast<double>(total.correct) / static_cast<double>(total.n);
   }
+  // As in training (engine check_finite): a NaN or Inf loss is a failure, not a result.
+  // The loss is >= 0, so the mean is finite exactly when every micro-batch's loss is.
+  if (!std::isfinite(total.loss))
+    throw Error("evaluation on {}: the mean loss over the {} samples is {}", test.name, total.n,
+                std::isnan(total.loss) ? "NaN" : "Inf");
   return total;
 }
 
@@ -369,7 +375,11 @@ EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions&
   engine.initialize(config.model.init);
   restore_checkpoint(engine, ckpt, options.checkpoint, Restore::kWeights);
   EvalOutcome out;
-  out.test = evaluate_test_set(engine, test_set, eval_micro_batch(config));
+  try {
+    out.test = evaluate_test_set(engine, test_set, eval_micro_batch(config));
+  } catch (const Error& e) {
+    throw Error("{}: {}", options.checkpoint, e.what());
+  }
   out.record = reports::record_from_plan(plan);
   out.record.config = resolved_config_json(config);
   out.record.test = reports::TestResult{out.test.accuracy, out.test.loss, out.test.n};

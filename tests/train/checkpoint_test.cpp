@@ -7,6 +7,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cstring>
+#include <limits>
 
 #include "config/error.h"
 #include "helpers.h"
@@ -101,6 +102,21 @@ std::string write_raw_safetensors(const fs::path& path, std::string header,
   bytes.insert(bytes.end(), data.begin(), data.end());
   write_bytes(path, bytes);
   return path.string();
+}
+
+// Rewrites the checkpoint at `path` through `change`, with a checksum that fits again:
+// what a buggy writer (not a damaged file) would leave.
+template <typename F>
+void rewrite_checkpoint(const std::string& path, F&& change) {
+  auto file = engine::read_safetensors(path);
+  change(file);
+  file.metadata["checksum"] = fmt::format("{:08x}", checkpoint_checksum(file));
+  engine::write_safetensors(path, file);
+}
+
+void set_float(engine::SafeTensor& t, std::size_t i, float value) {
+  BOOST_REQUIRE(t.dtype == "F32");
+  std::memcpy(t.data.data() + 4 * i, &value, 4);
 }
 
 std::string safetensors_error(const std::string& path) {
@@ -276,6 +292,85 @@ BOOST_AUTO_TEST_CASE(shape_and_offsets_must_be_integers) {
                                std::vector<char>(4));
   BOOST_TEST(safetensors_error(path) ==
              path + ": tensor t: data_offsets is [-4,0], not two integers >= 0");
+}
+
+// Every value a run loads must be finite: NaN weights pass a ReLU as 0 and train on
+// silently, and an Inf weight gives a NaN loss.
+BOOST_AUTO_TEST_CASE(non_finite_values_are_refused) {
+  const auto dir = scratch("non_finite");
+  const auto c = tiny_config();
+  const auto plan = planner::build_plan(c);
+  const auto path = tiny_checkpoint(dir, c);
+  rewrite_checkpoint(path, [](engine::SafeTensorsFile& f) {
+    auto& w = f.tensors.at("fc1.weight");
+    for (std::size_t i = 0; i < 64 * 32; ++i)
+      set_float(w, i, std::numeric_limits<float>::quiet_NaN());
+  });
+  for (const Restore what : {Restore::kWeights, Restore::kEverything})
+    BOOST_TEST(error_of([&] { read_checkpoint(path, plan, what); }) ==
+               path + ": tensor fc1.weight: 2048 of 2048 values are not finite (NaN or Inf)");
+
+  fs::create_directories(dir / "one");
+  const auto one = tiny_checkpoint(dir / "one", c);
+  rewrite_checkpoint(one, [](engine::SafeTensorsFile& f) {
+    set_float(f.tensors.at("fc2.weight"), 5, std::numeric_limits<float>::infinity());
+  });
+  BOOST_TEST(error_of([&] { read_checkpoint(one, plan, Restore::kWeights); }) ==
+             one + ": tensor fc2.weight: 1 of 1024 values are not finite (NaN or Inf)");
+}
+
+// Optimizer state is checked when it is restored (resume), in float16 too; init_from
+// and eval ignore it.
+BOOST_AUTO_TEST_CASE(non_finite_optimizer_state_is_refused_on_resume) {
+  const auto dir = scratch("non_finite_f16");
+  const auto c = tiny_config({"training.optimizer.first_order_dtype=float16"});
+  const auto plan = planner::build_plan(c);
+  const auto path = tiny_checkpoint(dir, c);
+  rewrite_checkpoint(path, [](engine::SafeTensorsFile& f) {
+    auto& m = f.tensors.at("fc3.weight.adam_m");
+    BOOST_REQUIRE(m.dtype == "F16");
+    const std::uint16_t inf = 0x7C00, nan = 0x7E00;  // float16 +Inf and a quiet NaN
+    std::memcpy(m.data.data() + 2 * 7, &inf, 2);
+    std::memcpy(m.data.data() + 2 * 9, &nan, 2);
+  });
+  BOOST_TEST(error_of([&] { read_checkpoint(path, plan, Restore::kEverything); }) ==
+             path + ": tensor fc3.weight.adam_m: 2 of 320 values are not finite (NaN or Inf)");
+  BOOST_TEST(error_of([&] { read_checkpoint(path, plan, Restore::kWeights); }) == "");
+}
+
+// A second moment is a mean of squares: a negative one would make Adam's sqrt(v) NaN.
+BOOST_AUTO_TEST_CASE(negative_second_moment_is_refused) {
+  const auto dir = scratch("negative_v");
+  const auto c = tiny_config();
+  const auto path = tiny_checkpoint(dir, c);
+  rewrite_checkpoint(path, [](engine::SafeTensorsFile& f) {
+    set_float(f.tensors.at("fc1.bias.adam_v"), 0, -1.0f);
+  });
+  BOOST_TEST(error_of([&] {
+               read_checkpoint(path, planner::build_plan(c), Restore::kEverything);
+             }) == path +
+                       ": tensor fc1.bias.adam_v: 1 of 32 values are negative (a second "
+                       "moment is >= 0)");
+}
+
+// F64 weights (from elsewhere) must be finite once converted to float32.
+BOOST_AUTO_TEST_CASE(f64_values_beyond_float32_are_refused) {
+  const auto dir = scratch("f64_range");
+  const auto c = tiny_config();
+  auto file = engine::read_safetensors(tiny_checkpoint(dir, c));
+  file.metadata.clear();
+  auto& w = file.tensors.at("fc3.bias");
+  engine::SafeTensor d;
+  d.dtype = "F64";
+  d.shape = w.shape;
+  d.data.resize(w.data.size() * 2);
+  const double big = 1e300;
+  std::memcpy(d.data.data() + 8 * 3, &big, 8);
+  w = d;
+  const std::string path = (dir / "f64.safetensors").string();
+  engine::write_safetensors(path, file);
+  BOOST_TEST(error_of([&] { read_checkpoint(path, planner::build_plan(c), Restore::kWeights); }) ==
+             path + ": tensor fc3.bias: 1 of 10 values are not finite (NaN or Inf) as float32");
 }
 
 BOOST_AUTO_TEST_CASE(truncated_file) {

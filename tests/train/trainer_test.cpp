@@ -236,6 +236,26 @@ BOOST_AUTO_TEST_CASE(eval_and_init_from_use_the_checkpoint_weights) {
   BOOST_TEST(warm2.last_loss == warm.last_loss);
 }
 
+// Finite weights can still overflow: evaluation fails on a non-finite loss, as training
+// does, instead of printing "loss nan" with exit 0.
+BOOST_AUTO_TEST_CASE(eval_fails_on_a_non_finite_loss) {
+  const auto dir = scratch("eval_nan");
+  const auto c = tiny_config();
+  const TrainResult trained = run(c, steps(1), dir / "a");
+  auto file = engine::read_safetensors(trained.checkpoint);
+  file.metadata.clear();
+  // Finite, but every logit overflows to +Inf, and softmax of Inf - Inf is NaN.
+  auto& w = file.tensors.at("fc3.weight");
+  const float huge = 3e38f;
+  for (std::size_t i = 0; i < w.data.size(); i += 4) std::memcpy(&w.data[i], &huge, 4);
+  const std::string path = (dir / "huge.safetensors").string();
+  engine::write_safetensors(path, file);
+  EvalOptions eval;
+  eval.checkpoint = path;
+  BOOST_TEST(error_of([&] { evaluate_checkpoint(c, eval); }) ==
+             path + ": evaluation on synthetic test: the mean loss over the 128 samples is NaN");
+}
+
 BOOST_AUTO_TEST_CASE(unwritable_output_fails_before_training_and_damages_nothing) {
   const auto dir = scratch("unwritable");
   const TrainResult first = run(tiny_config(), steps(2), dir);
