@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cstring>
 #include <limits>
+#include <map>
 
 #include "config/error.h"
 #include "helpers.h"
@@ -371,6 +372,104 @@ BOOST_AUTO_TEST_CASE(f64_values_beyond_float32_are_refused) {
   engine::write_safetensors(path, file);
   BOOST_TEST(error_of([&] { read_checkpoint(path, planner::build_plan(c), Restore::kWeights); }) ==
              path + ": tensor fc3.bias: 1 of 10 values are not finite (NaN or Inf) as float32");
+}
+
+// Metadata as a buggy or foreign writer could leave it, with a checksum that fits: every
+// field is checked for its range, alone and against the others. some_state: step 3,
+// epoch 1, data_position 64, global_batch_size 32, n_train 512; R = 2 in one group.
+BOOST_AUTO_TEST_CASE(metadata_out_of_range_is_refused) {
+  const auto dir = scratch("metadata_ranges");
+  const auto c = tiny_config();
+  const auto plan = planner::build_plan(c);
+  const auto good = file_bytes(tiny_checkpoint(dir, c));
+  const std::string path = (dir / "bad.safetensors").string();
+  struct Case {
+    std::map<std::string, std::string> set;
+    std::string want;  // after "PATH: checkpoint metadata "
+  };
+  const std::vector<Case> cases = {
+      {{{"data_position", "1000000000000"}},
+       "'data_position' is 1000000000000, out of range 0 to 480 (n_train 512 - "
+       "global_batch_size 32: a position leaves room for a global batch)"},
+      {{{"data_position", "-32"}},
+       "'data_position' is -32, out of range 0 to 480 (n_train 512 - global_batch_size 32: a "
+       "position leaves room for a global batch)"},
+      {{{"step", "0"}, {"epoch", "0"}},
+       "'data_position' is 64, out of range 0 to 0 (step 0: no sample consumed yet)"},
+      {{{"global_batch_size", "0"}},
+       "'global_batch_size' is 0, out of range 1 to 512 (n_train: a global batch fits in an "
+       "epoch)"},
+      {{{"global_batch_size", "513"}},
+       "'global_batch_size' is 513, out of range 1 to 512 (n_train: a global batch fits in an "
+       "epoch)"},
+      {{{"n_train", "0"}}, "'n_train' is 0, out of range 1 to 9007199254740992"},
+      {{{"step", "4611686018427387904"}},
+       "'step' is 4611686018427387904, out of range 0 to 9007199254740992"},
+      {{{"step", "-1"}}, "'step' is -1, out of range 0 to 9007199254740992"},
+      {{{"step", "3.5"}}, "'step' is '3.5', not an integer"},
+      {{{"epoch", "5"}},
+       "'epoch' is 5, out of range 0 to 2 (step 3 at data_position 64: each epoch begun, and "
+       "a position inside one, is reached by a step)"},
+      {{{"epoch", "3"}},
+       "'epoch' is 3, out of range 0 to 2 (step 3 at data_position 64: each epoch begun, and "
+       "a position inside one, is reached by a step)"},
+      {{{"shuffle", "yes"}}, "'shuffle' is 'yes', not true or false"},
+      {{{"shuffle_seed", "-1"}},
+       "'shuffle_seed' is '-1', not an integer from 0 to 18446744073709551615"},
+      {{{"shuffle_rng", "mt19937"}},
+       "'shuffle_rng' is 'mt19937', but this build shuffles with 'splitmix64 Fisher-Yates of "
+       "(shuffle_seed, epoch)': the data order would differ"},
+      {{{"replication_factor", "0"}},
+       "'replication_factor' is 0, out of range 1 to 9007199254740992"},
+      {{{"n_groups", "3"}}, "'n_groups' is 3, not a divisor of replication_factor 2"},
+      {{{"copies", "some"}}, "'copies' is 'some', not one, group or replica"},
+      {{{"n_copies", "2"}}, "'n_copies' is 2, but copies 'one' means 1"},
+      {{{"copies", "replica"}}, "'n_copies' is 1, but copies 'replica' means 2"},
+      {{{"format_version", "0"}}, "'format_version' is 0, out of range 1 to 1"},
+      {{{"config_hash", "xyz"}}, "'config_hash' is 'xyz', not 16 hex digits"},
+  };
+  for (const Case& k : cases) {
+    BOOST_TEST_CONTEXT(k.want) {
+      write_bytes(path, good);
+      rewrite_checkpoint(path, [&k](engine::SafeTensorsFile& f) {
+        for (const auto& [key, value] : k.set) f.metadata[key] = value;
+      });
+      for (const Restore what : {Restore::kEverything, Restore::kWeights})
+        BOOST_TEST(error_of([&] { read_checkpoint(path, plan, what); }) ==
+                   path + ": checkpoint metadata " + k.want);
+    }
+  }
+  write_bytes(path, good);
+  rewrite_checkpoint(path, [](engine::SafeTensorsFile& f) { f.metadata.erase("shuffle_rng"); });
+  BOOST_TEST(error_of([&] { read_checkpoint(path, plan, Restore::kEverything); }) ==
+             path + ": checkpoint metadata has no 'shuffle_rng'");
+  // Copies the metadata does not announce.
+  write_bytes(path, good);
+  rewrite_checkpoint(path, [](engine::SafeTensorsFile& f) {
+    f.tensors.emplace("fc1.weight@group1", f.tensors.at("fc1.weight"));
+  });
+  BOOST_TEST(error_of([&] { read_checkpoint(path, plan, Restore::kEverything); }) ==
+             path +
+                 ": tensor fc1.weight@group1 is group copy 1, but the metadata says copies "
+                 "'one' (n_copies 1)");
+}
+
+// Seeds are unsigned 64-bit (training.seed): the largest one round-trips.
+BOOST_AUTO_TEST_CASE(largest_shuffle_seed_round_trips) {
+  const auto dir = scratch("seed_round_trip");
+  const auto c = tiny_config();
+  const planner::Plan plan = planner::build_plan(c);
+  engine::Engine e(plan, two_threads());
+  e.initialize(c.model.init);
+  CheckpointState state = some_state(c);
+  state.shuffle_seed = std::numeric_limits<std::uint64_t>::max();
+  const std::string path = (dir / "ckpt.safetensors").string();
+  save_checkpoint(path, e, state);
+  const std::string why = error_of([&] {
+    BOOST_TEST(read_checkpoint(path, plan, Restore::kEverything).state.shuffle_seed ==
+               std::numeric_limits<std::uint64_t>::max());
+  });
+  BOOST_TEST(why == "");
 }
 
 BOOST_AUTO_TEST_CASE(truncated_file) {
