@@ -64,10 +64,11 @@ std::optional<IdxHeader> header_of(std::span<const std::uint8_t> bytes, IdxKind 
     h.cols = read_be32(bytes, 12);
   }
   // size = header + n * rows * cols, each factor below 2^32: the product may pass 2^64.
-  std::uint64_t pixels = 0, payload = 0;
-  if (!__builtin_mul_overflow(h.rows, h.cols, &pixels) &&
-      !__builtin_mul_overflow(h.n, pixels, &payload) &&
-      payload <= kMaxIdxBytes - layout(kind).header)
+  // One image alone must fit too (so rows * cols fits Dataset's int64), even when n is 0.
+  const std::uint64_t room = kMaxIdxBytes - layout(kind).header;
+  std::uint64_t payload = 0;
+  if (h.rows * h.cols <= room && !__builtin_mul_overflow(h.n, h.rows * h.cols, &payload) &&
+      payload <= room)
     h.size = layout(kind).header + payload;
   return h;
 }
@@ -166,6 +167,9 @@ IdxPart idx_part(std::string_view raw, const std::string& path, IdxKind kind) {
                                 : fmt::format("{} labels", h->n);
   if (kind == IdxKind::kImages && (h->rows == 0 || h->cols == 0))
     throw Error("{}: image size {}x{} is empty", path, h->rows, h->cols);
+  if (h->rows * h->cols > kMaxIdxBytes - l.header)
+    throw Error("{}: image size {}x{} is more than the {} bytes an IDX file may have", path,
+                h->rows, h->cols, kMaxIdxBytes);
   if (!h->size)
     throw Error("{}: header says {}, more than the {} bytes an IDX file may have", path, claim,
                 kMaxIdxBytes);

@@ -227,18 +227,29 @@ BOOST_AUTO_TEST_CASE(gzip_trailing_bytes_after_the_stream) {
              f.labels + ".gz: trailing data: 4 bytes after the end of the gzip stream");
 }
 
-// Dimensions whose product passes what an IDX file may hold (here 2^64 bytes) are refused
+// Dimensions whose product passes what an IDX file may hold (here 2^48 bytes) are refused
 // from the header, in raw and gzip files alike.
 BOOST_AUTO_TEST_CASE(header_claims_beyond_the_limit) {
   Files f;
-  const std::vector<char> header = idx_header(2051, {0xFFFFFFFF, 0x10000, 0x10000});
+  const std::vector<char> header = idx_header(2051, {0xFFFFFFFF, 0x100, 0x100});
   spit(f.images, header);
   const std::string want =
-      ": header says 4294967295 images of 65536x65536, more than the 4294967296 bytes an "
+      ": header says 4294967295 images of 256x256, more than the 4294967296 bytes an "
       "IDX file may have";
   BOOST_TEST(error_of(f.images, f.labels) == f.images + want);
   gzip_header_and_zeros(f.images + ".gz", header, 1 << 20);
   BOOST_TEST(error_of(f.images + ".gz", f.labels) == f.images + ".gz" + want);
+  // No images, but each would have 2^64 - 2^33 + 1 pixels (Dataset::image_size is int64):
+  // found by the idx fuzz target (corpus/idx/regression-image-size-overflow).
+  spit(f.images, idx_header(2051, {0, 0xFFFFFFFF, 0xFFFFFFFF}));
+  Dataset none = tiny();
+  none.n = 0;
+  none.labels.clear();
+  popkit::engine::write_idx_labels(f.labels, none);
+  BOOST_TEST(error_of(f.images, f.labels) ==
+             f.images +
+                 ": image size 4294967295x4294967295 is more than the 4294967296 bytes an IDX "
+                 "file may have");
 }
 
 BOOST_AUTO_TEST_CASE(count_mismatch) {
