@@ -9,7 +9,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
+#include <limits>
+#include <optional>
+#include <span>
 
 #include "config/error.h"
 #include "config/input_file.h"
@@ -18,7 +20,23 @@
 namespace popkit::engine {
 namespace {
 
-std::uint32_t read_be32(const std::vector<std::uint8_t>& bytes, std::size_t offset) {
+constexpr const char* kIdxHint = "expected an IDX file (raw or .gz)";
+
+enum class IdxKind { kImages, kLabels };
+
+// The fixed part of each kind of IDX file.
+struct IdxLayout {
+  std::uint32_t magic;
+  std::size_t header;  // bytes: the magic number and one 32-bit count per dimension
+  const char* what;
+};
+
+IdxLayout layout(IdxKind kind) {
+  return kind == IdxKind::kImages ? IdxLayout{kIdxImagesMagic, 16, "image"}
+                                  : IdxLayout{kIdxLabelsMagic, 8, "label"};
+}
+
+std::uint32_t read_be32(std::span<const std::uint8_t> bytes, std::size_t offset) {
   return (std::uint32_t{bytes[offset]} << 24) | (std::uint32_t{bytes[offset + 1]} << 16) |
          (std::uint32_t{bytes[offset + 2]} << 8) | std::uint32_t{bytes[offset + 3]};
 }
@@ -29,86 +47,174 @@ void put_be32(std::ofstream& out, std::uint32_t v) {
   out.write(b, 4);
 }
 
-std::vector<std::uint8_t> gunzip(const std::vector<std::uint8_t>& in, const std::string& path) {
-  z_stream zs{};
+// What a complete header says: the counts, and the size of the whole file (header
+// included) when it is at most kMaxIdxBytes.
+struct IdxHeader {
+  std::uint64_t n = 0, rows = 1, cols = 1;
+  std::optional<std::uint64_t> size;  // empty: more than kMaxIdxBytes (or 2^64)
+};
+
+// The header of `bytes`, once they hold all of it; empty before that.
+std::optional<IdxHeader> header_of(std::span<const std::uint8_t> bytes, IdxKind kind) {
+  if (bytes.size() < layout(kind).header) return std::nullopt;
+  IdxHeader h;
+  h.n = read_be32(bytes, 4);
+  if (kind == IdxKind::kImages) {
+    h.rows = read_be32(bytes, 8);
+    h.cols = read_be32(bytes, 12);
+  }
+  // size = header + n * rows * cols, each factor below 2^32: the product may pass 2^64.
+  // One image alone must fit too (so rows * cols fits Dataset's int64), even when n is 0.
+  const std::uint64_t room = kMaxIdxBytes - layout(kind).header;
+  std::uint64_t payload = 0;
+  if (h.rows * h.cols <= room && !__builtin_mul_overflow(h.n, h.rows * h.cols, &payload) &&
+      payload <= room)
+    h.size = layout(kind).header + payload;
+  return h;
+}
+
+// Inflates a gzip stream, but only as far as the IDX header inside it allows: the output
+// stops one byte past the size the header claims (`cut` says so), or at the header when
+// its magic number or its claim is wrong (the checks after say which). Truncated,
+// corrupt streams and bytes after the stream's end are errors.
+std::vector<std::uint8_t> gunzip_idx(std::string_view in, const std::string& path, IdxKind kind,
+                                     bool& cut) {
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  struct Stream {
+    z_stream zs{};
+    bool open = false;
+    ~Stream() {
+      if (open) inflateEnd(&zs);
+    }
+  } stream;
+  z_stream& zs = stream.zs;
   // 16 + MAX_WBITS: expect a gzip header.
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw Error("{}: cannot start gzip decoder", path);
+  stream.open = true;
+  // zlib takes at most 4 GiB - 1 per call: the input is fed in pieces.
+  const auto* next = reinterpret_cast<const Bytef*>(in.data());
+  std::size_t left = in.size();
   std::vector<std::uint8_t> out;
-  std::vector<std::uint8_t> chunk(1 << 20);
-  zs.next_in = const_cast<Bytef*>(in.data());
-  zs.avail_in = static_cast<uInt>(in.size());
+  cut = false;
   int rc = Z_OK;
   while (rc != Z_STREAM_END) {
-    zs.next_out = chunk.data();
-    zs.avail_out = static_cast<uInt>(chunk.size());
+    // How many bytes to have after this call: the header first, then its claim + 1.
+    std::uint64_t want = layout(kind).header;
+    if (out.size() >= want) {
+      const std::optional<IdxHeader> h = header_of(out, kind);
+      if (read_be32(out, 0) != layout(kind).magic || !h->size) break;
+      if (out.size() > *h->size) {
+        cut = true;
+        break;
+      }
+      want = *h->size + 1;
+    }
+    if (zs.avail_in == 0 && left > 0) {
+      const auto piece =
+          static_cast<uInt>(std::min<std::size_t>(left, std::numeric_limits<uInt>::max()));
+      zs.next_in = const_cast<Bytef*>(next);
+      zs.avail_in = piece;
+      next += piece;
+      left -= piece;
+    }
+    const std::size_t old = out.size();
+    const auto grow = static_cast<std::size_t>(std::min<std::uint64_t>(want - old, kChunk));
+    out.resize(old + grow);
+    zs.next_out = out.data() + old;
+    zs.avail_out = static_cast<uInt>(grow);
     rc = inflate(&zs, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
-      const std::string why = rc == Z_BUF_ERROR ? "truncated gzip data" : "corrupt gzip data";
-      inflateEnd(&zs);
-      throw Error("{}: {}", path, why);
-    }
-    out.insert(out.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(chunk.size() - zs.avail_out));
-    if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
-      inflateEnd(&zs);
-      throw Error("{}: truncated gzip data", path);
-    }
+    out.resize(old + grow - zs.avail_out);
+    const bool input_ended = zs.avail_in == 0 && left == 0;
+    if (rc == Z_BUF_ERROR || (rc == Z_OK && input_ended && zs.avail_out != 0))
+      throw Error("{}: truncated gzip data", path);  // the input ended inside the stream
+    if (rc != Z_OK && rc != Z_STREAM_END) throw Error("{}: corrupt gzip data", path);
   }
-  inflateEnd(&zs);
+  if (rc == Z_STREAM_END && zs.avail_in + left > 0)
+    throw Error("{}: trailing data: {} bytes after the end of the gzip stream", path,
+                zs.avail_in + left);
   return out;
+}
+
+// The IDX bytes of one file (inflated when gzip), checked as far as one file can be:
+// magic number, header length, dimensions, size. Returns the header's counts.
+struct IdxPart {
+  IdxHeader header;
+  std::vector<std::uint8_t> bytes;  // the whole file, header included
+};
+
+IdxPart idx_part(std::string_view raw, const std::string& path, IdxKind kind) {
+  const IdxLayout l = layout(kind);
+  IdxPart part;
+  bool cut = false;
+  const bool gzip = raw.size() >= 2 && static_cast<std::uint8_t>(raw[0]) == 0x1f &&
+                    static_cast<std::uint8_t>(raw[1]) == 0x8b;
+  if (gzip)
+    part.bytes = gunzip_idx(raw, path, kind, cut);
+  else
+    part.bytes.assign(raw.begin(), raw.end());
+  const std::vector<std::uint8_t>& b = part.bytes;
+  // The magic number first (a label file given as images is named as such), then the size.
+  if (b.size() >= 4 && read_be32(b, 0) != l.magic)
+    throw Error("{}: wrong magic number {} (an IDX {} file has {})", path, read_be32(b, 0), l.what,
+                l.magic);
+  const std::optional<IdxHeader> h = header_of(b, kind);
+  if (!h)
+    throw Error("{}: truncated: {} bytes, an IDX {} header needs {}", path, b.size(), l.what,
+                l.header);
+  part.header = *h;
+  const std::string claim = kind == IdxKind::kImages
+                                ? fmt::format("{} images of {}x{}", h->n, h->rows, h->cols)
+                                : fmt::format("{} labels", h->n);
+  if (kind == IdxKind::kImages && (h->rows == 0 || h->cols == 0))
+    throw Error("{}: image size {}x{} is empty", path, h->rows, h->cols);
+  if (h->rows * h->cols > kMaxIdxBytes - l.header)
+    throw Error("{}: image size {}x{} is more than the {} bytes an IDX file may have", path,
+                h->rows, h->cols, kMaxIdxBytes);
+  if (!h->size)
+    throw Error("{}: header says {}, more than the {} bytes an IDX file may have", path, claim,
+                kMaxIdxBytes);
+  if (cut)
+    throw Error("{}: trailing data: header says {} ({} bytes) but the gzip data inflates to more",
+                path, claim, *h->size);
+  if (b.size() != *h->size)
+    throw Error("{}: {}: header says {} ({} bytes) but the file has {} bytes", path,
+                b.size() < *h->size ? "truncated" : "trailing data", claim, *h->size, b.size());
+  return part;
 }
 
 }  // namespace
 
-std::vector<std::uint8_t> read_maybe_gzip(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw Error("{}: no such file", path);
-  if (std::filesystem::is_directory(path, ec)) throw Error("{}: is a directory, not a data file", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("{}: cannot open for reading", path);
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error("{}: read error", path);
-  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return gunzip(bytes, path);
-  return bytes;
+Dataset parse_idx(std::string_view images, std::string_view labels, const std::string& images_name,
+                  const std::string& labels_name) {
+  const IdxPart img = idx_part(images, images_name, IdxKind::kImages);
+  const IdxPart lab = idx_part(labels, labels_name, IdxKind::kLabels);
+  if (lab.header.n != img.header.n)
+    throw Error("{} has {} images but {} has {} labels", images_name, img.header.n, labels_name,
+                lab.header.n);
+  Dataset d;
+  // Each count is below 2^32 and n x rows x cols <= kMaxIdxBytes: int64 holds them all.
+  d.n = static_cast<std::int64_t>(img.header.n);
+  d.rows = static_cast<std::int64_t>(img.header.rows);
+  d.cols = static_cast<std::int64_t>(img.header.cols);
+  d.images.assign(img.bytes.begin() + 16, img.bytes.end());
+  d.labels.assign(lab.bytes.begin() + 8, lab.bytes.end());
+  for (std::int64_t i = 0; i < d.n; ++i) {
+    if (d.labels[static_cast<std::size_t>(i)] >= kClasses)
+      throw Error("{}: label {} of sample {} is not a class 0-{}", labels_name,
+                  d.labels[static_cast<std::size_t>(i)], i, kClasses - 1);
+  }
+  d.name = std::filesystem::path(images_name).filename().string();
+  d.source = images_name;
+  return d;
 }
 
 Dataset read_idx(const std::string& images_path, const std::string& labels_path) {
-  const std::vector<std::uint8_t> img = read_maybe_gzip(images_path);
-  const std::vector<std::uint8_t> lab = read_maybe_gzip(labels_path);
-  // The magic number first (a label file given as images is named as such), then the size.
-  if (img.size() >= 4 && read_be32(img, 0) != kIdxImagesMagic)
-    throw Error("{}: wrong magic number {} (an IDX image file has {})", images_path, read_be32(img, 0),
-                kIdxImagesMagic);
-  if (lab.size() >= 4 && read_be32(lab, 0) != kIdxLabelsMagic)
-    throw Error("{}: wrong magic number {} (an IDX label file has {})", labels_path, read_be32(lab, 0),
-                kIdxLabelsMagic);
-  if (img.size() < 16) throw Error("{}: truncated: {} bytes, an IDX image header needs 16", images_path, img.size());
-  if (lab.size() < 8) throw Error("{}: truncated: {} bytes, an IDX label header needs 8", labels_path, lab.size());
-
-  Dataset d;
-  d.n = read_be32(img, 4);
-  d.rows = read_be32(img, 8);
-  d.cols = read_be32(img, 12);
-  const std::int64_t n_labels = read_be32(lab, 4);
-  if (d.rows == 0 || d.cols == 0) throw Error("{}: image size {}x{} is empty", images_path, d.rows, d.cols);
-  const std::uint64_t img_need = 16 + static_cast<std::uint64_t>(d.n) * static_cast<std::uint64_t>(d.rows * d.cols);
-  if (img.size() != img_need)
-    throw Error("{}: {}: header says {} images of {}x{} ({} bytes) but the file has {} bytes", images_path,
-                img.size() < img_need ? "truncated" : "trailing data", d.n, d.rows, d.cols, img_need, img.size());
-  const std::uint64_t lab_need = 8 + static_cast<std::uint64_t>(n_labels);
-  if (lab.size() != lab_need)
-    throw Error("{}: {}: header says {} labels ({} bytes) but the file has {} bytes", labels_path,
-                lab.size() < lab_need ? "truncated" : "trailing data", n_labels, lab_need, lab.size());
-  if (n_labels != d.n)
-    throw Error("{} has {} images but {} has {} labels", images_path, d.n, labels_path, n_labels);
-  d.images.assign(img.begin() + 16, img.end());
-  d.labels.assign(lab.begin() + 8, lab.end());
-  for (std::int64_t i = 0; i < d.n; ++i) {
-    if (d.labels[static_cast<std::size_t>(i)] >= kClasses)
-      throw Error("{}: label {} of sample {} is not a class 0-{}", labels_path,
-                  d.labels[static_cast<std::size_t>(i)], i, kClasses - 1);
-  }
-  d.name = std::filesystem::path(images_path).filename().string();
-  return d;
+  // Both files are opened before either is read: a missing label file fails at once.
+  InputFile images = open_input_file(images_path, kIdxHint);
+  InputFile labels = open_input_file(labels_path, kIdxHint);
+  const std::string img = images.read_all(kMaxIdxBytes, "IDX file");
+  const std::string lab = labels.read_all(kMaxIdxBytes, "IDX file");
+  return parse_idx(img, lab, images_path, labels_path);
 }
 
 void write_idx_images(const std::string& path, const Dataset& data) {
@@ -118,7 +224,8 @@ void write_idx_images(const std::string& path, const Dataset& data) {
   put_be32(out, static_cast<std::uint32_t>(data.n));
   put_be32(out, static_cast<std::uint32_t>(data.rows));
   put_be32(out, static_cast<std::uint32_t>(data.cols));
-  out.write(reinterpret_cast<const char*>(data.images.data()), static_cast<std::streamsize>(data.images.size()));
+  out.write(reinterpret_cast<const char*>(data.images.data()),
+            static_cast<std::streamsize>(data.images.size()));
   if (!out) throw Error("{}: write failed", path);
 }
 
@@ -127,13 +234,15 @@ void write_idx_labels(const std::string& path, const Dataset& data) {
   if (!out) throw Error("{}: cannot open for writing", path);
   put_be32(out, kIdxLabelsMagic);
   put_be32(out, static_cast<std::uint32_t>(data.n));
-  out.write(reinterpret_cast<const char*>(data.labels.data()), static_cast<std::streamsize>(data.labels.size()));
+  out.write(reinterpret_cast<const char*>(data.labels.data()),
+            static_cast<std::streamsize>(data.labels.size()));
   if (!out) throw Error("{}: write failed", path);
 }
 
-Dataset make_synthetic(std::int64_t n, std::int64_t rows, std::int64_t cols, std::uint64_t seed, double noise,
-                       std::uint64_t stream, int n_classes) {
-  if (n_classes < 1 || n_classes > 256) throw Error("synthetic data: {} classes, need 1 to 256", n_classes);
+Dataset make_synthetic(std::int64_t n, std::int64_t rows, std::int64_t cols, std::uint64_t seed,
+                       double noise, std::uint64_t stream, int n_classes) {
+  if (n_classes < 1 || n_classes > 256)
+    throw Error("synthetic data: {} classes, need 1 to 256", n_classes);
   Dataset d;
   d.name = "synthetic";
   d.n = n;
@@ -148,7 +257,8 @@ Dataset make_synthetic(std::int64_t n, std::int64_t rows, std::int64_t cols, std
   d.images.resize(static_cast<std::size_t>(n * size));
   d.labels.resize(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
-    const auto label = static_cast<std::uint8_t>(splitmix64(samples) % static_cast<std::uint64_t>(n_classes));
+    const auto label =
+        static_cast<std::uint8_t>(splitmix64(samples) % static_cast<std::uint64_t>(n_classes));
     d.labels[static_cast<std::size_t>(i)] = label;
     const double* proto = prototypes.data() + label * size;
     std::uint8_t* px = d.images.data() + i * size;
@@ -164,16 +274,19 @@ std::string data_dir(const config::Data& data) {
   if (!data.dir.empty()) return data.dir;
   if (const char* env = std::getenv("POPKIT_DATA_DIR"); env && *env) return env;
   const char* home = std::getenv("HOME");
-  return (std::filesystem::path(home && *home ? home : ".") / ".cache" / "popkit" / "data").string();
+  return (std::filesystem::path(home && *home ? home : ".") / ".cache" / "popkit" / "data")
+      .string();
 }
 
 namespace {
 
-// The IDX file `stem` in `dir`, raw or gzip; empty when neither exists.
+// The IDX file `stem` in `dir`, raw or gzip; empty when neither exists. Whatever exists
+// under the name is taken, so that a directory or a FIFO there is refused by read_idx
+// with its reason rather than reported missing.
 std::string find_idx(const std::filesystem::path& dir, const std::string& stem) {
   for (const std::string& name : {stem, stem + ".gz"}) {
     std::error_code ec;
-    if (std::filesystem::is_regular_file(dir / name, ec)) return (dir / name).string();
+    if (std::filesystem::exists(dir / name, ec)) return (dir / name).string();
   }
   return "";
 }
@@ -190,13 +303,18 @@ IdxFiles find_named(const std::vector<std::filesystem::path>& dirs, const std::s
     const std::string images = find_idx(dir, prefix + "-images-idx3-ubyte");
     const std::string labels = find_idx(dir, prefix + "-labels-idx1-ubyte");
     if (images.empty() && labels.empty()) continue;
-    if (images.empty()) throw Error("{}: {}-images-idx3-ubyte[.gz] is missing beside {}", dir.string(), prefix, labels);
-    if (labels.empty()) throw Error("{}: {}-labels-idx1-ubyte[.gz] is missing beside {}", dir.string(), prefix, images);
+    if (images.empty())
+      throw Error("{}: {}-images-idx3-ubyte[.gz] is missing beside {}", dir.string(), prefix,
+                  labels);
+    if (labels.empty())
+      throw Error("{}: {}-labels-idx1-ubyte[.gz] is missing beside {}", dir.string(), prefix,
+                  images);
     return {images, labels};
   }
   std::string where;
   for (const auto& dir : dirs) where += (where.empty() ? "" : " or ") + dir.string();
-  throw Error("{} not found in {}: run scripts/fetch_data.sh (or set data.dir / POPKIT_DATA_DIR)", what, where);
+  throw Error("{} not found in {}: run scripts/fetch_data.sh (or set data.dir / POPKIT_DATA_DIR)",
+              what, where);
 }
 
 std::vector<std::filesystem::path> named_dirs(const config::Config& config) {
@@ -239,17 +357,13 @@ std::optional<planner::DatasetSize> peek_idx_images(const std::string& path) {
     inflateEnd(&zs);
     head = std::move(out);
   }
-  if (head.size() < 16 || read_be32(head, 0) != kIdxImagesMagic) return std::nullopt;
-  const std::int64_t n = read_be32(head, 4);
-  const std::int64_t pixels = std::int64_t{read_be32(head, 8)} * std::int64_t{read_be32(head, 12)};
+  const std::optional<IdxHeader> h = header_of(head, IdxKind::kImages);
+  if (!h || read_be32(head, 0) != kIdxImagesMagic || !h->size) return std::nullopt;
   // A header the file cannot back is read_idx's to report (truncated), not a size: raw
   // files must match it, gzip cannot inflate more than 1032 times (deflate's limit).
-  std::uint64_t need = 0;
-  if (__builtin_mul_overflow(static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(pixels),
-                             &need) ||
-      __builtin_add_overflow(need, 16, &need))
-    return std::nullopt;
-  if (gzip ? need / 1032 > file.size() : need != file.size()) return std::nullopt;
+  if (gzip ? *h->size / 1032 > file.size() : *h->size != file.size()) return std::nullopt;
+  const auto n = static_cast<std::int64_t>(h->n);
+  const auto pixels = static_cast<std::int64_t>(h->rows * h->cols);
   return planner::DatasetSize{n, pixels};
 }
 
@@ -290,11 +404,12 @@ Dataset load_dataset(const config::Config& config, Split split) {
       const std::int64_t rows = shape.empty() ? 1 : shape.front();
       std::int64_t cols = 1;
       for (std::size_t i = 1; i < shape.size(); ++i) cols *= shape[i];
-      const int n_classes =
-          config.model.layers.empty() ? kClasses : static_cast<int>(config.model.layers.back().out_features);
-      Dataset d = make_synthetic(split == Split::kTrain ? data.synthetic_train : data.synthetic_test, rows, cols,
-                                 config.training.seed, data.synthetic_noise, split == Split::kTrain ? 0 : 1,
-                                 n_classes);
+      const int n_classes = config.model.layers.empty()
+                                ? kClasses
+                                : static_cast<int>(config.model.layers.back().out_features);
+      Dataset d = make_synthetic(
+          split == Split::kTrain ? data.synthetic_train : data.synthetic_test, rows, cols,
+          config.training.seed, data.synthetic_noise, split == Split::kTrain ? 0 : 1, n_classes);
       d.name = split == Split::kTrain ? "synthetic train" : "synthetic test";
       return d;
     }

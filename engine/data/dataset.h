@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/config.h"
@@ -16,6 +17,7 @@ namespace popkit::engine {
 
 struct Dataset {
   std::string name;
+  std::string source;     // the images file it was read from; empty when made here
   std::int64_t n = 0;     // samples
   std::int64_t rows = 0;  // pixels per image: rows x cols
   std::int64_t cols = 0;
@@ -32,15 +34,23 @@ inline constexpr std::uint32_t kIdxImagesMagic = 2051;  // 0x00000803: ubyte, 3 
 inline constexpr std::uint32_t kIdxLabelsMagic = 2049;  // 0x00000801: ubyte, 1 dim
 inline constexpr int kClasses = 10;
 
-// Reads a whole file; gzip is recognised by its magic bytes and inflated.
-// Throws popkit::Error naming the file when it is missing, unreadable or corrupt.
-std::vector<std::uint8_t> read_maybe_gzip(const std::string& path);
+// An IDX file (raw or inflated) may hold at most this much: MNIST's largest is 47 MB,
+// and a header claiming more is refused before anything is inflated.
+inline constexpr std::uint64_t kMaxIdxBytes = std::uint64_t{4} << 30;
 
-// Reads an IDX image file and its label file (raw or gzip). Checks the magic numbers,
-// the big-endian dimensions against the file sizes, that the counts match and that
-// every label is below 10; each failure is a popkit::Error naming the file and what is
-// wrong.
+// Reads an IDX image file and its label file: parse_idx on their bytes. Only regular
+// files are read ("is a directory", "is not a regular file (a FIFO)", ...; see
+// config/input_file.h), each at most kMaxIdxBytes.
 Dataset read_idx(const std::string& images_path, const std::string& labels_path);
+
+// The IDX reader on bytes in memory, each raw or gzip (recognised by its magic bytes);
+// the names stand for the files in messages. Checks the magic numbers, the big-endian
+// dimensions against the sizes, that the counts match and that every label is below 10.
+// A gzip stream is inflated only as far as its header allows (one byte past it shows
+// trailing data), and bytes after the stream's end are refused. Each failure is a
+// popkit::Error naming the file and what is wrong.
+Dataset parse_idx(std::string_view images, std::string_view labels, const std::string& images_name,
+                  const std::string& labels_name);
 
 // Writes IDX files (raw), as the fetch script produces them; used by tests.
 void write_idx_images(const std::string& path, const Dataset& data);

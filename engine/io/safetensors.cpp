@@ -8,11 +8,12 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "config/error.h"
+#include "config/input_file.h"
 
 namespace popkit::engine {
 namespace {
@@ -62,7 +63,8 @@ void write_safetensors(const std::string& path, const SafeTensorsFile& file) {
   if (!file.metadata.empty()) header["__metadata__"] = file.metadata;
   std::uint64_t offset = 0;
   for (const auto& [name, t] : file.tensors) {
-    header[name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
+    header[name] = {
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
     offset += t.data.size();
   }
   std::string text = header.dump();
@@ -71,7 +73,8 @@ void write_safetensors(const std::string& path, const SafeTensorsFile& file) {
 
   const std::filesystem::path target(path);
   const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
-  const std::string tmp = (dir / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()))).string();
+  const std::string tmp =
+      (dir / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()))).string();
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw Error("{}: cannot write: {}", path, std::strerror(errno));
   try {
@@ -102,26 +105,44 @@ void write_safetensors(const std::string& path, const SafeTensorsFile& file) {
 }
 
 SafeTensorsFile read_safetensors(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw Error("{}: no such file", path);
-  if (std::filesystem::is_directory(path, ec)) throw Error("{}: is a directory, not a checkpoint", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("{}: cannot open for reading", path);
-  const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < 8) throw Error("{}: truncated: {} bytes, a safetensors file starts with an 8-byte header length", path, bytes.size());
+  InputFile file = open_input_file(path, "expected a safetensors checkpoint");
+  return parse_safetensors(file.read_all(kMaxSafetensorsBytes, "safetensors file"), path);
+}
+
+namespace {
+
+// A JSON list of integers >= 0 (a shape or data_offsets); empty when it is not one.
+std::optional<std::vector<std::uint64_t>> naturals(const nlohmann::json& v) {
+  if (!v.is_array()) return std::nullopt;
+  std::vector<std::uint64_t> out;
+  for (const nlohmann::json& x : v) {
+    if (!x.is_number_unsigned()) return std::nullopt;  // negative ones are number_integer
+    out.push_back(x.get<std::uint64_t>());
+  }
+  return out;
+}
+
+}  // namespace
+
+SafeTensorsFile parse_safetensors(std::string_view bytes, const std::string& path) {
+  if (bytes.size() < 8)
+    throw Error("{}: truncated: {} bytes, a safetensors file starts with an 8-byte header length",
+                path, bytes.size());
   std::uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= std::uint64_t{bytes[static_cast<std::size_t>(i)]} << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    n |= std::uint64_t{static_cast<std::uint8_t>(bytes[static_cast<std::size_t>(i)])} << (8 * i);
   if (n > kMaxHeaderBytes || n > bytes.size() - 8)
-    throw Error("{}: truncated or not safetensors: header length {} but the file has {} bytes", path, n, bytes.size());
+    throw Error("{}: truncated or not safetensors: header length {} but the file has {} bytes",
+                path, n, bytes.size());
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
+    header = nlohmann::json::parse(bytes.substr(8, static_cast<std::size_t>(n)));
   } catch (const nlohmann::json::exception& e) {
     throw Error("{}: header is not valid JSON: {}", path, e.what());
   }
   if (!header.is_object()) throw Error("{}: header is not a JSON object", path);
   const std::uint64_t data_size = bytes.size() - 8 - n;
-  const std::uint8_t* data = bytes.data() + 8 + n;
+  const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data()) + 8 + n;
 
   SafeTensorsFile out;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
@@ -131,7 +152,8 @@ SafeTensorsFile read_safetensors(const std::string& path) {
     if (name == "__metadata__") {
       if (!v.is_object()) throw Error("{}: __metadata__ is not an object", path);
       for (auto m = v.begin(); m != v.end(); ++m) {
-        if (!m.value().is_string()) throw Error("{}: __metadata__.{} is not a string", path, m.key());
+        if (!m.value().is_string())
+          throw Error("{}: __metadata__.{} is not a string", path, m.key());
         out.metadata[m.key()] = m.value().get<std::string>();
       }
       continue;
@@ -139,23 +161,38 @@ SafeTensorsFile read_safetensors(const std::string& path) {
     try {
       SafeTensor t;
       t.dtype = v.at("dtype").get<std::string>();
-      t.shape = v.at("shape").get<std::vector<std::int64_t>>();
-      const auto offsets = v.at("data_offsets").get<std::vector<std::uint64_t>>();
+      const auto shape = naturals(v.at("shape"));
+      if (!shape)
+        throw Error("{}: tensor {}: shape is {}, not a list of integers >= 0", path, name,
+                    v.at("shape").dump());
+      const auto offsets = naturals(v.at("data_offsets"));
+      if (!offsets || offsets->size() != 2)
+        throw Error("{}: tensor {}: data_offsets is {}, not two integers >= 0", path, name,
+                    v.at("data_offsets").dump());
       const std::int64_t elem = safetensors_dtype_size(t.dtype);
       if (elem == 0) throw Error("{}: tensor {}: unknown dtype {}", path, name, t.dtype);
-      if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_size)
-        throw Error("{}: tensor {}: data_offsets run past the end of the data ({} bytes): truncated file?", path, name,
-                    data_size);
-      std::uint64_t nelms = 1;
-      for (std::int64_t d : t.shape) {
-        if (d < 0) throw Error("{}: tensor {}: negative dimension {}", path, name, d);
-        nelms *= static_cast<std::uint64_t>(d);
+      // bytes = elem x product of the dimensions, checked: a product that wraps (to 0,
+      // say) would pass for an empty tensor.
+      std::uint64_t nbytes = static_cast<std::uint64_t>(elem);
+      for (const std::uint64_t d : *shape) {
+        if (d > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+          throw Error("{}: tensor {}: dimension {} is more than 2^63 - 1", path, name, d);
+        if (__builtin_mul_overflow(nbytes, d, &nbytes))
+          throw Error("{}: tensor {}: shape [{}] of {} needs more than 2^64 bytes", path, name,
+                      fmt::join(*shape, ", "), t.dtype);
       }
-      if (nelms * static_cast<std::uint64_t>(elem) != offsets[1] - offsets[0])
-        throw Error("{}: tensor {}: {} x {} elements need {} bytes but data_offsets give {}", path, name, t.dtype,
-                    nelms, nelms * static_cast<std::uint64_t>(elem), offsets[1] - offsets[0]);
-      t.data.assign(data + offsets[0], data + offsets[1]);
-      ranges.emplace_back(offsets[0], offsets[1]);
+      const std::uint64_t begin = (*offsets)[0], end = (*offsets)[1];
+      if (begin > end || end > data_size)
+        throw Error(
+            "{}: tensor {}: data_offsets run past the end of the data ({} bytes): truncated "
+            "file?",
+            path, name, data_size);
+      if (nbytes != end - begin)
+        throw Error("{}: tensor {}: {} x {} elements need {} bytes but data_offsets give {}", path,
+                    name, t.dtype, nbytes / static_cast<std::uint64_t>(elem), nbytes, end - begin);
+      t.shape.assign(shape->begin(), shape->end());
+      t.data.assign(data + begin, data + end);
+      ranges.emplace_back(begin, end);
       out.tensors.emplace(name, std::move(t));
     } catch (const nlohmann::json::exception& e) {
       throw Error("{}: tensor {}: not a safetensors entry: {}", path, name, e.what());
@@ -168,7 +205,8 @@ SafeTensorsFile read_safetensors(const std::string& path) {
     if (b != at) throw Error("{}: tensor data overlaps or leaves a gap at byte {}", path, at);
     at = e;
   }
-  if (at != data_size) throw Error("{}: {} bytes of data past the last tensor", path, data_size - at);
+  if (at != data_size)
+    throw Error("{}: {} bytes of data past the last tensor", path, data_size - at);
   return out;
 }
 

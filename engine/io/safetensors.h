@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace popkit::engine {
@@ -34,9 +35,19 @@ std::uint32_t tensors_checksum(const SafeTensorsFile& file);
 // Throws popkit::Error naming the file when it cannot be written.
 void write_safetensors(const std::string& path, const SafeTensorsFile& file);
 
-// Throws popkit::Error naming the file and what is wrong: missing, truncated, a header
-// that is not JSON or not a safetensors header, offsets that overlap, leave gaps or run
-// past the end, a dtype and shape that disagree with the byte count.
+// A safetensors file may have at most this many bytes: far above any model this engine
+// plans, and a bound on what one read allocates.
+inline constexpr std::uint64_t kMaxSafetensorsBytes = std::uint64_t{16} << 30;
+
+// Reads `path` (a regular file only, see config/input_file.h) and parses it with
+// parse_safetensors. Throws popkit::Error naming the file and what is wrong.
 SafeTensorsFile read_safetensors(const std::string& path);
+
+// The safetensors reader on bytes in memory; `name` stands for the file in messages.
+// Throws popkit::Error naming it and what is wrong: truncated, a header that is not JSON
+// or not a safetensors header, a shape or offsets that are not integers >= 0, offsets
+// that overlap, leave gaps or run past the end, a dtype and shape that disagree with the
+// byte count.
+SafeTensorsFile parse_safetensors(std::string_view bytes, const std::string& name);
 
 }  // namespace popkit::engine

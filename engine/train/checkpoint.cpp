@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 #include <bit>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -104,18 +105,6 @@ std::string list(const std::vector<std::string>& names) {
   return out;
 }
 
-std::int64_t metadata_int(const SafeTensorsFile& f, const std::string& path,
-                          const std::string& key) {
-  const auto it = f.metadata.find(key);
-  if (it == f.metadata.end()) throw Error("{}: checkpoint metadata has no '{}'", path, key);
-  std::int64_t value = 0;
-  const char* last = it->second.data() + it->second.size();
-  const auto [end, ec] = std::from_chars(it->second.data(), last, value);
-  if (ec != std::errc() || end != last || value < 0)
-    throw Error("{}: checkpoint metadata '{}' is '{}', not a count", path, key, it->second);
-  return value;
-}
-
 std::string metadata_string(const SafeTensorsFile& f, const std::string& key) {
   const auto it = f.metadata.find(key);
   return it == f.metadata.end() ? std::string() : it->second;
@@ -147,24 +136,11 @@ SafeTensorsFile make_checkpoint(const engine::Engine& engine, const CheckpointSt
       file.tensors.emplace(name, to_tensor(v, copies[i]));
     }
   }
-  auto& m = file.metadata;
-  m["format"] = kCheckpointFormat;
-  m["format_version"] = std::to_string(kCheckpointVersion);
-  m["config_name"] = state.config_name;
-  m["config_hash"] = state.config_hash;
-  m["step"] = std::to_string(state.step);
-  m["epoch"] = std::to_string(state.data.epoch);
-  m["data_position"] = std::to_string(state.data.position);
-  m["shuffle"] = state.shuffle ? "true" : "false";
-  m["shuffle_seed"] = std::to_string(state.shuffle_seed);
-  m["shuffle_rng"] = "splitmix64 Fisher-Yates of (shuffle_seed, epoch)";
-  m["global_batch_size"] = std::to_string(state.global_batch_size);
-  m["n_train"] = std::to_string(state.n_train);
-  m["replication_factor"] = std::to_string(plan.replication_factor);
-  m["n_groups"] = std::to_string(plan.variables_grouping.n_groups());
-  m["copies"] = n_copies == 1 ? "one" : kind;
-  m["n_copies"] = std::to_string(n_copies);
-  m["checksum"] = fmt::format("{:08x}", checkpoint_checksum(file));
+  CheckpointMetadata metadata{state, {}};
+  metadata.copies = {n_copies == 1 ? "one" : kind, static_cast<std::int64_t>(n_copies),
+                     plan.variables_grouping.n_groups(), plan.replication_factor};
+  put_checkpoint_metadata(file.metadata, metadata);
+  file.metadata["checksum"] = fmt::format("{:08x}", checkpoint_checksum(file));
   return file;
 }
 
@@ -174,15 +150,19 @@ void save_checkpoint(const std::string& path, const engine::Engine& engine,
 }
 
 LoadedCheckpoint read_checkpoint(const std::string& path, const planner::Plan& plan, Restore what) {
+  return check_checkpoint(engine::read_safetensors(path), path, plan, what);
+}
+
+LoadedCheckpoint check_checkpoint(SafeTensorsFile file, const std::string& path,
+                                  const planner::Plan& plan, Restore what) {
   LoadedCheckpoint out;
-  out.file = engine::read_safetensors(path);
+  out.file = std::move(file);
   const SafeTensorsFile& f = out.file;
   out.has_state = metadata_string(f, "format") == kCheckpointFormat;
   if (out.has_state) {
-    const std::int64_t version = metadata_int(f, path, "format_version");
-    if (version > kCheckpointVersion)
-      throw Error("{}: checkpoint format version {} is newer than this build reads ({})", path,
-                  version, kCheckpointVersion);
+    // The version first (a newer format may checksum otherwise), then the checksum: a
+    // damaged file is reported as damaged, not by its symptoms.
+    check_format_version(f.metadata, path);
     const std::string stored = metadata_string(f, "checksum");
     const std::string actual = fmt::format("{:08x}", checkpoint_checksum(f));
     if (stored.empty()) throw Error("{}: checkpoint metadata has no checksum", path);
@@ -191,16 +171,9 @@ LoadedCheckpoint read_checkpoint(const std::string& path, const planner::Plan& p
           "{}: checksum mismatch: the metadata says {}, the contents give {}: the file "
           "was modified or damaged",
           path, stored, actual);
-    CheckpointState& s = out.state;
-    s.step = metadata_int(f, path, "step");
-    s.data.epoch = metadata_int(f, path, "epoch");
-    s.data.position = metadata_int(f, path, "data_position");
-    s.shuffle = metadata_string(f, "shuffle") != "false";
-    s.shuffle_seed = static_cast<std::uint64_t>(metadata_int(f, path, "shuffle_seed"));
-    s.global_batch_size = metadata_int(f, path, "global_batch_size");
-    s.n_train = metadata_int(f, path, "n_train");
-    s.config_name = metadata_string(f, "config_name");
-    s.config_hash = metadata_string(f, "config_hash");
+    CheckpointMetadata metadata = parse_checkpoint_metadata(f.metadata, path);
+    out.state = std::move(metadata.state);
+    out.copies = std::move(metadata.copies);
   } else if (what == Restore::kEverything) {
     throw Error(
         "{}: not a popkit checkpoint (no '{}' metadata): resuming needs the step and "
@@ -221,6 +194,10 @@ LoadedCheckpoint read_checkpoint(const std::string& path, const planner::Plan& p
       continue;
     }
     const Variable& v = *it->second;
+    if (out.has_state && !parts->kind.empty() &&
+        (parts->kind != out.copies.kind || parts->copy >= out.copies.n_copies))
+      throw Error("{}: tensor {} is {} copy {}, but the metadata says copies '{}' (n_copies {})",
+                  path, name, parts->kind, parts->copy, out.copies.kind, out.copies.n_copies);
     if (t.shape != v.meta_shape)
       throw Error("{}: does not match the model: tensor {} has shape {}, the model's {} is {}",
                   path, name, shape_str(t.shape), v.name, shape_str(v.meta_shape));
@@ -238,6 +215,26 @@ LoadedCheckpoint read_checkpoint(const std::string& path, const planner::Plan& p
     if (!unexpected.empty())
       why += fmt::format("{}{} not in the model", why.empty() ? "" : "; ", list(unexpected));
     throw Error("{}: does not match the model '{}': {}", path, plan.name, why);
+  }
+  // Every value the run will load must be usable: NaN weights pass a ReLU as 0 and train
+  // on unnoticed, an Inf gives a NaN loss. Values are checked as the engine will hold
+  // them (float32), so an F64 beyond float32's range counts as Inf.
+  for (const auto& [name, t] : f.tensors) {
+    const Variable& v = *variables.at(split_name(name)->base);
+    if (!restored(v, what)) continue;
+    const std::vector<float> values = to_floats(t);
+    const auto n_bad =
+        std::count_if(values.begin(), values.end(), [](float x) { return !std::isfinite(x); });
+    if (n_bad > 0)
+      throw Error("{}: tensor {}: {} of {} values are not finite (NaN or Inf){}", path, name, n_bad,
+                  values.size(), t.dtype == "F64" ? " as float32" : "");
+    if (v.role == VariableRole::kAdamV) {
+      const auto n_negative =
+          std::count_if(values.begin(), values.end(), [](float x) { return x < 0.0f; });
+      if (n_negative > 0)
+        throw Error("{}: tensor {}: {} of {} values are negative (a second moment is >= 0)", path,
+                    name, n_negative, values.size());
+    }
   }
   return out;
 }
@@ -264,8 +261,7 @@ void restore_checkpoint(engine::Engine& engine, const LoadedCheckpoint& checkpoi
     for (std::int64_t g = 0; g < n_groups; ++g)
       copy_of_group[static_cast<std::size_t>(g)] = plan.variables_grouping.member(g, 0);
   } else if (!kind.empty() && what == Restore::kEverything &&
-             !(checkpoint.has_state && f.metadata.count("n_groups") &&
-               f.metadata.at("n_groups") == "1")) {
+             !(checkpoint.has_state && checkpoint.copies.n_groups == 1)) {
     throw Error(
         "{}: holds {} {} copies of each variable but the config has {} groups of {} "
         "replicas; resume with the checkpoint's replica grouping",

@@ -15,23 +15,9 @@
 
 #include "engine/engine.h"
 #include "engine/io/safetensors.h"
-#include "engine/train/data_order.h"
+#include "engine/train/checkpoint_metadata.h"
 
 namespace popkit::train {
-
-inline constexpr const char* kCheckpointFormat = "popkit-checkpoint";
-inline constexpr int kCheckpointVersion = 1;
-
-struct CheckpointState {
-  std::int64_t step = 0;  // optimizer steps done
-  DataPosition data;
-  bool shuffle = true;
-  std::uint64_t shuffle_seed = 0;
-  std::int64_t global_batch_size = 0;
-  std::int64_t n_train = 0;
-  std::string config_name;
-  std::string config_hash;
-};
 
 // The safetensors content of a checkpoint of `engine` (metadata and checksum included).
 engine::SafeTensorsFile make_checkpoint(const engine::Engine& engine, const CheckpointState& state);
@@ -49,17 +35,23 @@ enum class Restore {
   kWeights,     // weights and biases only; other model variables are ignored (init_from, eval)
 };
 
-// Reads `path` and checks it: a popkit checkpoint must carry a matching checksum (files
-// made elsewhere, without popkit metadata, are accepted for kWeights); every tensor
-// must be a variable of the model (or a copy of one) with the model's shape; and for
-// kEverything the step and data position must be present. Throws popkit::Error naming
-// the file and what is wrong.
+// Reads `path` and checks it: a popkit checkpoint must carry a matching checksum and
+// metadata in range (checkpoint_metadata.h; files made elsewhere, without popkit
+// metadata, are accepted for kWeights); every tensor must be a variable of the model (or
+// a copy of one the metadata announces) with the model's shape; every value restored
+// must be finite (and a second moment >= 0); and for kEverything the step and data
+// position must be present. Throws popkit::Error naming the file and what is wrong.
 struct LoadedCheckpoint {
   engine::SafeTensorsFile file;
   bool has_state = false;  // popkit metadata present
   CheckpointState state;
+  CheckpointCopies copies;  // as the metadata says (has_state only)
 };
 LoadedCheckpoint read_checkpoint(const std::string& path, const planner::Plan& plan, Restore what);
+
+// read_checkpoint's checks on a file already in memory; `name` stands for it in messages.
+LoadedCheckpoint check_checkpoint(engine::SafeTensorsFile file, const std::string& name,
+                                  const planner::Plan& plan, Restore what);
 
 // Writes the checkpoint's values into the engine (every group; per group or replica when
 // the checkpoint holds copies that match the plan's groups), and for kEverything the

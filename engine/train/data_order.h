@@ -16,6 +16,10 @@ struct DataPosition {
   std::int64_t position = 0;  // samples of this epoch's order already consumed
 };
 
+// How epoch_order shuffles, as a checkpoint records it: a resumed run must shuffle the
+// same way to see the samples an uninterrupted run would.
+inline constexpr const char* kShuffleRng = "splitmix64 Fisher-Yates of (shuffle_seed, epoch)";
+
 // The permutation of 0..n-1 for `epoch`: Fisher-Yates driven by splitmix64 seeded from
 // (seed, epoch), with bounded draws by rejection, so it is the same on every platform
 // and standard library. Without shuffle, the identity.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <limits>
@@ -59,13 +61,17 @@ engine::EngineOptions engine_options(const config::Config& config, int n_threads
   return o;
 }
 
-// The dataset must fit the model: image size and classes.
+// The dataset must fit the model: image shape and classes. Images are rows x cols; an
+// input_shape of more dims folds its trailing ones into cols (as the synthetic set is
+// made), so [28, 28] takes 28x28 images only, not 1x784 ones with as many pixels.
 void check_dataset(const engine::Dataset& data, const planner::Plan& plan) {
-  std::int64_t pixels = 1;
-  for (const std::int64_t d : plan.input_shape) pixels *= d;
-  if (data.image_size() != pixels)
-    throw Error("{}: images of {}x{} pixels, but model.input_shape [{}] needs {} pixels", data.name,
-                data.rows, data.cols, fmt::join(plan.input_shape, ", "), pixels);
+  const auto& shape = plan.input_shape;
+  std::int64_t cols = 1;
+  for (std::size_t i = 1; i < shape.size(); ++i) cols *= shape[i];
+  if (shape.empty() || data.rows != shape.front() || data.cols != cols)
+    throw Error("{}: images of shape [{}, {}], but model.input_shape is [{}]",
+                data.source.empty() ? data.name : data.source, data.rows, data.cols,
+                fmt::join(shape, ", "));
   const auto top = std::max_element(data.labels.begin(), data.labels.end());
   if (top != data.labels.end() && *top >= plan.n_classes)
     throw Error(
@@ -190,6 +196,11 @@ engine::EvalResult evaluate_test_set(const engine::Engine& engine, const engine:
     total.loss = loss_sum / static_cast<double>(total.n);
     total.accuracy = static_cast<double>(total.correct) / static_cast<double>(total.n);
   }
+  // As in training (engine check_finite): a NaN or Inf loss is a failure, not a result.
+  // The loss is >= 0, so the mean is finite exactly when every micro-batch's loss is.
+  if (!std::isfinite(total.loss))
+    throw Error("evaluation on {}: the mean loss over the {} samples is {}", test.name, total.n,
+                std::isnan(total.loss) ? "NaN" : "Inf");
   return total;
 }
 
@@ -384,7 +395,11 @@ EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions&
   engine.initialize(config.model.init);
   restore_checkpoint(engine, ckpt, options.checkpoint, Restore::kWeights);
   EvalOutcome out;
-  out.test = evaluate_test_set(engine, test_set, eval_micro_batch(config));
+  try {
+    out.test = evaluate_test_set(engine, test_set, eval_micro_batch(config));
+  } catch (const Error& e) {
+    throw Error("{}: {}", options.checkpoint, e.what());
+  }
   out.record = reports::record_from_plan(plan);
   out.record.config = resolved_config_json(config);
   out.record.test = reports::TestResult{out.test.accuracy, out.test.loss, out.test.n};

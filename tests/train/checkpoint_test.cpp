@@ -3,8 +3,12 @@
 // names the file and what is wrong.
 #include "engine/train/checkpoint.h"
 
+#include <sys/stat.h>
+
 #include <boost/test/unit_test.hpp>
 #include <cstring>
+#include <limits>
+#include <map>
 
 #include "config/error.h"
 #include "helpers.h"
@@ -87,6 +91,37 @@ std::vector<std::vector<float>> restored_state(const config::Config& c, const st
   restore_checkpoint(e, ckpt, path, Restore::kEverything);
   if (steps_done) *steps_done = e.steps_done();
   return state_of(e);
+}
+
+// A safetensors file with the JSON header `header` (padded to 8 bytes) and `data`.
+std::string write_raw_safetensors(const fs::path& path, std::string header,
+                                  const std::vector<char>& data = {}) {
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::vector<char> bytes(8);
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(header.size() >> (8 * i));
+  bytes.insert(bytes.end(), header.begin(), header.end());
+  bytes.insert(bytes.end(), data.begin(), data.end());
+  write_bytes(path, bytes);
+  return path.string();
+}
+
+// Rewrites the checkpoint at `path` through `change`, with a checksum that fits again:
+// what a buggy writer (not a damaged file) would leave.
+template <typename F>
+void rewrite_checkpoint(const std::string& path, F&& change) {
+  auto file = engine::read_safetensors(path);
+  change(file);
+  file.metadata["checksum"] = fmt::format("{:08x}", checkpoint_checksum(file));
+  engine::write_safetensors(path, file);
+}
+
+void set_float(engine::SafeTensor& t, std::size_t i, float value) {
+  BOOST_REQUIRE(t.dtype == "F32");
+  std::memcpy(t.data.data() + 4 * i, &value, 4);
+}
+
+std::string safetensors_error(const std::string& path) {
+  return error_of([&] { engine::read_safetensors(path); });
 }
 
 }  // namespace
@@ -208,6 +243,233 @@ BOOST_AUTO_TEST_CASE(missing_file) {
   BOOST_TEST(error_of([&] {
                read_checkpoint("/nonexistent/ckpt.safetensors", plan, Restore::kWeights);
              }) == "/nonexistent/ckpt.safetensors: no such file");
+}
+
+BOOST_AUTO_TEST_CASE(directory_is_refused) {
+  const auto dir = scratch("directory");
+  const auto plan = planner::build_plan(tiny_config());
+  BOOST_TEST(error_of([&] { read_checkpoint(dir.string(), plan, Restore::kWeights); }) ==
+             dir.string() + ": is a directory; expected a safetensors checkpoint");
+}
+
+// /dev/zero never ends and a FIFO without a writer blocks: both are refused from the
+// descriptor's type, before any byte is read.
+BOOST_AUTO_TEST_CASE(device_is_refused) {
+  const auto plan = planner::build_plan(tiny_config());
+  BOOST_TEST(error_of([&] { read_checkpoint("/dev/zero", plan, Restore::kWeights); }) ==
+             "/dev/zero: is not a regular file (a character device); expected a safetensors "
+             "checkpoint");
+}
+
+BOOST_AUTO_TEST_CASE(fifo_is_refused_without_blocking) {
+  const auto dir = scratch("fifo");
+  const std::string fifo = (dir / "ckpt.safetensors").string();
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const auto plan = planner::build_plan(tiny_config());
+  BOOST_TEST(error_of([&] { read_checkpoint(fifo, plan, Restore::kEverything); }) ==
+             fifo + ": is not a regular file (a FIFO); expected a safetensors checkpoint");
+}
+
+// A shape whose element count wraps to 0 in 64 bits must not pass as an empty tensor.
+BOOST_AUTO_TEST_CASE(shape_beyond_64_bits) {
+  const auto dir = scratch("shape_overflow");
+  const std::string path = write_raw_safetensors(
+      dir / "t.safetensors",
+      R"({"t":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})");
+  BOOST_TEST(safetensors_error(path) ==
+             path + ": tensor t: shape [4294967296, 4294967296] of F32 needs more than 2^64 bytes");
+}
+
+// Dimensions and offsets are JSON integers: a float such as 1e30 is not converted.
+BOOST_AUTO_TEST_CASE(shape_and_offsets_must_be_integers) {
+  const auto dir = scratch("shape_float");
+  std::string path = write_raw_safetensors(
+      dir / "a.safetensors", R"({"t":{"dtype":"F32","shape":[1e30],"data_offsets":[0,4]}})",
+      std::vector<char>(4));
+  BOOST_TEST(safetensors_error(path) ==
+             path + ": tensor t: shape is [1e+30], not a list of integers >= 0");
+  path = write_raw_safetensors(dir / "b.safetensors",
+                               R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})",
+                               std::vector<char>(4));
+  BOOST_TEST(safetensors_error(path) ==
+             path + ": tensor t: data_offsets is [-4,0], not two integers >= 0");
+}
+
+// Every value a run loads must be finite: NaN weights pass a ReLU as 0 and train on
+// silently, and an Inf weight gives a NaN loss.
+BOOST_AUTO_TEST_CASE(non_finite_values_are_refused) {
+  const auto dir = scratch("non_finite");
+  const auto c = tiny_config();
+  const auto plan = planner::build_plan(c);
+  const auto path = tiny_checkpoint(dir, c);
+  rewrite_checkpoint(path, [](engine::SafeTensorsFile& f) {
+    auto& w = f.tensors.at("fc1.weight");
+    for (std::size_t i = 0; i < 64 * 32; ++i)
+      set_float(w, i, std::numeric_limits<float>::quiet_NaN());
+  });
+  for (const Restore what : {Restore::kWeights, Restore::kEverything})
+    BOOST_TEST(error_of([&] { read_checkpoint(path, plan, what); }) ==
+               path + ": tensor fc1.weight: 2048 of 2048 values are not finite (NaN or Inf)");
+
+  fs::create_directories(dir / "one");
+  const auto one = tiny_checkpoint(dir / "one", c);
+  rewrite_checkpoint(one, [](engine::SafeTensorsFile& f) {
+    set_float(f.tensors.at("fc2.weight"), 5, std::numeric_limits<float>::infinity());
+  });
+  BOOST_TEST(error_of([&] { read_checkpoint(one, plan, Restore::kWeights); }) ==
+             one + ": tensor fc2.weight: 1 of 1024 values are not finite (NaN or Inf)");
+}
+
+// Optimizer state is checked when it is restored (resume), in float16 too; init_from
+// and eval ignore it.
+BOOST_AUTO_TEST_CASE(non_finite_optimizer_state_is_refused_on_resume) {
+  const auto dir = scratch("non_finite_f16");
+  const auto c = tiny_config({"training.optimizer.first_order_dtype=float16"});
+  const auto plan = planner::build_plan(c);
+  const auto path = tiny_checkpoint(dir, c);
+  rewrite_checkpoint(path, [](engine::SafeTensorsFile& f) {
+    auto& m = f.tensors.at("fc3.weight.adam_m");
+    BOOST_REQUIRE(m.dtype == "F16");
+    const std::uint16_t inf = 0x7C00, nan = 0x7E00;  // float16 +Inf and a quiet NaN
+    std::memcpy(m.data.data() + 2 * 7, &inf, 2);
+    std::memcpy(m.data.data() + 2 * 9, &nan, 2);
+  });
+  BOOST_TEST(error_of([&] { read_checkpoint(path, plan, Restore::kEverything); }) ==
+             path + ": tensor fc3.weight.adam_m: 2 of 320 values are not finite (NaN or Inf)");
+  BOOST_TEST(error_of([&] { read_checkpoint(path, plan, Restore::kWeights); }) == "");
+}
+
+// A second moment is a mean of squares: a negative one would make Adam's sqrt(v) NaN.
+BOOST_AUTO_TEST_CASE(negative_second_moment_is_refused) {
+  const auto dir = scratch("negative_v");
+  const auto c = tiny_config();
+  const auto path = tiny_checkpoint(dir, c);
+  rewrite_checkpoint(path, [](engine::SafeTensorsFile& f) {
+    set_float(f.tensors.at("fc1.bias.adam_v"), 0, -1.0f);
+  });
+  BOOST_TEST(error_of([&] {
+               read_checkpoint(path, planner::build_plan(c), Restore::kEverything);
+             }) == path +
+                       ": tensor fc1.bias.adam_v: 1 of 32 values are negative (a second "
+                       "moment is >= 0)");
+}
+
+// F64 weights (from elsewhere) must be finite once converted to float32.
+BOOST_AUTO_TEST_CASE(f64_values_beyond_float32_are_refused) {
+  const auto dir = scratch("f64_range");
+  const auto c = tiny_config();
+  auto file = engine::read_safetensors(tiny_checkpoint(dir, c));
+  file.metadata.clear();
+  auto& w = file.tensors.at("fc3.bias");
+  engine::SafeTensor d;
+  d.dtype = "F64";
+  d.shape = w.shape;
+  d.data.resize(w.data.size() * 2);
+  const double big = 1e300;
+  std::memcpy(d.data.data() + 8 * 3, &big, 8);
+  w = d;
+  const std::string path = (dir / "f64.safetensors").string();
+  engine::write_safetensors(path, file);
+  BOOST_TEST(error_of([&] { read_checkpoint(path, planner::build_plan(c), Restore::kWeights); }) ==
+             path + ": tensor fc3.bias: 1 of 10 values are not finite (NaN or Inf) as float32");
+}
+
+// Metadata as a buggy or foreign writer could leave it, with a checksum that fits: every
+// field is checked for its range, alone and against the others. some_state: step 3,
+// epoch 1, data_position 64, global_batch_size 32, n_train 512; R = 2 in one group.
+BOOST_AUTO_TEST_CASE(metadata_out_of_range_is_refused) {
+  const auto dir = scratch("metadata_ranges");
+  const auto c = tiny_config();
+  const auto plan = planner::build_plan(c);
+  const auto good = file_bytes(tiny_checkpoint(dir, c));
+  const std::string path = (dir / "bad.safetensors").string();
+  struct Case {
+    std::map<std::string, std::string> set;
+    std::string want;  // after "PATH: checkpoint metadata "
+  };
+  const std::vector<Case> cases = {
+      {{{"data_position", "1000000000000"}},
+       "'data_position' is 1000000000000, out of range 0 to 480 (n_train 512 - "
+       "global_batch_size 32: a position leaves room for a global batch)"},
+      {{{"data_position", "-32"}},
+       "'data_position' is -32, out of range 0 to 480 (n_train 512 - global_batch_size 32: a "
+       "position leaves room for a global batch)"},
+      {{{"step", "0"}, {"epoch", "0"}},
+       "'data_position' is 64, out of range 0 to 0 (step 0: no sample consumed yet)"},
+      {{{"global_batch_size", "0"}},
+       "'global_batch_size' is 0, out of range 1 to 512 (n_train: a global batch fits in an "
+       "epoch)"},
+      {{{"global_batch_size", "513"}},
+       "'global_batch_size' is 513, out of range 1 to 512 (n_train: a global batch fits in an "
+       "epoch)"},
+      {{{"n_train", "0"}}, "'n_train' is 0, out of range 1 to 9007199254740992"},
+      {{{"step", "4611686018427387904"}},
+       "'step' is 4611686018427387904, out of range 0 to 9007199254740992"},
+      {{{"step", "-1"}}, "'step' is -1, out of range 0 to 9007199254740992"},
+      {{{"step", "3.5"}}, "'step' is '3.5', not an integer"},
+      {{{"epoch", "5"}},
+       "'epoch' is 5, out of range 0 to 2 (step 3 at data_position 64: each epoch begun, and "
+       "a position inside one, is reached by a step)"},
+      {{{"epoch", "3"}},
+       "'epoch' is 3, out of range 0 to 2 (step 3 at data_position 64: each epoch begun, and "
+       "a position inside one, is reached by a step)"},
+      {{{"shuffle", "yes"}}, "'shuffle' is 'yes', not true or false"},
+      {{{"shuffle_seed", "-1"}},
+       "'shuffle_seed' is '-1', not an integer from 0 to 18446744073709551615"},
+      {{{"shuffle_rng", "mt19937"}},
+       "'shuffle_rng' is 'mt19937', but this build shuffles with 'splitmix64 Fisher-Yates of "
+       "(shuffle_seed, epoch)': the data order would differ"},
+      {{{"replication_factor", "0"}},
+       "'replication_factor' is 0, out of range 1 to 9007199254740992"},
+      {{{"n_groups", "3"}}, "'n_groups' is 3, not a divisor of replication_factor 2"},
+      {{{"copies", "some"}}, "'copies' is 'some', not one, group or replica"},
+      {{{"n_copies", "2"}}, "'n_copies' is 2, but copies 'one' means 1"},
+      {{{"copies", "replica"}}, "'n_copies' is 1, but copies 'replica' means 2"},
+      {{{"format_version", "0"}}, "'format_version' is 0, out of range 1 to 1"},
+      {{{"config_hash", "xyz"}}, "'config_hash' is 'xyz', not 16 hex digits"},
+  };
+  for (const Case& k : cases) {
+    BOOST_TEST_CONTEXT(k.want) {
+      write_bytes(path, good);
+      rewrite_checkpoint(path, [&k](engine::SafeTensorsFile& f) {
+        for (const auto& [key, value] : k.set) f.metadata[key] = value;
+      });
+      for (const Restore what : {Restore::kEverything, Restore::kWeights})
+        BOOST_TEST(error_of([&] { read_checkpoint(path, plan, what); }) ==
+                   path + ": checkpoint metadata " + k.want);
+    }
+  }
+  write_bytes(path, good);
+  rewrite_checkpoint(path, [](engine::SafeTensorsFile& f) { f.metadata.erase("shuffle_rng"); });
+  BOOST_TEST(error_of([&] { read_checkpoint(path, plan, Restore::kEverything); }) ==
+             path + ": checkpoint metadata has no 'shuffle_rng'");
+  // Copies the metadata does not announce.
+  write_bytes(path, good);
+  rewrite_checkpoint(path, [](engine::SafeTensorsFile& f) {
+    f.tensors.emplace("fc1.weight@group1", f.tensors.at("fc1.weight"));
+  });
+  BOOST_TEST(error_of([&] { read_checkpoint(path, plan, Restore::kEverything); }) ==
+             path +
+                 ": tensor fc1.weight@group1 is group copy 1, but the metadata says copies "
+                 "'one' (n_copies 1)");
+}
+
+// Seeds are unsigned 64-bit (training.seed): the largest one round-trips.
+BOOST_AUTO_TEST_CASE(largest_shuffle_seed_round_trips) {
+  const auto dir = scratch("seed_round_trip");
+  const auto c = tiny_config();
+  const planner::Plan plan = planner::build_plan(c);
+  engine::Engine e(plan, two_threads());
+  e.initialize(c.model.init);
+  CheckpointState state = some_state(c);
+  state.shuffle_seed = std::numeric_limits<std::uint64_t>::max();
+  const std::string path = (dir / "ckpt.safetensors").string();
+  save_checkpoint(path, e, state);
+  const std::string why = error_of([&] {
+    BOOST_TEST(read_checkpoint(path, plan, Restore::kEverything).state.shuffle_seed ==
+               std::numeric_limits<std::uint64_t>::max());
+  });
+  BOOST_TEST(why == "");
 }
 
 BOOST_AUTO_TEST_CASE(truncated_file) {

@@ -77,6 +77,50 @@ head -c 3000 r/checkpoint-step3.safetensors >truncated.safetensors
 expect 1 "poprun: error: truncated.safetensors: " -- poprun train "$config" --resume truncated.safetensors
 expect 1 "poprun: error: r/checkpoint-step3.safetensors: does not match the model: tensor fc1.bias has shape [32], the model's fc1.bias is [16]" \
   -- poprun eval "$POPKIT_SOURCE_DIR/tests/train/data/narrow.yaml" --checkpoint r/checkpoint-step3.safetensors
+# Files that are not regular files: refused at once, exit 1 (no hang on a FIFO, no
+# endless read of /dev/zero).
+expect 1 "poprun: error: /dev/zero: is not a regular file (a character device); expected a safetensors checkpoint" \
+  -- poprun eval "$config" --checkpoint /dev/zero
+mkfifo fifo.safetensors
+expect 1 "poprun: error: fifo.safetensors: is not a regular file (a FIFO); expected a safetensors checkpoint" \
+  -- timeout 60 poprun train "$config" --resume fifo.safetensors
+expect 1 "poprun: error: /dev/zero: is not a regular file (a character device); expected an IDX file (raw or .gz)" \
+  -- poprun train "$config" --out z/run.json --set data.dataset=idx \
+  --set data.train_images=/dev/zero --set data.train_labels=/dev/zero \
+  --set data.test_images=/dev/zero --set data.test_labels=/dev/zero
+# Weights as PyTorch would save them (no popkit metadata, so no checksum to pass) with
+# one +Inf, or all NaN, in fc1.weight: eval and --init-from refuse them, exit 1.
+for how in inf nan; do
+  /usr/bin/python3 - r/checkpoint-step3.safetensors "$how.safetensors" "$how" <<'PY' || fail "cannot write $how.safetensors"
+import json, struct, sys
+src, dst, how = sys.argv[1:4]
+data = open(src, "rb").read()
+(n,) = struct.unpack("<Q", data[:8])
+header = json.loads(data[8:8 + n])
+out, blobs, offset = {}, [], 0
+for name, t in sorted(header.items()):
+    if name == "__metadata__" or ".adam_" in name:
+        continue
+    begin, end = t["data_offsets"]
+    blob = bytearray(data[8 + n + begin:8 + n + end])
+    if name == "fc1.weight":
+        if how == "inf":
+            blob[0:4] = struct.pack("<f", float("inf"))
+        else:
+            blob[:] = struct.pack("<f", float("nan")) * (len(blob) // 4)
+    out[name] = {"dtype": t["dtype"], "shape": t["shape"], "data_offsets": [offset, offset + len(blob)]}
+    offset += len(blob)
+    blobs.append(bytes(blob))
+text = json.dumps(out).encode()
+open(dst, "wb").write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+PY
+done
+expect 1 "poprun: error: inf.safetensors: tensor fc1.weight: 1 of 2048 values are not finite (NaN or Inf)" \
+  -- poprun eval "$config" --checkpoint inf.safetensors
+expect 1 "poprun: error: nan.safetensors: tensor fc1.weight: 2048 of 2048 values are not finite (NaN or Inf)" \
+  -- poprun eval "$config" --checkpoint nan.safetensors
+expect 1 "poprun: error: nan.safetensors: tensor fc1.weight: 2048 of 2048 values are not finite (NaN or Inf)" \
+  -- poprun train "$config" --steps 1 --init-from nan.safetensors --out n/run.json
 # Unwritable output and missing data: exit 1 before training, nothing written.
 touch blocker
 expect 1 "poprun: error: blocker: cannot create the run file folder" -- poprun train "$config" --out blocker/run.json

@@ -236,6 +236,26 @@ BOOST_AUTO_TEST_CASE(eval_and_init_from_use_the_checkpoint_weights) {
   BOOST_TEST(warm2.last_loss == warm.last_loss);
 }
 
+// Finite weights can still overflow: evaluation fails on a non-finite loss, as training
+// does, instead of printing "loss nan" with exit 0.
+BOOST_AUTO_TEST_CASE(eval_fails_on_a_non_finite_loss) {
+  const auto dir = scratch("eval_nan");
+  const auto c = tiny_config();
+  const TrainResult trained = run(c, steps(1), dir / "a");
+  auto file = engine::read_safetensors(trained.checkpoint);
+  file.metadata.clear();
+  // Finite, but every logit overflows to +Inf, and softmax of Inf - Inf is NaN.
+  auto& w = file.tensors.at("fc3.weight");
+  const float huge = 3e38f;
+  for (std::size_t i = 0; i < w.data.size(); i += 4) std::memcpy(&w.data[i], &huge, 4);
+  const std::string path = (dir / "huge.safetensors").string();
+  engine::write_safetensors(path, file);
+  EvalOptions eval;
+  eval.checkpoint = path;
+  BOOST_TEST(error_of([&] { evaluate_checkpoint(c, eval); }) ==
+             path + ": evaluation on synthetic test: the mean loss over the 128 samples is NaN");
+}
+
 BOOST_AUTO_TEST_CASE(unwritable_output_fails_before_training_and_damages_nothing) {
   const auto dir = scratch("unwritable");
   const TrainResult first = run(tiny_config(), steps(2), dir);
@@ -296,6 +316,35 @@ BOOST_AUTO_TEST_CASE(bad_data_names_the_file) {
                          ": truncated: header says 1000000000 images of 28x28 (784000000016 "
                          "bytes) but the file has 800 bytes",
              why3);
+}
+
+// Images must have the shape model.input_shape gives, not only as many pixels: 1x784
+// images are not 28x28 ones.
+BOOST_AUTO_TEST_CASE(image_shape_must_match_the_input_shape) {
+  const auto dir = scratch("image_shape");
+  const auto write = [&dir](const std::string& stem, std::int64_t rows, std::int64_t cols) {
+    const engine::Dataset d = engine::make_synthetic(64, rows, cols, 1, 0.5);
+    engine::write_idx_images((dir / (stem + "-images.idx")).string(), d);
+    engine::write_idx_labels((dir / (stem + "-labels.idx")).string(), d);
+    return std::vector<std::string>{"data.dataset=idx",
+                                    "data.train_images=" + (dir / (stem + "-images.idx")).string(),
+                                    "data.train_labels=" + (dir / (stem + "-labels.idx")).string(),
+                                    "data.test_images=" + (dir / (stem + "-images.idx")).string(),
+                                    "data.test_labels=" + (dir / (stem + "-labels.idx")).string()};
+  };
+  auto flat = write("flat", 1, 784);
+  flat.push_back("model.input_shape=[28, 28]");
+  BOOST_TEST(error_of([&] { run(tiny_config(flat), steps(1), dir); }) ==
+             (dir / "flat-images.idx").string() +
+                 ": images of shape [1, 784], but model.input_shape is [28, 28]");
+  auto square = write("square", 28, 28);
+  square.push_back("model.input_shape=[784]");
+  BOOST_TEST(error_of([&] { run(tiny_config(square), steps(1), dir); }) ==
+             (dir / "square-images.idx").string() +
+                 ": images of shape [28, 28], but model.input_shape is [784]");
+  // The same shape trains.
+  square.back() = "model.input_shape=[28, 28]";
+  BOOST_TEST(run(tiny_config(square), steps(1), dir).steps == 1);
 }
 
 BOOST_AUTO_TEST_CASE(invalid_config_exits_2_with_diagnostics) {
