@@ -97,8 +97,11 @@ std::vector<std::vector<float>> restored_state(const config::Config& c, const st
 std::string write_raw_safetensors(const fs::path& path, std::string header,
                                   const std::vector<char>& data = {}) {
   header.append((8 - header.size() % 8) % 8, ' ');
-  std::vector<char> bytes(8);
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(header.size() >> (8 * i));
+  // Reserved up front: GCC 12 at -O3 reports a false -Warray-bounds for an insert that
+  // grows a vector of 8.
+  std::vector<char> bytes;
+  bytes.reserve(8 + header.size() + data.size());
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(header.size() >> (8 * i)));
   bytes.insert(bytes.end(), header.begin(), header.end());
   bytes.insert(bytes.end(), data.begin(), data.end());
   write_bytes(path, bytes);
