@@ -11,6 +11,7 @@
 #include <fstream>
 #include <thread>
 
+#include "config/output_file.h"
 #include "planner/names.h"
 #include "popkit/version.h"
 #include "reports/json_reader.h"
@@ -330,36 +331,9 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
 
 void write_run_file(const RunRecord& record, const std::string& path) {
   const std::string text = run_record_to_json(record).dump(2) + '\n';
-  const std::string tmp = path + ".tmp";
-  // O_NOFOLLOW: a link planted at the temporary's predictable name is not written through.
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("{}: cannot open for writing: {}", tmp, std::strerror(errno));
-  // On any failure the temporary goes too: the run file is whole or not there.
-  std::string failed;
-  for (std::size_t done = 0; done < text.size() && failed.empty();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n >= 0)
-      done += static_cast<std::size_t>(n);
-    else if (errno != EINTR)
-      failed = fmt::format("cannot write: {}", std::strerror(errno));
-  }
-  if (failed.empty() && ::fsync(fd) != 0)
-    failed = fmt::format("cannot flush to disk: {}", std::strerror(errno));
-  if (::close(fd) != 0 && failed.empty())
-    failed = fmt::format("cannot write: {}", std::strerror(errno));
-  if (failed.empty() && ::rename(tmp.c_str(), path.c_str()) != 0)
-    failed = fmt::format("cannot rename to {}: {}", path, std::strerror(errno));
-  if (!failed.empty()) {
-    ::unlink(tmp.c_str());
-    throw Error("{}: {}", tmp, failed);
-  }
-  // The rename itself, durable.
-  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  AtomicFile out(path, TemporaryName::kSuffix);
+  out.write(text.data(), text.size());
+  out.commit();
 }
 
 }  // namespace popkit::reports

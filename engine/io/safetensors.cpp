@@ -14,25 +14,13 @@
 
 #include "config/error.h"
 #include "config/input_file.h"
+#include "config/output_file.h"
 
 namespace popkit::engine {
 namespace {
 
 // Header sizes past this are not a checkpoint of ours, nor of anyone's sane file.
 constexpr std::uint64_t kMaxHeaderBytes = 100ull << 20;
-
-void write_all(int fd, const void* data, std::size_t size, const std::string& path) {
-  const auto* p = static_cast<const std::uint8_t*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw Error("{}: write failed: {}", path, std::strerror(errno));
-    }
-    p += n;
-    size -= static_cast<std::size_t>(n);
-  }
-}
 
 }  // namespace
 
@@ -71,37 +59,14 @@ void write_safetensors(const std::string& path, const SafeTensorsFile& file) {
   // Pad with spaces so the data starts 8-byte aligned, as the format recommends.
   text.append((8 - text.size() % 8) % 8, ' ');
 
-  const std::filesystem::path target(path);
-  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
-  const std::string tmp =
-      (dir / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()))).string();
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("{}: cannot write: {}", path, std::strerror(errno));
-  try {
-    std::uint8_t len[8];
-    const std::uint64_t n = text.size();
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(n >> (8 * i));
-    write_all(fd, len, 8, path);
-    write_all(fd, text.data(), text.size(), path);
-    for (const auto& [name, t] : file.tensors) write_all(fd, t.data.data(), t.data.size(), path);
-    if (::fsync(fd) != 0) throw Error("{}: cannot flush to disk: {}", path, std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw Error("{}: cannot replace: {}", path, why);
-  }
-  // Make the rename itself durable.
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  AtomicFile out(path, TemporaryName::kHiddenPerProcess);
+  std::uint8_t len[8];
+  const std::uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(n >> (8 * i));
+  out.write(len, 8);
+  out.write(text.data(), text.size());
+  for (const auto& [name, t] : file.tensors) out.write(t.data.data(), t.data.size());
+  out.commit();
 }
 
 SafeTensorsFile read_safetensors(const std::string& path) {

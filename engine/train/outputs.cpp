@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "config/error.h"
+#include "config/output_file.h"
 
 namespace popkit::train {
 namespace {
@@ -57,8 +58,8 @@ std::optional<std::int64_t> checkpoint_step(const std::string& name) {
   return parse_count(digits);
 }
 
-// ".checkpoint-step12.safetensors.tmp-4711" -> 4711 (engine::write_safetensors' name
-// for the temporary of "checkpoint-step12.safetensors").
+// ".checkpoint-step12.safetensors.tmp-4711" -> 4711 (temporary_path(kHiddenPerProcess)
+// of "checkpoint-step12.safetensors", as engine::write_safetensors writes it).
 std::optional<std::int64_t> checkpoint_temporary_pid(const std::string& name) {
   static const std::string kTmp = ".tmp-";
   const auto tmp = name.rfind(kTmp);
@@ -113,7 +114,7 @@ void check_run_file_path(const std::string& path) {
         "file or nothing",
         path, why);
   // The temporary is opened without following links (reports::write_run_file).
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = temporary_path(path, TemporaryName::kSuffix);
   if (const std::string why = in_the_way(tmp, /*follow=*/false); !why.empty())
     throw Error("{}: {}, but the run file is written there first: remove it", tmp, why);
   ensure_writable_dir(p.parent_path(), "run file");
@@ -139,7 +140,7 @@ std::vector<std::string> remove_stale_temporaries(const std::optional<fs::path>&
   const auto remove = [&](const fs::path& path) {
     if (is_regular_not_link(path) && ::unlink(path.c_str()) == 0) removed.push_back(path.string());
   };
-  if (!run_file.empty()) remove(run_file + ".tmp");
+  if (!run_file.empty()) remove(temporary_path(run_file, TemporaryName::kSuffix));
   if (!checkpoint_dir) return removed;
   std::error_code ec;
   const fs::path dir = checkpoint_dir->empty() ? fs::path(".") : *checkpoint_dir;

@@ -7,9 +7,11 @@
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "config/error.h"
 #include "config/load.h"
+#include "config/output_file.h"
 
 namespace fs = std::filesystem;
 using popkit::Error;
@@ -82,6 +84,74 @@ BOOST_AUTO_TEST_CASE(the_config_loader_refuses_a_fifo_and_a_device) {
     BOOST_TEST(result.diagnostics[0].message.find("; give the path of a YAML config file") !=
                std::string::npos);
   }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(output_file)
+
+using popkit::AtomicFile;
+using popkit::TemporaryName;
+
+std::string contents(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+BOOST_AUTO_TEST_CASE(committed_replaces_the_file_whole) {
+  TempDir dir;
+  const std::string path = (dir.path / "run.json").string();
+  std::ofstream(path) << "old";
+  {
+    AtomicFile out(path, TemporaryName::kSuffix);
+    BOOST_TEST(out.temporary() == path + ".tmp");
+    out.write("new ", 4);
+    BOOST_TEST(contents(path) == "old");  // the target is untouched until commit
+    out.write("text", 4);
+    out.commit();
+  }
+  BOOST_TEST(contents(path) == "new text");
+  BOOST_TEST(!fs::exists(path + ".tmp"));
+}
+
+BOOST_AUTO_TEST_CASE(abandoned_leaves_the_old_file_and_no_temporary) {
+  TempDir dir;
+  const std::string path = (dir.path / "checkpoint-step1.safetensors").string();
+  std::ofstream(path) << "old";
+  const std::string tmp = popkit::temporary_path(path, TemporaryName::kHiddenPerProcess);
+  BOOST_TEST(
+      tmp ==
+      (dir.path / (".checkpoint-step1.safetensors.tmp-" + std::to_string(::getpid()))).string());
+  {
+    AtomicFile out(path, TemporaryName::kHiddenPerProcess);
+    out.write("half", 4);
+    BOOST_TEST(fs::exists(tmp));
+  }
+  BOOST_TEST(contents(path) == "old");
+  BOOST_TEST(!fs::exists(tmp));
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_rename_says_why_and_removes_the_temporary) {
+  TempDir dir;
+  const fs::path target = dir.path / "taken";
+  fs::create_directories(target / "inside");  // rename(2) cannot replace a non-empty folder
+  AtomicFile out(target.string(), TemporaryName::kSuffix);
+  out.write("x", 1);
+  BOOST_CHECK_EXCEPTION(out.commit(), Error, [&](const Error& e) {
+    return std::string(e.what()) ==
+           target.string() + ".tmp: cannot rename to " + target.string() + ": Is a directory";
+  });
+  BOOST_TEST(!fs::exists(target.string() + ".tmp"));
+}
+
+BOOST_AUTO_TEST_CASE(a_link_at_the_temporary_is_not_written_through) {
+  TempDir dir;
+  const fs::path victim = dir.path / "victim";
+  std::ofstream(victim) << "keep";
+  const fs::path path = dir.path / "run.json";
+  fs::create_symlink(victim, path.string() + ".tmp");
+  BOOST_CHECK_THROW(AtomicFile(path.string(), TemporaryName::kSuffix), Error);
+  BOOST_TEST(contents(victim) == "keep");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
