@@ -489,10 +489,13 @@ class Checker {
     if (!dataset_ok || (d.dataset != Dataset::kMnist && d.dataset != Dataset::kFashionMnist)) {
       return;
     }
-    if (inputs_ok_ && n_inputs_ != 28 * 28) {
+    // The same 784 pixels in another shape ([784], [1, 784]) are not these images: the
+    // engine takes rows × cols as the files give them.
+    if (inputs_ok_ && c_.model.input_shape != std::vector<std::int64_t>{28, 28}) {
       error("model.input_shape",
-            fmt::format("dataset {} has 28 × 28 = 784 pixels per image, but {} has {} elements",
-                        dataset_name(d.dataset), shape_text(c_.model.input_shape), n_inputs_));
+            fmt::format("dataset {} has images of 28 × 28 pixels, so the input shape must be "
+                        "[28, 28], got {}",
+                        dataset_name(d.dataset), shape_text(c_.model.input_shape)));
     }
     const auto& layers = c_.model.layers;
     if (!layers.empty()) {

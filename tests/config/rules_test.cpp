@@ -278,14 +278,25 @@ BOOST_AUTO_TEST_CASE(input_shape_rules) {
 BOOST_AUTO_TEST_CASE(mnist_needs_784_inputs_and_10_classes) {
   BOOST_TEST(errors("version: 1\nmodel:\n  input_shape: [32, 32]\n  layers: [{name: a, "
                     "out_features: 12}]\n") ==
-                 Messages({"model.input_shape: dataset mnist has 28 × 28 = 784 pixels per image, "
-                           "but [32, 32] has 1024 elements",
+                 Messages({"model.input_shape: dataset mnist has images of 28 × 28 pixels, so "
+                           "the input shape must be [28, 28], got [32, 32]",
                            "model.layers[0].out_features: dataset mnist has 10 classes, but the "
                            "last layer 'a' has out_features 12"}),
              tt::per_element());
   BOOST_TEST(errors("version: 1\nmodel:\n  input_shape: [32, 32]\n  layers: [{name: a, "
                     "out_features: 12}]\ndata: {dataset: synthetic}\n")
                  .empty());
+  // The same 784 pixels in another shape are not the files' images: the engine reads
+  // 28 rows of 28, so [784] or [1, 784] would be refused only once the data is loaded.
+  for (const std::string shape : {"[784]", "[1, 784]", "[28, 28, 1]"}) {
+    BOOST_TEST(
+        errors("version: 1\nmodel:\n  input_shape: " + shape +
+               "\n  layers: [{name: a, out_features: 10}]\ndata: {dataset: fashion-mnist}\n") ==
+            Messages({"model.input_shape: dataset fashion-mnist has images of 28 × 28 "
+                      "pixels, so the input shape must be [28, 28], got " +
+                      shape}),
+        tt::per_element());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(init_std_positive) {
