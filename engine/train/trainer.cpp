@@ -43,9 +43,13 @@ std::int64_t total_steps(const Limits& l, std::int64_t step, DataPosition data,
                          std::int64_t steps_per_epoch, std::int64_t global_batch) {
   std::int64_t total = std::numeric_limits<std::int64_t>::max();
   if (l.epochs) {
-    const std::int64_t left = std::max<std::int64_t>(
-        0, (*l.epochs - data.epoch) * steps_per_epoch - data.position / global_batch);
-    total = step + left;
+    // Saturating: --epochs near 2^63 runs until stopped; it does not wrap around.
+    std::int64_t epoch_steps = 0, end = 0;
+    const bool overflow =
+        __builtin_mul_overflow(*l.epochs - data.epoch, steps_per_epoch, &epoch_steps) ||
+        __builtin_add_overflow(
+            step, std::max<std::int64_t>(0, epoch_steps - data.position / global_batch), &end);
+    if (!overflow) total = end;
   }
   if (l.steps) total = std::min(total, *l.steps);
   return std::max(total, step);

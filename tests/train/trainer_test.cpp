@@ -3,6 +3,7 @@
 // notes, init_from and eval, signals, bad output folders and data, and run files that
 // validate against schemas/run.schema.json.
 #include <boost/test/unit_test.hpp>
+#include <limits>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -183,6 +184,16 @@ BOOST_AUTO_TEST_CASE(limits) {
   BOOST_TEST(r.steps == 40);
   BOOST_TEST(r.data.epoch == 2);
   BOOST_TEST(r.data.position == 8 * 32);
+}
+
+BOOST_AUTO_TEST_CASE(epochs_near_two_to_the_63_do_not_overflow) {
+  // epochs × steps per epoch passes 2^63: the limit saturates (the ubsan build aborts on
+  // the signed overflow this once was) and the steps limit stops the run.
+  const auto dir = scratch("huge_epochs");
+  TrainOptions o;
+  o.epochs = std::numeric_limits<std::int64_t>::max();
+  o.steps = 3;
+  BOOST_TEST(run(tiny_config(), o, dir).steps == 3);
 }
 
 BOOST_AUTO_TEST_CASE(drops_the_last_partial_batch_and_says_so) {
