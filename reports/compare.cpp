@@ -3,9 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <limits>
-#include <regex>
 
 #include "reports/input_error.h"
 #include "reports/units.h"
@@ -170,18 +171,48 @@ Report compare_report(const Comparison& c) {
   return Report{{t}};
 }
 
+// METRIC (<|>) [+-]DIGITS[.DIGITS] %, spaces allowed between the parts. Read by hand:
+// std::regex matches recursively and overflows the stack on a long argument.
 Gate parse_gate(const std::string& text) {
-  static const std::regex kGate(R"(^\s*([a-z_]+)\s*([<>])\s*([+-]?[0-9]+(\.[0-9]+)?)\s*%\s*$)");
-  std::smatch m;
-  if (!std::regex_match(text, m, kGate)) {
-    throw InputError(
+  const auto malformed = [&] {
+    return InputError(
         "--fail-if '{}': want METRIC < PERCENT or METRIC > PERCENT, e.g. 'throughput < -5%'", text);
+  };
+  std::size_t i = 0;
+  const auto skip_spaces = [&] {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])) != 0) ++i;
+  };
+  const auto digits = [&] {
+    const std::size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    return i > start;
+  };
+  skip_spaces();
+  const std::size_t key_start = i;
+  while (i < text.size() && ((text[i] >= 'a' && text[i] <= 'z') || text[i] == '_')) ++i;
+  const std::string key = text.substr(key_start, i - key_start);
+  skip_spaces();
+  if (key.empty() || i == text.size() || (text[i] != '<' && text[i] != '>')) throw malformed();
+  const bool less = text[i++] == '<';
+  skip_spaces();
+  const std::size_t number_start = i;
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  if (!digits()) throw malformed();
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    if (!digits()) throw malformed();
   }
+  const std::size_t number_end = i;
+  skip_spaces();
+  if (i == text.size() || text[i] != '%') throw malformed();
+  ++i;
+  skip_spaces();
+  if (i != text.size()) throw malformed();
+
   Gate g;
   g.text = text;
-  const std::string key = m[1].str();
   const auto it = std::find_if(kMetrics.begin(), kMetrics.end(),
-                               [&](const MetricInfo& i) { return key == i.key; });
+                               [&](const MetricInfo& m) { return key == m.key; });
   if (it == kMetrics.end()) {
     throw InputError(
         "--fail-if '{}': unknown metric \"{}\" (throughput, execution_time, peak_memory, "
@@ -189,8 +220,14 @@ Gate parse_gate(const std::string& text) {
         text, key);
   }
   g.metric = it->metric;
-  g.less = m[2].str() == "<";
-  g.percent = std::stod(m[3].str());
+  g.less = less;
+  // from_chars takes no '+'.
+  const std::size_t from = text[number_start] == '+' ? number_start + 1 : number_start;
+  const auto [end, ec] = std::from_chars(text.data() + from, text.data() + number_end, g.percent);
+  if (ec != std::errc() || end != text.data() + number_end) {
+    throw InputError("--fail-if '{}': {}% is out of range", text,
+                     text.substr(number_start, number_end - number_start));
+  }
   return g;
 }
 

@@ -53,6 +53,34 @@ BOOST_AUTO_TEST_CASE(gates_parse) {
              "peak_memory, streaming_memory)");
 }
 
+BOOST_AUTO_TEST_CASE(gate_bounds_beyond_a_double_are_input_errors) {
+  const std::string ones(400, '1');
+  BOOST_TEST(message_of([&] { r::parse_gate("throughput < " + ones + "%"); }) ==
+             "--fail-if 'throughput < " + ones + "%': " + ones + "% is out of range");
+  BOOST_TEST(message_of([&] { r::parse_gate("throughput > -" + ones + ".5%"); }) ==
+             "--fail-if 'throughput > -" + ones + ".5%': -" + ones + ".5% is out of range");
+  BOOST_TEST(r::parse_gate("throughput > 1" + std::string(300, '0') + "%").percent == 1e300);
+}
+
+BOOST_AUTO_TEST_CASE(gates_take_any_amount_of_space) {
+  const std::string spaces(100000, ' ');
+  const r::Gate g = r::parse_gate(spaces + "streaming_memory" + spaces + "<" + spaces + "-0.25" +
+                                  spaces + "%" + spaces);
+  BOOST_TEST((g.metric == r::Metric::kStreamingMemory));
+  BOOST_TEST(g.less);
+  BOOST_TEST(g.percent == -0.25);
+  for (const char* bad :
+       {"", "%", "throughput <", "throughput < %", "throughput < 5", "throughput < 5.%",
+        "throughput < .5%", "throughput < 5%%", "throughput < +-5%", "Throughput < 5%",
+        "throughput =< 5%", "throughput < 5 %x", "throughput < 1e3%"}) {
+    BOOST_TEST(message_of([&] { r::parse_gate(bad); }) ==
+                   fmt::format("--fail-if '{}': want METRIC < PERCENT or METRIC > PERCENT, e.g. "
+                               "'throughput < -5%'",
+                               bad),
+               bad);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(gate_fails_a_row_that_falls_short_and_says_by_how_much) {
   const auto c = r::compare(fixtures({"base.json", "nosharding.json", "fast.json"}), {}, "");
   const auto failures =

@@ -92,6 +92,27 @@ BOOST_AUTO_TEST_CASE(compare_mixes_plans_and_runs) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(plan_files_read_from_their_text_as_from_the_dom) {
+  for (const char* name : {"quick_plan.json", "quick_onchip_plan.json"}) {
+    const r::Source text =
+        r::source_from_text(r::testing::read_text(r::testing::data_dir() + "/" + name), name);
+    const r::Source dom = r::testing::fixture(name);
+    BOOST_TEST((text.kind == r::SourceKind::kPlan));
+    BOOST_TEST(r::run_record_to_json(text.record) == r::run_record_to_json(dom.record), name);
+  }
+  // A plan's errors stay input errors when its arrays are read while parsing.
+  std::string text = r::testing::read_text(r::testing::data_dir() + "/quick_plan.json");
+  text.replace(text.find("\"kind\": \"alloc\""), 15, "\"kind\": \"alloK\"");
+  try {
+    r::source_from_text(text, "p.json");
+    BOOST_FAIL("no error");
+  } catch (const popkit::reports::InputError& e) {
+    BOOST_TEST(std::string(e.what()).rfind("p.json: phases[0].ops[0].kind: 'alloK' is not one of",
+                                           0) == 0u,
+               e.what());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(plan_file_errors_name_the_file_and_field) {
   nlohmann::json j = r::read_json_file(r::testing::data_dir() + "/quick_plan.json");
   j["version"] = 99;
