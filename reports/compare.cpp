@@ -30,15 +30,18 @@ const char* metric_key(Metric m) {
   return "?";
 }
 
-std::string metric_text(Metric m, double v) {
+// A row's figure as a person reads it; bytes from the row's own integer (a byte count
+// near 2^64 does not survive a trip through double).
+std::string metric_text(const CompareRow& row, Metric m) {
   switch (m) {
     case Metric::kThroughput:
-      return format_thousands(v, 1) + " samples/s";
+      return format_thousands(row.throughput, 1) + " samples/s";
     case Metric::kExecutionTime:
-      return format_seconds(v);
+      return format_seconds(row.execution_time);
     case Metric::kPeakMemory:
+      return format_bytes(row.peak_memory);
     case Metric::kStreamingMemory:
-      return format_bytes(static_cast<std::uint64_t>(v));
+      return format_bytes(row.streaming_memory);
   }
   return "?";
 }
@@ -248,7 +251,7 @@ std::vector<std::string> check_gates(const Comparison& c, const std::vector<Gate
           fmt::format("{}: {} {} {} {} ({} vs {} of baseline {})", row.name, metric_key(g.metric),
                       std::isinf(change) ? std::string("+inf%") : format_change(change / 100.0),
                       g.less ? "<" : ">", format_percent_bound(g.percent),
-                      metric_text(g.metric, value), metric_text(g.metric, base_value), base.name));
+                      metric_text(row, g.metric), metric_text(base, g.metric), base.name));
     }
   }
   return failures;

@@ -81,6 +81,23 @@ BOOST_AUTO_TEST_CASE(gates_take_any_amount_of_space) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(gate_messages_show_byte_figures_exactly) {
+  // The largest byte count did not survive a trip through double (undefined behaviour).
+  r::Comparison c;
+  c.rows.resize(2);
+  c.rows[0] = {"base", r::SourceKind::kRun, 0, 100.0, 0.5, 1000, 10};
+  c.rows[1] = {
+      "big", r::SourceKind::kRun, 0, 100.0, 0.5, 18446744073709551615u, 18446744073709549568u};
+  BOOST_TEST(r::check_gates(c, {r::parse_gate("peak_memory > +2%"),
+                                r::parse_gate("streaming_memory > +2%")}) ==
+                 (std::vector<std::string>{
+                     "big: peak_memory +1844674407370955264.0% > +2% (17179869184.00 GiB vs "
+                     "1000 B of baseline base)",
+                     "big: streaming_memory +184467440737095516160.0% > +2% (17179869184.00 GiB "
+                     "vs 10 B of baseline base)"}),
+             boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(gate_fails_a_row_that_falls_short_and_says_by_how_much) {
   const auto c = r::compare(fixtures({"base.json", "nosharding.json", "fast.json"}), {}, "");
   const auto failures =

@@ -67,6 +67,24 @@ BOOST_AUTO_TEST_CASE(compare_against_a_named_baseline) {
   BOOST_TEST(actual == golden("compare_baseline.txt", actual));
 }
 
+BOOST_AUTO_TEST_CASE(memory_differences_hold_any_byte_counts) {
+  // Differences were taken in int64_t: signed overflow past 2^63.
+  r::Source s;
+  s.file = "big.json";
+  s.kind = r::SourceKind::kRun;
+  r::PhaseRecord phase;
+  phase.name = "p";
+  phase.planned.peak = 9223372036854775808u;
+  phase.measured = {r::Memory{}};
+  s.record.phases = {phase};
+  s.record.streaming_measured = {18446744073709551615u};
+  const r::Report report = r::memory_report({s});
+  BOOST_TEST(report.tables.at(0).rows.at(1).at(5).text == "-8589934592.00 GiB");
+  BOOST_TEST(*report.tables.at(0).rows.at(1).at(5).value == -9223372036854775808.0);
+  BOOST_TEST(report.tables.at(1).rows.at(1).at(2).text == "+17179869184.00 GiB");
+  BOOST_TEST(*report.tables.at(1).rows.at(1).at(2).value == 18446744073709551615.0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // Plan files (from the planner's own plan_to_json, examples/quick.yaml): estimates only,
