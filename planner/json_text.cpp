@@ -16,8 +16,10 @@ using nlohmann::json;
 
 // Text quoted in a message (a token, a source line) is cut to this many bytes.
 constexpr std::size_t kMaxQuoted = 40;
-// A source line longer than this is shown as a window around the column.
+// A source line longer than this is shown as a window around the column, starting at
+// most kExcerptBefore bytes before it.
 constexpr std::size_t kMaxExcerpt = 100;
+constexpr std::size_t kExcerptBefore = 60;
 
 std::string clipped(std::string_view s) {
   if (s.size() <= kMaxQuoted) return std::string(s);
@@ -54,7 +56,7 @@ std::string located(std::string_view text, const std::string& filename, std::siz
   std::size_t from = line_start;
   std::size_t to = line_end;
   if (to - from > kMaxExcerpt) {
-    from = std::max(line_start, offset > 60 ? offset - 60 : 0);
+    from = std::max(line_start, offset > kExcerptBefore ? offset - kExcerptBefore : 0);
     to = std::min(line_end, from + kMaxExcerpt);
   }
   const std::string before = from > line_start ? "..." : "";
