@@ -40,7 +40,8 @@ class PlanSplit final : public JsonSplit {
 };
 
 // Throws popkit::Error naming `filename` and the missing or ill-typed field, or a
-// version newer than this build reads. `split`: the one `json` was parsed with, if any.
+// version newer than this build reads. `split`: the one `json` was parsed with, if any
+// (it hands its arrays over once: one plan_from_json per parse).
 Plan plan_from_json(const nlohmann::json& json, const std::string& filename,
                     PlanSplit* split = nullptr);
 
