@@ -3,9 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <limits>
-#include <regex>
 
 #include "reports/input_error.h"
 #include "reports/units.h"
@@ -29,15 +30,18 @@ const char* metric_key(Metric m) {
   return "?";
 }
 
-std::string metric_text(Metric m, double v) {
+// A row's figure as a person reads it; bytes from the row's own integer (a byte count
+// near 2^64 does not survive a trip through double).
+std::string metric_text(const CompareRow& row, Metric m) {
   switch (m) {
     case Metric::kThroughput:
-      return format_thousands(v, 1) + " samples/s";
+      return format_thousands(row.throughput, 1) + " samples/s";
     case Metric::kExecutionTime:
-      return format_seconds(v);
+      return format_seconds(row.execution_time);
     case Metric::kPeakMemory:
+      return format_bytes(row.peak_memory);
     case Metric::kStreamingMemory:
-      return format_bytes(static_cast<std::uint64_t>(v));
+      return format_bytes(row.streaming_memory);
   }
   return "?";
 }
@@ -170,18 +174,48 @@ Report compare_report(const Comparison& c) {
   return Report{{t}};
 }
 
+// METRIC (<|>) [+-]DIGITS[.DIGITS] %, spaces allowed between the parts. Read by hand:
+// std::regex matches recursively and overflows the stack on a long argument.
 Gate parse_gate(const std::string& text) {
-  static const std::regex kGate(R"(^\s*([a-z_]+)\s*([<>])\s*([+-]?[0-9]+(\.[0-9]+)?)\s*%\s*$)");
-  std::smatch m;
-  if (!std::regex_match(text, m, kGate)) {
-    throw InputError(
+  const auto malformed = [&] {
+    return InputError(
         "--fail-if '{}': want METRIC < PERCENT or METRIC > PERCENT, e.g. 'throughput < -5%'", text);
+  };
+  std::size_t i = 0;
+  const auto skip_spaces = [&] {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])) != 0) ++i;
+  };
+  const auto digits = [&] {
+    const std::size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    return i > start;
+  };
+  skip_spaces();
+  const std::size_t key_start = i;
+  while (i < text.size() && ((text[i] >= 'a' && text[i] <= 'z') || text[i] == '_')) ++i;
+  const std::string key = text.substr(key_start, i - key_start);
+  skip_spaces();
+  if (key.empty() || i == text.size() || (text[i] != '<' && text[i] != '>')) throw malformed();
+  const bool less = text[i++] == '<';
+  skip_spaces();
+  const std::size_t number_start = i;
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  if (!digits()) throw malformed();
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    if (!digits()) throw malformed();
   }
+  const std::size_t number_end = i;
+  skip_spaces();
+  if (i == text.size() || text[i] != '%') throw malformed();
+  ++i;
+  skip_spaces();
+  if (i != text.size()) throw malformed();
+
   Gate g;
   g.text = text;
-  const std::string key = m[1].str();
   const auto it = std::find_if(kMetrics.begin(), kMetrics.end(),
-                               [&](const MetricInfo& i) { return key == i.key; });
+                               [&](const MetricInfo& m) { return key == m.key; });
   if (it == kMetrics.end()) {
     throw InputError(
         "--fail-if '{}': unknown metric \"{}\" (throughput, execution_time, peak_memory, "
@@ -189,8 +223,14 @@ Gate parse_gate(const std::string& text) {
         text, key);
   }
   g.metric = it->metric;
-  g.less = m[2].str() == "<";
-  g.percent = std::stod(m[3].str());
+  g.less = less;
+  // from_chars takes no '+'.
+  const std::size_t from = text[number_start] == '+' ? number_start + 1 : number_start;
+  const auto [end, ec] = std::from_chars(text.data() + from, text.data() + number_end, g.percent);
+  if (ec != std::errc() || end != text.data() + number_end) {
+    throw InputError("--fail-if '{}': {}% is out of range", text,
+                     text.substr(number_start, number_end - number_start));
+  }
   return g;
 }
 
@@ -211,7 +251,7 @@ std::vector<std::string> check_gates(const Comparison& c, const std::vector<Gate
           fmt::format("{}: {} {} {} {} ({} vs {} of baseline {})", row.name, metric_key(g.metric),
                       std::isinf(change) ? std::string("+inf%") : format_change(change / 100.0),
                       g.less ? "<" : ">", format_percent_bound(g.percent),
-                      metric_text(g.metric, value), metric_text(g.metric, base_value), base.name));
+                      metric_text(row, g.metric), metric_text(base, g.metric), base.name));
     }
   }
   return failures;

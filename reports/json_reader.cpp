@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
+#include <limits>
+
+#include "config/input_file.h"
 
 namespace popkit::reports {
 
@@ -12,22 +13,14 @@ namespace {
 std::string type_phrase(const nlohmann::json& j) {
   if (j.is_null()) return "null";
   if (j.is_boolean()) return "a boolean";
-  if (j.is_number_integer() && j.get<std::int64_t>() < 0) return "a negative integer";
+  if (j.is_number_integer() && !j.is_number_unsigned() && j.get<std::int64_t>() < 0) {
+    return "a negative integer";
+  }
   if (j.is_number_integer()) return "an integer";
   if (j.is_number()) return "a number";
   if (j.is_string()) return "a string";
   if (j.is_array()) return "an array";
   return "an object";
-}
-
-// nlohmann's messages start with "[json.exception.parse_error.101] "; the id says
-// nothing to a user.
-std::string without_exception_id(const std::string& what) {
-  if (!what.empty() && what.front() == '[') {
-    const std::size_t close = what.find("] ");
-    if (close != std::string::npos) return what.substr(close + 2);
-  }
-  return what;
 }
 
 }  // namespace
@@ -91,6 +84,10 @@ std::int64_t JsonReader::integer(const std::string& key) const {
   if (!j.is_number_integer()) {
     fail(key, fmt::format("expected an integer, got {}", type_phrase(j)));
   }
+  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  if (j.is_number_unsigned() && j.get<std::uint64_t>() > kMax) {
+    fail(key, fmt::format("{} is out of range (at most {})", j.get<std::uint64_t>(), kMax));
+  }
   return j.get<std::int64_t>();
 }
 
@@ -135,16 +132,30 @@ std::vector<std::uint64_t> JsonReader::bytes_list(const std::string& key) const 
   return out;
 }
 
-nlohmann::json read_json_file(const std::string& filename) {
-  std::ifstream in(filename, std::ios::binary);
-  if (!in) throw InputError("{}: cannot open for reading", filename);
-  std::ostringstream text;
-  text << in.rdbuf();
+std::string read_input_file(const std::string& filename) {
   try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError("{}: not JSON: {}", filename, without_exception_id(e.what()));
+    InputFile file = open_input_file(filename, "give the path of a plan or run file");
+    return file.read_all(kMaxInputFileBytes, "plan or run file");
+  } catch (const InputError&) {
+    throw;
+  } catch (const Error& e) {
+    throw InputError("{}", e.what());
   }
+}
+
+nlohmann::json parse_input_json(std::string_view text, const std::string& filename,
+                                std::initializer_list<planner::JsonSplit*> splits) {
+  try {
+    return planner::parse_json(text, filename, splits);
+  } catch (const InputError&) {
+    throw;
+  } catch (const Error& e) {
+    throw InputError("{}", e.what());
+  }
+}
+
+nlohmann::json read_json_file(const std::string& filename) {
+  return parse_input_json(read_input_file(filename), filename);
 }
 
 }  // namespace popkit::reports

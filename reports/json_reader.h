@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "planner/json_text.h"
 #include "reports/input_error.h"
 
 namespace popkit::reports {
@@ -33,8 +36,10 @@ class JsonReader {
   // "FILE: PATH.KEY: MESSAGE"
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
 
- private:
+  // "PATH.KEY", the path of a field as errors and planner::JsonPath::str() write it.
   [[nodiscard]] std::string field(const std::string& key) const;
+
+ private:
   [[nodiscard]] const nlohmann::json& require(const std::string& key) const;
 
   const nlohmann::json& json_;
@@ -42,8 +47,19 @@ class JsonReader {
   std::string path_;
 };
 
-// The file's text parsed as JSON; throws InputError "FILE: cannot open" or
-// "FILE: not JSON: parse error at line L, column C: ...".
+// The most a plan or run file may hold: a report needs about twice the file in memory.
+inline constexpr std::uint64_t kMaxInputFileBytes = std::uint64_t{4} << 30;
+
+// The text of a plan or run file. Throws InputError: "FILE: no such file", "FILE: is a
+// directory", "FILE: is not a regular file (a FIFO)", a file over kMaxInputFileBytes.
+std::string read_input_file(const std::string& filename);
+
+// JSON text of a plan or run file as a DOM (planner::parse_json, with `splits`). Throws
+// InputError "FILE:LINE:COLUMN: not JSON: ..." (and the line, with a caret).
+nlohmann::json parse_input_json(std::string_view text, const std::string& filename,
+                                std::initializer_list<planner::JsonSplit*> splits = {});
+
+// read_input_file, then parse_input_json.
 nlohmann::json read_json_file(const std::string& filename);
 
 }  // namespace popkit::reports

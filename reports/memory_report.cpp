@@ -8,9 +8,11 @@ namespace popkit::reports {
 
 namespace {
 
+// measured - planned, taken without a signed type: byte counts use all 64 bits.
 Cell diff_cell(std::uint64_t measured, std::uint64_t planned) {
-  const auto d = static_cast<std::int64_t>(measured) - static_cast<std::int64_t>(planned);
-  return Cell{format_signed_bytes(d), static_cast<double>(d)};
+  const double value = measured >= planned ? static_cast<double>(measured - planned)
+                                           : -static_cast<double>(planned - measured);
+  return Cell{format_byte_difference(measured, planned), value};
 }
 
 std::string kind_word(SourceKind k) {

@@ -277,17 +277,30 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
         {"popkit_version", e.popkit_version}}}};
 }
 
-RunRecord run_record_from_json(const nlohmann::json& json, const std::string& filename) {
+std::optional<std::uint64_t> RunSplit::begin_array(const planner::JsonPath& path) {
+  if (path.matches({"phases", "[]", "measured_memory"})) return measured_memory_.begin(path);
+  return std::nullopt;
+}
+
+void RunSplit::element(std::uint64_t array, std::size_t index, nlohmann::json&& value) {
+  measured_memory_.add(array, index, value, [&](const json& e, const std::string& path) {
+    return memory_from_json(JsonReader(e, filename_, path));
+  });
+}
+
+RunRecord run_record_from_json(const nlohmann::json& json, const std::string& filename,
+                               RunSplit* split) {
   const JsonReader top(json, filename);
   const std::string kind = top.string("kind");
   if (kind != "run") top.fail("kind", fmt::format("\"{}\" is not a run file (want \"run\")", kind));
   RunRecord r;
-  r.version = static_cast<int>(top.integer("version"));
-  if (r.version > kRunFileVersion) {
-    top.fail("version", fmt::format("{} is newer than this build of popkit reads ({})", r.version,
+  const std::int64_t version = top.integer("version");
+  if (version > kRunFileVersion) {
+    top.fail("version", fmt::format("{} is newer than this build of popkit reads ({})", version,
                                     kRunFileVersion));
   }
-  if (r.version < 1) top.fail("version", fmt::format("{} is not a run file version", r.version));
+  if (version < 1) top.fail("version", fmt::format("{} is not a run file version", version));
+  r.version = static_cast<int>(version);
   r.name = top.string("name");
   r.config = top.value("config");
   r.plan = plan_summary_from_json(top.object("plan"));
@@ -295,8 +308,13 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
     PhaseRecord phase;
     phase.name = p.string("name");
     phase.planned = memory_from_json(p.object("planned_memory"));
-    for (const JsonReader& m : p.array("measured_memory")) {
-      phase.measured.push_back(memory_from_json(m));
+    const nlohmann::json& measured = p.value("measured_memory");
+    if (split != nullptr && planner::is_placeholder(measured)) {
+      phase.measured = split->measured_memory().take(measured, p.field("measured_memory"));
+    } else {
+      for (const JsonReader& m : p.array("measured_memory")) {
+        phase.measured.push_back(memory_from_json(m));
+      }
     }
     phase.planned_seconds = p.number("planned_seconds");
     phase.measured_seconds = p.number("measured_seconds");
@@ -329,8 +347,17 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
   return r;
 }
 
+RunRecord run_record_from_text(std::string_view text, const std::string& filename) {
+  RunSplit split(filename);
+  const nlohmann::json dom = parse_input_json(text, filename, {&split});
+  return run_record_from_json(dom, filename, &split);
+}
+
 void write_run_file(const RunRecord& record, const std::string& path) {
-  const std::string text = run_record_to_json(record).dump(2) + '\n';
+  // Paths need not be UTF-8 (a checkpoint's): such bytes are written as U+FFFD rather
+  // than losing the run file.
+  const std::string text =
+      run_record_to_json(record).dump(2, ' ', false, json::error_handler_t::replace) + '\n';
   AtomicFile out(path, TemporaryName::kSuffix);
   out.write(text.data(), text.size());
   out.commit();

@@ -10,8 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "planner/json_text.h"
 #include "planner/plan.h"
 
 namespace popkit::reports {
@@ -141,9 +143,28 @@ Environment current_environment(std::int64_t n_threads);
 
 nlohmann::json run_record_to_json(const RunRecord& record);
 
+// Reads the big array of a run file (each phase's measured memory, one per replica)
+// element by element while the text is parsed (planner/json_text.h).
+class RunSplit final : public planner::JsonSplit {
+ public:
+  explicit RunSplit(std::string filename) : filename_(std::move(filename)) {}
+  std::optional<std::uint64_t> begin_array(const planner::JsonPath& path) override;
+  void element(std::uint64_t array, std::size_t index, nlohmann::json&& value) override;
+  planner::SplitArrays<Memory>& measured_memory() { return measured_memory_; }
+
+ private:
+  std::string filename_;
+  planner::SplitArrays<Memory> measured_memory_;
+};
+
 // Throws InputError naming `filename` and the field: a missing or ill-typed field,
-// `kind` other than "run", or a version newer than kRunFileVersion.
-RunRecord run_record_from_json(const nlohmann::json& json, const std::string& filename);
+// `kind` other than "run", or a version newer than kRunFileVersion. `split`: the one
+// `json` was parsed with, if any.
+RunRecord run_record_from_json(const nlohmann::json& json, const std::string& filename,
+                               RunSplit* split = nullptr);
+
+// A run file's text; throws InputError, "FILE:LINE:COLUMN: ..." for text that is not JSON.
+RunRecord run_record_from_text(std::string_view text, const std::string& filename);
 
 // Writes the run file atomically ("PATH.tmp", fsync, then rename); throws popkit::Error
 // with the reason, and removes the temporary, when any step fails.

@@ -9,7 +9,8 @@
 
 namespace popkit::reports {
 
-Source source_from_json(const nlohmann::json& json, const std::string& filename) {
+Source source_from_json(const nlohmann::json& json, const std::string& filename,
+                        planner::PlanSplit* plan_split, RunSplit* run_split) {
   const JsonReader top(json, filename);
   Source s;
   s.file = filename;
@@ -18,7 +19,7 @@ Source source_from_json(const nlohmann::json& json, const std::string& filename)
   const std::string kind = top.has("kind") ? top.string("kind") : "plan";
   if (kind == "run") {
     s.kind = SourceKind::kRun;
-    s.record = run_record_from_json(json, filename);
+    s.record = run_record_from_json(json, filename, run_split);
     return s;
   }
   if (kind != "plan") {
@@ -28,7 +29,7 @@ Source source_from_json(const nlohmann::json& json, const std::string& filename)
   }
   s.kind = SourceKind::kPlan;
   try {
-    s.record = record_from_plan(planner::plan_from_json(json, filename));
+    s.record = record_from_plan(planner::plan_from_json(json, filename, plan_split));
   } catch (const InputError&) {
     throw;
   } catch (const Error& e) {
@@ -37,8 +38,30 @@ Source source_from_json(const nlohmann::json& json, const std::string& filename)
   return s;
 }
 
+namespace {
+
+// The plan split claims a plan's arrays, the run split a run's; their paths differ, so
+// one parse serves either kind of file.
+struct Splits {
+  explicit Splits(const std::string& filename) : plan(filename), run(filename) {}
+  planner::PlanSplit plan;
+  RunSplit run;
+};
+
+}  // namespace
+
+Source source_from_text(std::string_view text, const std::string& filename) {
+  Splits splits(filename);
+  const nlohmann::json dom = parse_input_json(text, filename, {&splits.plan, &splits.run});
+  return source_from_json(dom, filename, &splits.plan, &splits.run);
+}
+
 Source load_source(const std::string& filename) {
-  return source_from_json(read_json_file(filename), filename);
+  Splits splits(filename);
+  std::string text = read_input_file(filename);
+  const nlohmann::json dom = parse_input_json(text, filename, {&splits.plan, &splits.run});
+  std::string().swap(text);
+  return source_from_json(dom, filename, &splits.plan, &splits.run);
 }
 
 std::vector<Source> load_sources(const std::vector<std::string>& filenames) {

@@ -6,8 +6,10 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "planner/plan_json.h"
 #include "reports/run_record.h"
 
 namespace popkit::reports {
@@ -22,8 +24,14 @@ struct Source {
 };
 
 // Throws InputError naming the file (and the field): not JSON, `kind` neither "plan"
-// nor "run", a newer version, a missing or ill-typed field.
-Source source_from_json(const nlohmann::json& json, const std::string& filename);
+// nor "run", a newer version, a missing or ill-typed field. The splits: those `json` was
+// parsed with, if any.
+Source source_from_json(const nlohmann::json& json, const std::string& filename,
+                        planner::PlanSplit* plan_split = nullptr, RunSplit* run_split = nullptr);
+// A plan or run file's text, parsed once with both splits.
+Source source_from_text(std::string_view text, const std::string& filename);
+// The file as source_from_text reads its text; the text is released before the plan is
+// built, so memory peaks near twice the file (the text, then the plan's structs).
 Source load_source(const std::string& filename);
 std::vector<Source> load_sources(const std::vector<std::string>& filenames);
 

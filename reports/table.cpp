@@ -196,7 +196,9 @@ class JsonReporter : public Reporter {
     }
     nlohmann::ordered_json doc;
     doc["tables"] = std::move(tables);
-    out << doc.dump(2) << '\n';
+    // Names come from file names and --names, which need not be UTF-8: such bytes are
+    // written as U+FFFD rather than failing the report.
+    out << doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   }
 };
 

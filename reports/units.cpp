@@ -33,10 +33,9 @@ std::string format_thousands(double value, int decimals) {
   return (negative ? "-" : "") + grouped + frac;
 }
 
-std::string format_signed_bytes(std::int64_t bytes) {
-  if (bytes == 0) return "0 B";
-  const auto magnitude = static_cast<std::uint64_t>(bytes < 0 ? -bytes : bytes);
-  return (bytes < 0 ? "-" : "+") + format_bytes(magnitude);
+std::string format_byte_difference(std::uint64_t a, std::uint64_t b) {
+  if (a == b) return "0 B";
+  return a > b ? "+" + format_bytes(a - b) : "-" + format_bytes(b - a);
 }
 
 std::string format_seconds(double seconds) {

@@ -13,8 +13,9 @@ std::string format_bytes(std::uint64_t bytes);
 // 1234567.8 -> "1,234,568" (rounded to `decimals` places, default none).
 std::string format_thousands(double value, int decimals = 0);
 
-// A byte difference with its sign: 1536 -> "+1.50 KiB", -512 -> "-512 B", 0 -> "0 B".
-std::string format_signed_bytes(std::int64_t bytes);
+// The difference a - b with its sign, for any two byte counts: (1536, 0) -> "+1.50 KiB",
+// (0, 512) -> "-512 B", (7, 7) -> "0 B".
+std::string format_byte_difference(std::uint64_t a, std::uint64_t b);
 
 // Seconds with the unit chosen by size: 1.5 -> "1.500 s", 0.0123 -> "12.300 ms",
 // 4.2e-5 -> "42.0 µs", 0 -> "0 s".

@@ -39,6 +39,16 @@ std::string error_of(const json& j) {
   return "(no error)";
 }
 
+// The same file read from its text, with its arrays split off while parsing.
+std::string text_error_of(const json& j) {
+  try {
+    plan_from_text(j.dump(1), "plan.json");
+  } catch (const popkit::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(plan_json)
@@ -107,6 +117,86 @@ BOOST_AUTO_TEST_CASE(errors_name_the_file_and_the_field) {
   BOOST_TEST(error_of(j) ==
              "plan.json: plan: phase 'forward+loss+backward+optimizer', op 0 (alloc): tensor index "
              "99 out of range");
+}
+
+BOOST_AUTO_TEST_CASE(reading_the_text_gives_the_same_plan) {
+  for (const Plan& p : sample_plans()) {
+    const json j = plan_to_json(p);
+    BOOST_TEST(plan_to_json(plan_from_text(j.dump(1), "plan.json")) == j);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(reading_the_text_gives_the_same_errors) {
+  const json good = plan_to_json(build_plan(test::mnist_phased()));
+  std::vector<json> bad;
+  auto variant = [&](auto change) {
+    json j = good;
+    change(j);
+    bad.push_back(j);
+  };
+  variant([](json& j) {
+    for (json& op : j["phases"][0]["ops"])
+      if (op["kind"] == "repeat") op["body"][1]["kind"] = "fly";
+  });
+  variant([](json& j) { j["phases"][2]["ops"][3].erase("kind"); });
+  variant([](json& j) { j["phases"][2]["ops"] = 5; });
+  variant([](json& j) { j["phases"][1]["ops"][0]["tensor"] = 999; });  // check_plan
+  variant([](json& j) { j["setup"][0] = "alloc"; });
+  variant([](json& j) { j["layers"][1].erase("name"); });
+  variant([](json& j) { j["variables"][3]["sharded"] = 1; });
+  variant([](json& j) { j["tensors"][2]["nbytes"] = "many"; });
+  variant([](json& j) { j["buffers"] = json::object(); });
+  variant([](json& j) { j["buffers"][0]["rows"] = -1.5; });
+  // Two errors: the reader's order decides which is reported (version before phases,
+  // although the file holds phases first).
+  variant([](json& j) {
+    j["version"] = 7;
+    j["phases"][0]["ops"][0]["kind"] = 1;
+  });
+  for (std::size_t i = 0; i < bad.size(); ++i) {
+    const std::string dom = error_of(bad[i]);
+    BOOST_TEST(dom != "(no error)", "variant " << i);
+    BOOST_TEST(text_error_of(bad[i]) == dom, "variant " << i);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(integers_beyond_their_field_are_errors) {
+  const json good = plan_to_json(build_plan(test::tiny_standard()));
+  json j = good;
+  j["version"] = 4294967297;  // was read as version 1
+  BOOST_TEST(error_of(j) ==
+             "plan.json: version: plan format 4294967297 is newer than this build reads (1)");
+  j = good;
+  j["phases"][0]["ops"][0]["tensor"] = 4294967296;  // was read as tensor 0
+  BOOST_TEST(error_of(j) ==
+             "plan.json: phases[0].ops[0].tensor: 4294967296 is out of range (-2147483648 to "
+             "2147483647)");
+  j = good;
+  j["replication_factor"] = 18446744073709551615u;  // was read as -1
+  BOOST_TEST(error_of(j) ==
+             "plan.json: replication_factor: 18446744073709551615 is out of range (at most "
+             "9223372036854775807)");
+  j = good;
+  j["tensors"][0]["shape"][0] = 9223372036854775808u;
+  BOOST_TEST(error_of(j) ==
+             "plan.json: tensors[0].shape[0]: 9223372036854775808 is out of range (at most "
+             "9223372036854775807)");
+}
+
+BOOST_AUTO_TEST_CASE(messages_quote_values_briefly) {
+  const json good = plan_to_json(build_plan(test::tiny_standard()));
+  json j = good;
+  j["name"] = json::array();
+  for (int i = 0; i < 10000; ++i) j["name"].push_back(i);
+  BOOST_TEST(error_of(j) == "plan.json: name: expected a string, got an array");
+  j = good;
+  j["peak_bytes"] = std::string(10000, 'x');
+  BOOST_TEST(error_of(j) == "plan.json: peak_bytes: expected a non-negative integer, got \"" +
+                                std::string(40, 'x') + "\"...");
+  j = good;
+  j["mode"] = std::string(10000, 'y');
+  BOOST_TEST(error_of(j) ==
+             "plan.json: mode: '" + std::string(40, 'y') + "...' is not one of phased, standard");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

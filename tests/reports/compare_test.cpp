@@ -53,6 +53,51 @@ BOOST_AUTO_TEST_CASE(gates_parse) {
              "peak_memory, streaming_memory)");
 }
 
+BOOST_AUTO_TEST_CASE(gate_bounds_beyond_a_double_are_input_errors) {
+  const std::string ones(400, '1');
+  BOOST_TEST(message_of([&] { r::parse_gate("throughput < " + ones + "%"); }) ==
+             "--fail-if 'throughput < " + ones + "%': " + ones + "% is out of range");
+  BOOST_TEST(message_of([&] { r::parse_gate("throughput > -" + ones + ".5%"); }) ==
+             "--fail-if 'throughput > -" + ones + ".5%': -" + ones + ".5% is out of range");
+  BOOST_TEST(r::parse_gate("throughput > 1" + std::string(300, '0') + "%").percent == 1e300);
+}
+
+BOOST_AUTO_TEST_CASE(gates_take_any_amount_of_space) {
+  const std::string spaces(100000, ' ');
+  const r::Gate g = r::parse_gate(spaces + "streaming_memory" + spaces + "<" + spaces + "-0.25" +
+                                  spaces + "%" + spaces);
+  BOOST_TEST((g.metric == r::Metric::kStreamingMemory));
+  BOOST_TEST(g.less);
+  BOOST_TEST(g.percent == -0.25);
+  for (const char* bad :
+       {"", "%", "throughput <", "throughput < %", "throughput < 5", "throughput < 5.%",
+        "throughput < .5%", "throughput < 5%%", "throughput < +-5%", "Throughput < 5%",
+        "throughput =< 5%", "throughput < 5 %x", "throughput < 1e3%"}) {
+    BOOST_TEST(message_of([&] { r::parse_gate(bad); }) ==
+                   fmt::format("--fail-if '{}': want METRIC < PERCENT or METRIC > PERCENT, e.g. "
+                               "'throughput < -5%'",
+                               bad),
+               bad);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(gate_messages_show_byte_figures_exactly) {
+  // The largest byte count did not survive a trip through double (undefined behaviour).
+  r::Comparison c;
+  c.rows.resize(2);
+  c.rows[0] = {"base", r::SourceKind::kRun, 0, 100.0, 0.5, 1000, 10};
+  c.rows[1] = {
+      "big", r::SourceKind::kRun, 0, 100.0, 0.5, 18446744073709551615u, 18446744073709549568u};
+  BOOST_TEST(r::check_gates(c, {r::parse_gate("peak_memory > +2%"),
+                                r::parse_gate("streaming_memory > +2%")}) ==
+                 (std::vector<std::string>{
+                     "big: peak_memory +1844674407370955264.0% > +2% (17179869184.00 GiB vs "
+                     "1000 B of baseline base)",
+                     "big: streaming_memory +184467440737095516160.0% > +2% (17179869184.00 GiB "
+                     "vs 10 B of baseline base)"}),
+             boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(gate_fails_a_row_that_falls_short_and_says_by_how_much) {
   const auto c = r::compare(fixtures({"base.json", "nosharding.json", "fast.json"}), {}, "");
   const auto failures =

@@ -42,16 +42,71 @@ expect 1 "popreport: gate failed: base: throughput -3.0% < -2%" \
   -- popreport compare base.json fast.json --baseline fast --fail-if 'throughput < -2%'
 
 # Invalid input: exit 2, the file and the field named.
-expect 2 "popreport: error: not_json.json: not JSON: parse error at line 1, column 1" -- popreport memory not_json.json
+expect 2 "popreport: error: not_json.json:1:1: not JSON: syntax error while parsing value - invalid literal; last read: 'k'" -- popreport memory not_json.json
 expect 2 'popreport: error: wrong_kind.json: kind: "config" is neither a plan nor a run file' -- popreport throughput wrong_kind.json
 expect 2 "popreport: error: newer_version.json: version: 2 is newer than this build of popkit reads (1)" -- popreport compare base.json newer_version.json
 expect 2 "popreport: error: missing_field.json: phases[1].planned_memory.peak: missing" -- popreport memory missing_field.json
-expect 2 "popreport: error: no_such_file.json: cannot open for reading" -- popreport memory no_such_file.json
+expect 2 "popreport: error: no_such_file.json: no such file" -- popreport memory no_such_file.json
 expect 2 "" -- popreport memory base.json --format xml
 expect 2 "popreport: error: --fail-if 'throughput -5%': want METRIC < PERCENT" -- popreport compare base.json fast.json --fail-if 'throughput -5%'
 expect 2 'popreport: error: --baseline: no row is named "nope" (rows: base, fast)' -- popreport compare base.json fast.json --baseline nope
 expect 2 "popreport: error: --names: 1 names for 2 files" -- popreport compare base.json fast.json --names a
 expect 2 "" -- popreport compare
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Only regular files are read, by every verb and wherever the file stands in the list: a
+# FIFO or a device would block or never end (timeout stops the hang that was).
+mkfifo "$tmp/fifo"
+hint="; give the path of a plan or run file"
+for verb in memory throughput compare; do
+  expect 2 "popreport: error: /dev/zero: is not a regular file (a character device)$hint" \
+    -- timeout 20 popreport "$verb" /dev/zero
+  expect 2 "popreport: error: $tmp/fifo: is not a regular file (a FIFO)$hint" \
+    -- timeout 20 popreport "$verb" base.json "$tmp/fifo"
+  expect 2 "popreport: error: $tmp: is a directory$hint" -- timeout 20 popreport "$verb" "$tmp"
+done
+# A file too large to report on is refused before it is read (a sparse file: no disk used).
+truncate -s 5G "$tmp/huge.json"
+expect 2 "popreport: error: $tmp/huge.json: 5368709120 bytes, more than the 4294967296 a plan or run file may have" \
+  -- timeout 20 popreport memory "$tmp/huge.json"
+
+# Numbers a double cannot hold, and integers beyond 64 bits, name the file and the place.
+sed 's/"median": 640.0/"median": 1e999/' base.json >"$tmp/overflow.json"
+expect 2 "popreport: error: $tmp/overflow.json:205:15: number out of range: 1e999" \
+  -- popreport throughput "$tmp/overflow.json"
+echo 1e999 >"$tmp/number.json"
+expect 2 "popreport: error: $tmp/number.json:1:1: number out of range: 1e999" -- popreport memory "$tmp/number.json"
+sed 's/"warmup_steps": 1/"warmup_steps": 18446744073709551615/' base.json >"$tmp/uint64.json"
+expect 2 "popreport: error: $tmp/uint64.json: throughput.warmup_steps: 18446744073709551615 is out of range (at most 9223372036854775807)" \
+  -- popreport throughput "$tmp/uint64.json"
+sed '3s/"version": 1/"version": 4294967297/' base.json >"$tmp/version.json"
+expect 2 "popreport: error: $tmp/version.json: version: 4294967297 is newer than this build of popkit reads (1)" \
+  -- popreport memory "$tmp/version.json"
+sed 's/^  "version": 1,$/  "version": 4294967297,/' quick_plan.json >"$tmp/plan_version.json"
+expect 2 "popreport: error: $tmp/plan_version.json: version: plan format 4294967297 is newer than this build reads (1)" \
+  -- popreport memory "$tmp/plan_version.json"
+# Nesting a million deep (in the resolved config, which reports never look into) is
+# refused at the level too many, not by a stack overflow.
+/usr/bin/python3 -c 'import sys; t = open("base.json").read(); sys.stdout.write(t.replace("\"config\": {", "\"config\": {\"deep\": " + "[" * 1000000 + "]" * 1000000 + ", ", 1))' >"$tmp/deep.json"
+expect 2 "popreport: error: $tmp/deep.json:5:276: nesting deeper than 256 levels" -- popreport memory "$tmp/deep.json"
+
+# The gate's bound: a number beyond a double is an input error; any amount of space is
+# fine (a regex overflowed the stack on it).
+many_ones=$(printf '1%.0s' {1..400})
+expect 2 "popreport: error: --fail-if 'throughput < $many_ones%': $many_ones% is out of range" \
+  -- popreport compare base.json fast.json --fail-if "throughput < $many_ones%"
+spaces=$(printf ' %.0s' {1..100000})
+expect 0 "" -- popreport compare base.json fast.json --fail-if "throughput <${spaces}-5%"
+
+# Names that are not UTF-8 (a file name, --names) still give JSON: such bytes become U+FFFD.
+cp base.json "$tmp/"$'b\xfe'.json
+popreport compare "$tmp/"$'b\xfe'.json fast.json --names $'a\xff',b --format json \
+  | /usr/bin/python3 -c 'import json, sys; assert json.load(sys.stdin)["tables"][0]["rows"][0]["case"] == "a\ufffd"' \
+  || { echo "FAIL: compare --format json with a name that is not UTF-8"; failures=$((failures + 1)); }
+popreport memory "$tmp/"$'b\xfe'.json --format json | /usr/bin/python3 -c 'import json, sys; json.load(sys.stdin)' \
+  || { echo "FAIL: memory --format json of a file whose name is not UTF-8"; failures=$((failures + 1)); }
 
 if [ "$failures" != 0 ]; then
   echo "$failures failure(s)"

@@ -67,6 +67,24 @@ BOOST_AUTO_TEST_CASE(compare_against_a_named_baseline) {
   BOOST_TEST(actual == golden("compare_baseline.txt", actual));
 }
 
+BOOST_AUTO_TEST_CASE(memory_differences_hold_any_byte_counts) {
+  // Differences were taken in int64_t: signed overflow past 2^63.
+  r::Source s;
+  s.file = "big.json";
+  s.kind = r::SourceKind::kRun;
+  r::PhaseRecord phase;
+  phase.name = "p";
+  phase.planned.peak = 9223372036854775808u;
+  phase.measured = {r::Memory{}};
+  s.record.phases = {phase};
+  s.record.streaming_measured = {18446744073709551615u};
+  const r::Report report = r::memory_report({s});
+  BOOST_TEST(report.tables.at(0).rows.at(1).at(5).text == "-8589934592.00 GiB");
+  BOOST_TEST(*report.tables.at(0).rows.at(1).at(5).value == -9223372036854775808.0);
+  BOOST_TEST(report.tables.at(1).rows.at(1).at(2).text == "+17179869184.00 GiB");
+  BOOST_TEST(*report.tables.at(1).rows.at(1).at(2).value == 18446744073709551615.0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // Plan files (from the planner's own plan_to_json, examples/quick.yaml): estimates only,
@@ -89,6 +107,27 @@ BOOST_AUTO_TEST_CASE(compare_mixes_plans_and_runs) {
   for (const NamedFormat& f : kFormats) {
     const std::string actual = render(report, f.format);
     BOOST_TEST(actual == golden(std::string("compare_mixed.") + f.extension, actual));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(plan_files_read_from_their_text_as_from_the_dom) {
+  for (const char* name : {"quick_plan.json", "quick_onchip_plan.json"}) {
+    const r::Source text =
+        r::source_from_text(r::testing::read_text(r::testing::data_dir() + "/" + name), name);
+    const r::Source dom = r::testing::fixture(name);
+    BOOST_TEST((text.kind == r::SourceKind::kPlan));
+    BOOST_TEST(r::run_record_to_json(text.record) == r::run_record_to_json(dom.record), name);
+  }
+  // A plan's errors stay input errors when its arrays are read while parsing.
+  std::string text = r::testing::read_text(r::testing::data_dir() + "/quick_plan.json");
+  text.replace(text.find("\"kind\": \"alloc\""), 15, "\"kind\": \"alloK\"");
+  try {
+    r::source_from_text(text, "p.json");
+    BOOST_FAIL("no error");
+  } catch (const popkit::reports::InputError& e) {
+    BOOST_TEST(std::string(e.what()).rfind("p.json: phases[0].ops[0].kind: 'alloK' is not one of",
+                                           0) == 0u,
+               e.what());
   }
 }
 

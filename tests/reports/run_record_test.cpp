@@ -38,6 +38,15 @@ int validate_with_schema(const std::string& file, bool quiet = false) {
   return std::system(cmd.c_str());
 }
 
+std::string error_of_run(const nlohmann::json& j) {
+  try {
+    r::run_record_from_json(j, "x.json");
+  } catch (const r::InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 r::RunRecord sample_record() {
   r::RunRecord rec = fixture("base.json").record;
   rec.name = "written-by-test";
@@ -90,10 +99,24 @@ BOOST_AUTO_TEST_CASE(written_run_files_follow_the_schema) {
   std::filesystem::remove_all(dir);
 }
 
+BOOST_AUTO_TEST_CASE(paths_that_are_not_utf8_are_written_as_replacement_characters) {
+  const auto dir = std::filesystem::temp_directory_path() / "popkit_reports_run_record_utf8";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "run.json").string();
+  r::RunRecord rec = sample_record();
+  rec.checkpoints = {{"runs/\xff/step-1.safetensors", 1}};
+  r::write_run_file(rec, path);
+  const r::RunRecord back = r::run_record_from_json(r::read_json_file(path), path);
+  BOOST_TEST(back.checkpoints.at(0).path == "runs/\xEF\xBF\xBD/step-1.safetensors");
+  std::filesystem::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_CASE(bad_files_are_named_with_the_field) {
   BOOST_TEST(load_error("not_json.json") ==
-             "not_json.json: not JSON: parse error at line 1, column 1: syntax error while "
-             "parsing value - invalid literal; last read: 'k'");
+             "not_json.json:1:1: not JSON: syntax error while parsing value - invalid literal; "
+             "last read: 'k'\n"
+             "kind: run\n"
+             "^");
   BOOST_TEST(load_error("wrong_kind.json") ==
              "wrong_kind.json: kind: \"config\" is neither a plan nor a run file (want \"plan\" "
              "or \"run\")");
@@ -103,7 +126,60 @@ BOOST_AUTO_TEST_CASE(bad_files_are_named_with_the_field) {
              "missing_field.json: phases[1].planned_memory.peak: missing");
   BOOST_TEST(load_error("wrong_type.json") ==
              "wrong_type.json: throughput.median: expected a number, got a string");
-  BOOST_TEST(load_error("no_such_file.json") == "no_such_file.json: cannot open for reading");
+  BOOST_TEST(load_error("no_such_file.json") == "no_such_file.json: no such file");
+}
+
+BOOST_AUTO_TEST_CASE(integers_beyond_their_field_are_errors) {
+  nlohmann::json j = r::read_json_file(data_dir() + "/base.json");
+  j["version"] = 4294967297;  // was read as version 1
+  BOOST_TEST(error_of_run(j) ==
+             "x.json: version: 4294967297 is newer than this build of popkit "
+             "reads (1)");
+  j = r::read_json_file(data_dir() + "/base.json");
+  j["throughput"]["warmup_steps"] = 18446744073709551615u;  // was read as -1
+  BOOST_TEST(error_of_run(j) ==
+             "x.json: throughput.warmup_steps: 18446744073709551615 is out of range (at most "
+             "9223372036854775807)");
+  j["throughput"]["warmup_steps"] = "x";
+  j["test"] = {{"accuracy", 18446744073709551615u}, {"loss", 0}, {"n_samples", 1}};
+  j["name"] = 18446744073709551615u;
+  BOOST_TEST(error_of_run(j) == "x.json: name: expected a string, got an integer");
+}
+
+BOOST_AUTO_TEST_CASE(reading_the_text_gives_the_same_record) {
+  for (const char* name : {"base.json", "nosharding.json", "fast.json"}) {
+    const std::string text = r::testing::read_text(data_dir() + "/" + name);
+    const nlohmann::json j = nlohmann::json::parse(text);
+    BOOST_TEST(r::run_record_to_json(r::run_record_from_text(text, name)) ==
+                   r::run_record_to_json(r::run_record_from_json(j, name)),
+               name);
+    BOOST_TEST(r::run_record_to_json(r::source_from_text(text, name).record) ==
+                   r::run_record_to_json(r::run_record_from_json(j, name)),
+               name);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(reading_the_text_gives_the_same_errors) {
+  const nlohmann::json good = r::read_json_file(data_dir() + "/nosharding.json");
+  std::vector<nlohmann::json> bad(4, good);
+  bad[0]["phases"][1]["measured_memory"][1].erase("peak");
+  bad[1]["phases"][0]["measured_memory"][0]["by_class"]["weights"] = -1;
+  bad[2]["phases"][2]["measured_memory"] = {1, 2};
+  // The reader's order decides: the phase's name is read before its measured memory.
+  bad[3]["phases"][0]["measured_memory"] = nlohmann::json::array({nullptr});
+  bad[3]["phases"][0]["name"] = 3;
+  for (const nlohmann::json& j : bad) {
+    const std::string dom = error_of_run(j);
+    BOOST_TEST(dom.rfind("x.json: phases[", 0) == 0u, dom);
+    std::string text;
+    try {
+      r::run_record_from_text(j.dump(2), "x.json");
+      text = "(no error)";
+    } catch (const r::InputError& e) {
+      text = e.what();
+    }
+    BOOST_TEST(text == dom);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(wrong_kind_for_the_run_reader) {

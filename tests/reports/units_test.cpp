@@ -28,13 +28,15 @@ BOOST_AUTO_TEST_CASE(thousands_are_separated) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-BOOST_AUTO_TEST_SUITE(units)  // reopened: signed bytes, seconds, changes
+BOOST_AUTO_TEST_SUITE(units)  // reopened: byte differences, seconds, changes
 
 BOOST_AUTO_TEST_CASE(differences_seconds_and_changes) {
   using namespace popkit::reports;
-  BOOST_TEST(format_signed_bytes(0) == "0 B");
-  BOOST_TEST(format_signed_bytes(1536) == "+1.50 KiB");
-  BOOST_TEST(format_signed_bytes(-512) == "-512 B");
+  BOOST_TEST(format_byte_difference(7, 7) == "0 B");
+  BOOST_TEST(format_byte_difference(1536, 0) == "+1.50 KiB");
+  BOOST_TEST(format_byte_difference(0, 512) == "-512 B");
+  BOOST_TEST(format_byte_difference(0, 9223372036854775808u) == "-8589934592.00 GiB");
+  BOOST_TEST(format_byte_difference(18446744073709551615u, 0) == "+17179869184.00 GiB");
   BOOST_TEST(format_seconds(0) == "0 s");
   BOOST_TEST(format_seconds(1.5) == "1.500 s");
   BOOST_TEST(format_seconds(0.0123) == "12.300 ms");

@@ -1,0 +1,451 @@
+// JSON -> Plan: plan files read with a path in every error, their big arrays split off
+// while the text is parsed (PlanSplit). The writer is plan_json.cpp.
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "config/error.h"
+#include "planner/memory.h"
+#include "planner/names.h"
+#include "planner/plan_json.h"
+
+namespace popkit::planner {
+
+// The arrays a PlanSplit read; array numbers say the element type (id % kTypes).
+struct PlanSplit::Arrays {
+  static constexpr unsigned kTypes = 5;
+  SplitArrays<LayerInfo> layers{0, kTypes};
+  SplitArrays<Variable> variables{1, kTypes};
+  SplitArrays<DeviceTensor> tensors{2, kTypes};
+  SplitArrays<RemoteBuffer> buffers{3, kTypes};
+  SplitArrays<Op> ops{4, kTypes};
+};
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kPlanVersion = 1;
+
+// Values quoted in an error message are cut to this many bytes, so a message stays a line.
+constexpr std::size_t kMaxShown = 40;
+
+std::string clipped(const std::string& s) {
+  return s.size() <= kMaxShown ? s : s.substr(0, kMaxShown) + "...";
+}
+
+// A value as an error message shows it: scalars as JSON (a long string cut short),
+// arrays and objects by their type only.
+std::string shown(const json& v) {
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  if (v.is_string() && v.get_ref<const std::string&>().size() > kMaxShown) {
+    return json(v.get_ref<const std::string&>().substr(0, kMaxShown))
+               .dump(-1, ' ', false, json::error_handler_t::replace) +
+           "...";
+  }
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Reads with a path for every error: "<file>: phases[3].ops[2].kind: ...". With the
+// split the DOM was parsed with, its arrays come from the split.
+class Reader {
+ public:
+  explicit Reader(const std::string& file, PlanSplit::Arrays* split = nullptr)
+      : file_(file), split_(split) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
+    throw Error("{}: {}: {}", file_, path, what);
+  }
+
+  const json& field(const json& obj, const std::string& path, const char* key) const {
+    if (!obj.is_object()) fail(path, "expected an object");
+    const auto it = obj.find(key);
+    if (it == obj.end()) fail(join(path, key), "missing");
+    return *it;
+  }
+
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+  static std::string index(const std::string& path, std::size_t i) {
+    return fmt::format("{}[{}]", path, i);
+  }
+
+  std::int64_t integer(const json& obj, const std::string& path, const char* key) const {
+    const json& v = field(obj, path, key);
+    if (!v.is_number_integer())
+      fail(join(path, key), fmt::format("expected an integer, got {}", shown(v)));
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxInt64))
+      fail(join(path, key), fmt::format("{} is out of range (at most {})", shown(v), kMaxInt64));
+    return v.get<std::int64_t>();
+  }
+  // An integer from `lo` to `hi`.
+  std::int64_t integer_in(const json& obj, const std::string& path, const char* key,
+                          std::int64_t lo, std::int64_t hi) const {
+    const std::int64_t v = integer(obj, path, key);
+    if (v < lo || v > hi)
+      fail(join(path, key), fmt::format("{} is out of range ({} to {})", v, lo, hi));
+    return v;
+  }
+  int small(const json& obj, const std::string& path, const char* key) const {
+    return static_cast<int>(integer_in(obj, path, key, kMinInt, kMaxInt));
+  }
+  int small_or(const json& obj, const std::string& path, const char* key, int fallback) const {
+    return obj.contains(key) ? small(obj, path, key) : fallback;
+  }
+  std::uint64_t bytes(const json& obj, const std::string& path, const char* key) const {
+    const json& v = field(obj, path, key);
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+      fail(join(path, key), fmt::format("expected a non-negative integer, got {}", shown(v)));
+    return v.get<std::uint64_t>();
+  }
+  double number(const json& obj, const std::string& path, const char* key) const {
+    const json& v = field(obj, path, key);
+    if (!v.is_number()) fail(join(path, key), fmt::format("expected a number, got {}", shown(v)));
+    return v.get<double>();
+  }
+  bool boolean(const json& obj, const std::string& path, const char* key) const {
+    const json& v = field(obj, path, key);
+    if (!v.is_boolean())
+      fail(join(path, key), fmt::format("expected true or false, got {}", shown(v)));
+    return v.get<bool>();
+  }
+  std::string string(const json& obj, const std::string& path, const char* key) const {
+    const json& v = field(obj, path, key);
+    if (!v.is_string()) fail(join(path, key), fmt::format("expected a string, got {}", shown(v)));
+    return v.get<std::string>();
+  }
+  template <typename E>
+  E enumeration(const json& obj, const std::string& path, const char* key) const {
+    const std::string s = string(obj, path, key);
+    const auto e = parse_enum<E>(s);
+    if (!e)
+      fail(join(path, key),
+           fmt::format("'{}' is not one of {}", clipped(s), fmt::join(enum_names<E>(), ", ")));
+    return *e;
+  }
+  const json& array(const json& obj, const std::string& path, const char* key) const {
+    const json& v = field(obj, path, key);
+    if (!v.is_array()) fail(join(path, key), "expected an array");
+    return v;
+  }
+  std::vector<std::int64_t> shape(const json& obj, const std::string& path, const char* key) const {
+    std::vector<std::int64_t> out;
+    const json& a = array(obj, path, key);
+    const std::string p = join(path, key);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].is_number_integer()) fail(index(p, i), "expected an integer");
+      if (a[i].is_number_unsigned() &&
+          a[i].get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxInt64))
+        fail(index(p, i), fmt::format("{} is out of range (at most {})", shown(a[i]), kMaxInt64));
+      out.push_back(a[i].get<std::int64_t>());
+    }
+    return out;
+  }
+  std::vector<std::string> strings(const json& obj, const std::string& path,
+                                   const char* key) const {
+    std::vector<std::string> out;
+    const json& a = array(obj, path, key);
+    const std::string p = join(path, key);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].is_string()) fail(index(p, i), "expected a string");
+      out.push_back(a[i].get<std::string>());
+    }
+    return out;
+  }
+  ReplicaGrouping grouping(const json& obj, const std::string& path, const char* key) const {
+    const json& g = field(obj, path, key);
+    const std::string p = join(path, key);
+    return {integer(g, p, "factor"), integer(g, p, "group_size"), integer(g, p, "stride")};
+  }
+
+  // The array at obj.key, each element read by `read`; from the split when it read it.
+  template <typename T, typename Read>
+  std::vector<T> list(const json& obj, const std::string& path, const char* key,
+                      SplitArrays<T>* split, Read read) const {
+    const json& v = field(obj, path, key);
+    const std::string p = join(path, key);
+    if (split != nullptr && is_placeholder(v)) return split->take(v, p);
+    if (!v.is_array()) fail(p, "expected an array");
+    std::vector<T> out;
+    out.reserve(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out.push_back(read(v[i], index(p, i)));
+    return out;
+  }
+
+  Op op(const json& j, const std::string& path) const {
+    Op o;
+    o.kind = enumeration<OpKind>(j, path, "kind");
+    if (j.contains("label")) o.label = string(j, path, "label");
+    o.tensor = small_or(j, path, "tensor", -1);
+    o.src = small_or(j, path, "src", -1);
+    o.dst = small_or(j, path, "dst", -1);
+    o.buffer = small_or(j, path, "buffer", -1);
+    o.entry = j.contains("entry") ? integer(j, path, "entry") : -1;
+    o.row = j.contains("row") ? integer(j, path, "row") : -1;
+    if (j.contains("stream")) o.stream = enumeration<Stream>(j, path, "stream");
+    if (j.contains("grouping")) o.grouping = grouping(j, path, "grouping");
+    if (j.contains("shard_grouping")) o.shard_grouping = grouping(j, path, "shard_grouping");
+    if (j.contains("reduce")) o.reduce = enumeration<ReduceOp>(j, path, "reduce");
+    o.layer = small_or(j, path, "layer", -1);
+    o.variable = small_or(j, path, "variable", -1);
+    o.in = small_or(j, path, "in", -1);
+    o.pre = small_or(j, path, "pre", -1);
+    o.out = small_or(j, path, "out", -1);
+    o.labels = small_or(j, path, "labels", -1);
+    o.dy = small_or(j, path, "dy", -1);
+    o.dx = small_or(j, path, "dx", -1);
+    o.weight = small_or(j, path, "weight", -1);
+    o.bias = small_or(j, path, "bias", -1);
+    o.grad_weight = small_or(j, path, "grad_weight", -1);
+    o.grad_bias = small_or(j, path, "grad_bias", -1);
+    o.grad = small_or(j, path, "grad", -1);
+    o.adam_m = small_or(j, path, "adam_m", -1);
+    o.adam_v = small_or(j, path, "adam_v", -1);
+    if (o.kind == OpKind::kRepeat) {
+      o.steps = integer(j, path, "steps");
+      o.io_mode = enumeration<IoMode>(j, path, "io_mode");
+      o.body = list<Op>(j, path, "body", nullptr,
+                        [this](const json& e, const std::string& p) { return op(e, p); });
+    }
+    if (j.contains("cost")) {
+      const json& c = j["cost"];
+      const std::string p = join(path, "cost");
+      o.flops = bytes(c, p, "flops");
+      o.host_bytes = bytes(c, p, "host_bytes");
+      o.remote_bytes = bytes(c, p, "remote_bytes");
+      o.collective_bytes = bytes(c, p, "collective_bytes");
+    }
+    return o;
+  }
+
+  std::vector<Op> ops(const json& obj, const std::string& path, const char* key) const {
+    return list<Op>(obj, path, key, split_ != nullptr ? &split_->ops : nullptr,
+                    [this](const json& e, const std::string& p) { return op(e, p); });
+  }
+
+  LayerInfo layer(const json& j, const std::string& path) const {
+    LayerInfo l;
+    l.name = string(j, path, "name");
+    l.in_features = integer(j, path, "in_features");
+    l.out_features = integer(j, path, "out_features");
+    l.activation = enumeration<Activation>(j, path, "activation");
+    l.graph = small_or(j, path, "graph", 0);
+    l.row = small_or(j, path, "row", 0);
+    return l;
+  }
+
+  Variable variable(const json& j, const std::string& path) const {
+    Variable v;
+    v.name = string(j, path, "name");
+    v.layer = small_or(j, path, "layer", 0);
+    v.role = enumeration<VariableRole>(j, path, "role");
+    v.cls = enumeration<TensorClass>(j, path, "class");
+    v.dtype = enumeration<DType>(j, path, "dtype");
+    v.meta_shape = shape(j, path, "meta_shape");
+    v.nelms = integer(j, path, "nelms");
+    v.sharded = boolean(j, path, "sharded");
+    v.shard_size = integer(j, path, "shard_size");
+    v.padding = integer(j, path, "padding");
+    v.remote = boolean(j, path, "remote");
+    if (v.remote) {
+      v.buffer = small(j, path, "buffer");
+      v.entry = integer(j, path, "entry");
+    } else {
+      v.device_tensor = small(j, path, "device_tensor");
+    }
+    return v;
+  }
+
+  DeviceTensor tensor(const json& j, const std::string& path) const {
+    DeviceTensor t;
+    t.name = string(j, path, "name");
+    t.cls = enumeration<TensorClass>(j, path, "class");
+    t.dtype = enumeration<DType>(j, path, "dtype");
+    t.shape = shape(j, path, "shape");
+    t.nelms = integer(j, path, "nelms");
+    t.nbytes = bytes(j, path, "nbytes");
+    t.always_live = boolean(j, path, "always_live");
+    t.double_buffer = small_or(j, path, "double_buffer", -1);
+    return t;
+  }
+
+  RemoteBuffer buffer(const json& j, const std::string& path) const {
+    RemoteBuffer b;
+    b.name = string(j, path, "name");
+    b.cls = enumeration<TensorClass>(j, path, "class");
+    b.dtype = enumeration<DType>(j, path, "dtype");
+    b.element_shape = shape(j, path, "element_shape");
+    b.rows = integer(j, path, "rows");
+    b.steps = integer(j, path, "steps");
+    b.entry_bytes = bytes(j, path, "entry_bytes");
+    return b;
+  }
+
+  Plan plan(const json& j) const;
+
+ private:
+  static constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
+  static constexpr std::int64_t kMinInt = std::numeric_limits<int>::min();
+  static constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
+
+  const std::string& file_;
+  PlanSplit::Arrays* split_;
+};
+
+}  // namespace
+
+PlanSplit::PlanSplit(std::string filename)
+    : filename_(std::move(filename)), arrays_(std::make_unique<Arrays>()) {}
+
+PlanSplit::~PlanSplit() = default;
+
+std::optional<std::uint64_t> PlanSplit::begin_array(const JsonPath& path) {
+  Arrays& a = *arrays_;
+  if (path.matches({"phases", "[]", "ops"}) || path.matches({"setup"})) return a.ops.begin(path);
+  if (path.matches({"layers"})) return a.layers.begin(path);
+  if (path.matches({"variables"})) return a.variables.begin(path);
+  if (path.matches({"tensors"})) return a.tensors.begin(path);
+  if (path.matches({"buffers"})) return a.buffers.begin(path);
+  return std::nullopt;
+}
+
+void PlanSplit::element(std::uint64_t array, std::size_t index, nlohmann::json&& value) {
+  const Reader r(filename_);
+  Arrays& a = *arrays_;
+  if (a.ops.owns(array)) {
+    a.ops.add(array, index, value, [&](const json& e, const std::string& p) { return r.op(e, p); });
+  } else if (a.layers.owns(array)) {
+    a.layers.add(array, index, value,
+                 [&](const json& e, const std::string& p) { return r.layer(e, p); });
+  } else if (a.variables.owns(array)) {
+    a.variables.add(array, index, value,
+                    [&](const json& e, const std::string& p) { return r.variable(e, p); });
+  } else if (a.tensors.owns(array)) {
+    a.tensors.add(array, index, value,
+                  [&](const json& e, const std::string& p) { return r.tensor(e, p); });
+  } else {
+    a.buffers.add(array, index, value,
+                  [&](const json& e, const std::string& p) { return r.buffer(e, p); });
+  }
+}
+
+namespace {
+
+Plan Reader::plan(const json& j) const {
+  Plan p;
+  if (!j.is_object()) fail("(top level)", "expected an object");
+  const std::int64_t version = integer(j, "", "version");
+  if (version > kPlanVersion)
+    fail("version",
+         fmt::format("plan format {} is newer than this build reads ({})", version, kPlanVersion));
+  if (version < 1) fail("version", fmt::format("{} is not a plan format version", version));
+  p.version = static_cast<int>(version);
+  p.name = string(j, "", "name");
+  p.replication_factor = integer(j, "", "replication_factor");
+  p.micro_batch_size = integer(j, "", "micro_batch_size");
+  p.gradient_accumulation = integer(j, "", "gradient_accumulation");
+  p.global_batch_size = integer(j, "", "global_batch_size");
+  p.input_shape = shape(j, "", "input_shape");
+  p.n_classes = integer(j, "", "n_classes");
+  p.mode = enumeration<config::ExecutionMode>(j, "", "mode");
+  p.io_mode = enumeration<IoMode>(j, "", "io_mode");
+  p.io_tiles = j.contains("io_tiles") ? integer(j, "", "io_tiles") : 0;
+  p.variables_grouping = grouping(j, "", "variables_grouping");
+  p.retrieval_mode = enumeration<RetrievalMode>(j, "", "retrieval_mode");
+  p.sharding_grouping = grouping(j, "", "sharding_grouping");
+  p.sharding_threshold = integer(j, "", "sharding_threshold");
+  {
+    const json& o = field(j, "", "optimizer");
+    p.optimizer.type = enumeration<config::OptimizerType>(o, "optimizer", "type");
+    p.optimizer.lr = number(o, "optimizer", "lr");
+    p.optimizer.beta1 = number(o, "optimizer", "beta1");
+    p.optimizer.beta2 = number(o, "optimizer", "beta2");
+    p.optimizer.eps = number(o, "optimizer", "eps");
+    p.optimizer.weight_decay = number(o, "optimizer", "weight_decay");
+    p.optimizer.bias_correction = boolean(o, "optimizer", "bias_correction");
+    p.optimizer.first_order_dtype = enumeration<DType>(o, "optimizer", "first_order_dtype");
+  }
+  auto from = [this](auto member) { return split_ != nullptr ? &(split_->*member) : nullptr; };
+  p.layers = list<LayerInfo>(j, "", "layers", from(&PlanSplit::Arrays::layers),
+                             [this](const json& e, const std::string& at) { return layer(e, at); });
+  p.variables =
+      list<Variable>(j, "", "variables", from(&PlanSplit::Arrays::variables),
+                     [this](const json& e, const std::string& at) { return variable(e, at); });
+  p.tensors =
+      list<DeviceTensor>(j, "", "tensors", from(&PlanSplit::Arrays::tensors),
+                         [this](const json& e, const std::string& at) { return tensor(e, at); });
+  p.buffers =
+      list<RemoteBuffer>(j, "", "buffers", from(&PlanSplit::Arrays::buffers),
+                         [this](const json& e, const std::string& at) { return buffer(e, at); });
+  p.setup = ops(j, "", "setup");
+  const json& phases = array(j, "", "phases");
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    const std::string path = index("phases", i);
+    const json& jp = phases[i];
+    Phase ph;
+    ph.name = string(jp, path, "name");
+    ph.ops = ops(jp, path, "ops");
+    const json& m = field(jp, path, "memory");
+    const std::string mp = join(path, "memory");
+    ph.memory.peak = bytes(m, mp, "peak");
+    ph.memory.always_live = bytes(m, mp, "always_live");
+    ph.memory.not_always_live = bytes(m, mp, "not_always_live");
+    const json& by = field(m, mp, "peak_by_class");
+    for (std::size_t c = 0; c < kNumTensorClasses; ++c) {
+      const std::string key(tensor_class_name(static_cast<TensorClass>(c)));
+      ph.memory.peak_by_class[c] = bytes(by, join(mp, "peak_by_class"), key.c_str());
+    }
+    ph.estimated_seconds = number(jp, path, "estimated_seconds");
+    p.phases.push_back(std::move(ph));
+  }
+  p.peak_bytes = bytes(j, "", "peak_bytes");
+  p.peak_phase = small(j, "", "peak_phase");
+  p.always_live_bytes = bytes(j, "", "always_live_bytes");
+  p.streaming_bytes = bytes(j, "", "streaming_bytes");
+  p.host_bytes_per_step = bytes(j, "", "host_bytes_per_step");
+  p.memory_per_replica = bytes(j, "", "memory_per_replica");
+  p.fits = boolean(j, "", "fits");
+  if (!p.fits) {
+    const json& nf = field(j, "", "not_fitting");
+    p.not_fitting.phase = string(nf, "not_fitting", "phase");
+    p.not_fitting.bytes_over = bytes(nf, "not_fitting", "bytes_over");
+    p.not_fitting.largest = strings(nf, "not_fitting", "largest");
+    p.not_fitting.suggestions = strings(nf, "not_fitting", "suggestions");
+  }
+  p.device_profile = string(j, "", "device_profile");
+  p.estimated_step_seconds = number(j, "", "estimated_step_seconds");
+  p.estimated_samples_per_second = number(j, "", "estimated_samples_per_second");
+  if (j.contains("host_memory")) {  // plans written before it was estimated lack it
+    const json& h = field(j, "", "host_memory");
+    p.host_memory.datasets = bytes(h, "host_memory", "datasets");
+    p.host_memory.datasets_counted = boolean(h, "host_memory", "datasets_counted");
+    p.host_memory.streaming = bytes(h, "host_memory", "streaming");
+    p.host_memory.device = bytes(h, "host_memory", "device");
+    p.host_memory.host_buffers = bytes(h, "host_memory", "host_buffers");
+    p.host_memory.overhead = bytes(h, "host_memory", "overhead");
+  }
+  if (j.contains("warnings")) p.warnings = strings(j, "", "warnings");
+  // The ops must reference tensors that exist and are live when used.
+  try {
+    check_plan(p);
+  } catch (const Error& e) {
+    throw Error("{}: {}", file_, e.what());
+  }
+  return p;
+}
+
+}  // namespace
+
+Plan plan_from_json(const nlohmann::json& j, const std::string& filename, PlanSplit* split) {
+  return Reader(filename, split != nullptr ? &split->arrays() : nullptr).plan(j);
+}
+
+Plan plan_from_text(std::string_view text, const std::string& filename) {
+  PlanSplit split(filename);
+  const json dom = parse_json(text, filename, {&split});
+  return plan_from_json(dom, filename, &split);
+}
+
+}  // namespace popkit::planner
