@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -487,6 +488,7 @@ class Builder {
   void begin_phase(const std::vector<Item>& items) {
     pre_.clear();
     body_.clear();
+    post_.clear();
     repeat_tensors_.clear();
     state_.clear();
     graph_count_.clear();
@@ -794,12 +796,11 @@ class Builder {
     }
 
     double_buffer();
-    std::vector<Op> ops = std::move(pre_);
     Op rep = op(OpKind::kRepeat, fmt::format("{} steps", steps_));
     rep.steps = steps_;
     rep.io_mode = p_.io_mode;
-    rep.body = std::move(body_);
-    ops.push_back(std::move(rep));
+    move_ops(body_, rep.body);
+    std::vector<Op>& ops = post_;  // after the loop
     for (int t : repeat_tensors_) free(ops, t);
 
     if (defer_optimizer) {
@@ -816,8 +817,21 @@ class Builder {
     }
     Phase ph;
     ph.name = name;
-    ph.ops = std::move(ops);
+    ph.ops.reserve(pre_.size() + 1 + post_.size());
+    move_ops(pre_, ph.ops);
+    ph.ops.push_back(std::move(rep));
+    move_ops(post_, ph.ops);
     p_.phases.push_back(std::move(ph));
+  }
+
+  // Appends `from`'s ops to `to` and empties `from`, which keeps its capacity: the
+  // phase's ops are built in the builder's vectors, reused from phase to phase, and
+  // moved once into vectors of their final size (a vector grown op by op per phase
+  // reallocates and moves each op about twice).
+  static void move_ops(std::vector<Op>& from, std::vector<Op>& to) {
+    if (to.empty()) to.reserve(from.size());
+    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+    from.clear();
   }
 
   void build_optimizer_phase(const std::string& name) {
@@ -940,7 +954,7 @@ class Builder {
   std::vector<Slot> x_slot_, dx_slot_, pre_slot_;
 
   // The phase being built.
-  std::vector<Op> pre_, body_;
+  std::vector<Op> pre_, body_, post_;  // before, inside and after the repeat loop
   std::vector<int> repeat_tensors_;
   std::unordered_map<int, ParamState> state_;
   std::unordered_map<int, int> graph_count_;
