@@ -153,7 +153,7 @@ struct Engine::Impl {
   const BatchSource* batches = nullptr;
   std::string where = "setup";
 
-  Impl(const Plan& p, EngineOptions o) : plan(p), options(std::move(o)) {
+  Impl(Plan p, EngineOptions o) : plan(std::move(p)), options(std::move(o)) {
     variable_index.reserve(plan.variables.size());
     for (std::size_t i = 0; i < plan.variables.size(); ++i)  // the first of a name wins
       variable_index.emplace(plan.variables[i].name, static_cast<int>(i));
@@ -986,7 +986,10 @@ struct Engine::Impl {
 };
 
 Engine::Engine(const planner::Plan& plan, EngineOptions options)
-    : impl_(std::make_unique<Impl>(plan, std::move(options))) {
+    : Engine(planner::Plan(plan), std::move(options)) {}
+
+Engine::Engine(planner::Plan&& plan, EngineOptions options)
+    : impl_(std::make_unique<Impl>(std::move(plan), std::move(options))) {
   Impl& m = *impl_;
   m.check_plan();
   m.n_replicas = m.plan.replication_factor;
