@@ -12,6 +12,7 @@
 #include <new>
 #include <numeric>
 #include <thread>
+#include <unordered_map>
 
 #include "config/error.h"
 #include "engine/runtime/memory_account.h"
@@ -145,12 +146,18 @@ struct Engine::Impl {
   Timings timings;
   std::vector<std::vector<planner::PhaseMemory>> phase_memory;
   std::vector<std::vector<double>> last_losses;
+  // Variables by name, built once: checkpoints read and write every variable by name.
+  std::unordered_map<std::string, int> variable_index;
 
   // The op being run, for error messages.
   const BatchSource* batches = nullptr;
   std::string where = "setup";
 
-  Impl(const Plan& p, EngineOptions o) : plan(p), options(std::move(o)) {}
+  Impl(Plan p, EngineOptions o) : plan(std::move(p)), options(std::move(o)) {
+    variable_index.reserve(plan.variables.size());
+    for (std::size_t i = 0; i < plan.variables.size(); ++i)  // the first of a name wins
+      variable_index.emplace(plan.variables[i].name, static_cast<int>(i));
+  }
 
   // ---- plan checks -------------------------------------------------------------------
 
@@ -912,8 +919,8 @@ struct Engine::Impl {
   // ---- variables ---------------------------------------------------------------------
 
   const Variable& variable(const std::string& name) const {
-    for (const auto& v : plan.variables)
-      if (v.name == name) return v;
+    if (const auto it = variable_index.find(name); it != variable_index.end())
+      return plan.variables[static_cast<std::size_t>(it->second)];
     std::vector<std::string> names;
     for (const auto& v : plan.variables) names.push_back(v.name);
     throw Error("no variable '{}' in the plan (it has: {})", name, fmt::join(names, ", "));
@@ -979,7 +986,10 @@ struct Engine::Impl {
 };
 
 Engine::Engine(const planner::Plan& plan, EngineOptions options)
-    : impl_(std::make_unique<Impl>(plan, std::move(options))) {
+    : Engine(planner::Plan(plan), std::move(options)) {}
+
+Engine::Engine(planner::Plan&& plan, EngineOptions options)
+    : impl_(std::make_unique<Impl>(std::move(plan), std::move(options))) {
   Impl& m = *impl_;
   m.check_plan();
   m.n_replicas = m.plan.replication_factor;
@@ -1030,15 +1040,13 @@ EvalResult Engine::evaluate(const Dataset& data, std::int64_t micro_batch_size,
   if (data.image_size() != m.image_size)
     throw Error("evaluate: images of {} pixels but the plan's input shape {} needs {}",
                 data.image_size(), shape_str(m.plan.input_shape), m.image_size);
-  std::vector<std::vector<float>> weights, biases;
-  for (std::size_t l = 0; l < m.plan.layers.size(); ++l) {
-    weights.emplace_back();
-    biases.emplace_back();
-    for (const auto& v : m.plan.variables) {
-      if (v.layer != static_cast<int>(l)) continue;
-      if (v.role == VariableRole::kWeight) weights.back() = read_variable(v.name, group);
-      if (v.role == VariableRole::kBias) biases.back() = read_variable(v.name, group);
-    }
+  // One pass over the variables (not one per layer): the last of a layer and role wins.
+  std::vector<std::vector<float>> weights(m.plan.layers.size()), biases(m.plan.layers.size());
+  for (const auto& v : m.plan.variables) {
+    if (v.layer < 0 || static_cast<std::size_t>(v.layer) >= m.plan.layers.size()) continue;
+    const auto l = static_cast<std::size_t>(v.layer);
+    if (v.role == VariableRole::kWeight) weights[l] = read_variable(v.name, group);
+    if (v.role == VariableRole::kBias) biases[l] = read_variable(v.name, group);
   }
   EvalResult result;
   double loss_sum = 0.0;

@@ -89,6 +89,9 @@ class Engine {
   // Refuses a plan with fits == false (popkit::Error with the planner's report) and a
   // plan whose shapes disagree with its layers; then runs `setup`.
   explicit Engine(const planner::Plan& plan, EngineOptions options = {});
+  // The same, keeping `plan` instead of a copy: the copy of a phased plan of 10,000
+  // layers is 590,000 allocations and 218 MB, most of the construction's time.
+  explicit Engine(planner::Plan&& plan, EngineOptions options = {});
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;

@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <map>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "config/error.h"
@@ -64,6 +66,15 @@ struct ParamState {
   bool home_loaded = false;    // loaded from its remote buffer in this phase
   int full = -1;               // the full (meta shape) tensor compute reads
   bool full_gathered = false;  // all-gathered in this phase
+};
+
+// A tensor per layer index within one phase, -1 where the phase has none.
+class LayerValues {
+ public:
+  int& at(int k) { return values_.try_emplace(k, -1).first->second; }
+
+ private:
+  std::unordered_map<int, int> values_;  // node-based: references stay valid
 };
 
 // Where the values passed between phases go: one batch-serial buffer per width and
@@ -478,15 +489,15 @@ class Builder {
   void begin_phase(const std::vector<Item>& items) {
     pre_.clear();
     body_.clear();
+    post_.clear();
     repeat_tensors_.clear();
     state_.clear();
     graph_count_.clear();
-    std::vector<char> seen(p_.layers.size(), 0);  // by layer: a phase can hold 2n items
-    for (const Item& it : items) {
-      if (seen[static_cast<std::size_t>(it.layer)]) continue;
-      seen[static_cast<std::size_t>(it.layer)] = 1;
-      ++graph_count_[layer(it.layer).graph];
-    }
+    // Sized by the phase, not the model: a phased plan has 2n phases of one or two items
+    // (a standard-mode phase holds all 2n).
+    std::unordered_set<int> seen;  // layers
+    for (const Item& it : items)
+      if (seen.insert(it.layer).second) ++graph_count_[layer(it.layer).graph];
   }
 
   ParamState& state(int k, int param) { return state_[k * 2 + param]; }
@@ -656,13 +667,13 @@ class Builder {
     begin_phase(items);
     // Values on device inside the loop: x[j + 1] is layer j's output (x[0] the images),
     // pre[k], dx[j + 1] the gradient of x[j + 1].
-    std::vector<int> x(static_cast<std::size_t>(n_ + 1), -1);
-    std::vector<int> dx(static_cast<std::size_t>(n_ + 1), -1);
+    // Maps, not vectors of n + 1: a phase touches a few layers (2n phases in a phased plan).
+    LayerValues x, dx;
     std::unordered_map<int, int> pre;
     std::vector<std::pair<int, std::array<int, 2>>> grads;  // layer, {weight, bias}
 
     auto input_of = [&](int k) {  // x[k], loading it when it is not on device
-      int& t = x[static_cast<std::size_t>(k)];
+      int& t = x.at(k);
       if (t >= 0) return t;
       if (k == 0) {
         // The first layer's input: the images, streamed from the host (again in the
@@ -685,11 +696,11 @@ class Builder {
       if (!it.backward) ensure_full(pre_, it.layer, kBiasParam);
     }
     // Free a loaded shard once gathered when this phase does not update the parameter.
-    std::vector<char> updated(p_.layers.size(), 0);  // by layer
+    std::unordered_set<int> updated;  // layers
     for (const Item& it : items)
-      if (it.backward) updated[static_cast<std::size_t>(it.layer)] = 1;
+      if (it.backward) updated.insert(it.layer);
     for (const Item& it : items) {
-      if (updated[static_cast<std::size_t>(it.layer)] || it.backward) continue;
+      if (it.backward || updated.count(it.layer)) continue;
       for (int param = 0; param < 2; ++param) {
         ParamState& s = state(it.layer, param);
         if (s.full_gathered && s.home_loaded) {
@@ -715,7 +726,7 @@ class Builder {
           pre[k] = f.pre;
         }
         f.out = repeat_tensor(p + ".out", TensorClass::kActivations, {mb_, l.out_features});
-        x[static_cast<std::size_t>(k + 1)] = f.out;
+        x.at(k + 1) = f.out;
         body_.push_back(f);
         const Slot& xs = x_slot_[static_cast<std::size_t>(k)];
         if (xs.buffer >= 0) remote_store(body_, xs.buffer, xs.row, -1, f.out);
@@ -729,7 +740,7 @@ class Builder {
           loss.labels = labels;
           loss.out = repeat_tensor("loss", TensorClass::kActivations, {1});
           loss.dx = repeat_tensor("dlogits", TensorClass::kActivations, {mb_, l.out_features});
-          dx[static_cast<std::size_t>(n_)] = loss.dx;
+          dx.at(n_) = loss.dx;
           body_.push_back(loss);
           Op hs = op(OpKind::kHostStore, "loss -> host");
           hs.stream = Stream::kLoss;
@@ -741,7 +752,7 @@ class Builder {
       // Backward of layer k.
       Op b = op(OpKind::kBackward, l.name);
       b.layer = k;
-      int& dy = dx[static_cast<std::size_t>(k + 1)];
+      int& dy = dx.at(k + 1);
       if (dy < 0) {
         const Slot& s = dx_slot_[static_cast<std::size_t>(k)];
         POPKIT_ASSERT(s.buffer >= 0);
@@ -765,7 +776,7 @@ class Builder {
       if (k > 0) {
         b.weight = state(k, kWeightParam).full;
         b.dx = repeat_tensor(p + ".dx", TensorClass::kActivations, {mb_, l.in_features});
-        dx[static_cast<std::size_t>(k)] = b.dx;
+        dx.at(k) = b.dx;
       }
       const int gw = tensor(p + ".weight.grad", TensorClass::kGradAccumulators, DType::kFloat32,
                             {l.in_features, l.out_features});
@@ -786,12 +797,11 @@ class Builder {
     }
 
     double_buffer();
-    std::vector<Op> ops = std::move(pre_);
     Op rep = op(OpKind::kRepeat, fmt::format("{} steps", steps_));
     rep.steps = steps_;
     rep.io_mode = p_.io_mode;
-    rep.body = std::move(body_);
-    ops.push_back(std::move(rep));
+    move_ops(body_, rep.body);
+    std::vector<Op>& ops = post_;  // after the loop
     for (int t : repeat_tensors_) free(ops, t);
 
     if (defer_optimizer) {
@@ -808,8 +818,21 @@ class Builder {
     }
     Phase ph;
     ph.name = name;
-    ph.ops = std::move(ops);
+    ph.ops.reserve(pre_.size() + 1 + post_.size());
+    move_ops(pre_, ph.ops);
+    ph.ops.push_back(std::move(rep));
+    move_ops(post_, ph.ops);
     p_.phases.push_back(std::move(ph));
+  }
+
+  // Appends `from`'s ops to `to` and empties `from`, which keeps its capacity: the
+  // phase's ops are built in the builder's vectors, reused from phase to phase, and
+  // moved once into vectors of their final size (a vector grown op by op per phase
+  // reallocates and moves each op about twice).
+  static void move_ops(std::vector<Op>& from, std::vector<Op>& to) {
+    if (to.empty()) to.reserve(from.size());
+    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+    from.clear();
   }
 
   void build_optimizer_phase(const std::string& name) {
@@ -831,15 +854,15 @@ class Builder {
   // step computes, so every tensor the loop streams has a second slot.
   void double_buffer() {
     if (p_.io_mode != IoMode::kIoOverlapped) return;
-    std::vector<char> streamed(p_.tensors.size(), 0);  // by tensor
+    std::unordered_set<int> streamed;  // tensors; sized by the loop, not the plan
     for (const Op& o : body_)
       if (o.kind == OpKind::kHostLoad || o.kind == OpKind::kHostStore ||
           o.kind == OpKind::kRemoteLoad || o.kind == OpKind::kRemoteStore)
-        streamed[static_cast<std::size_t>(o.tensor)] = 1;
+        streamed.insert(o.tensor);
     const std::vector<int> loop_tensors = repeat_tensors_;
     for (int t : loop_tensors) {
       DeviceTensor& d = p_.tensors[static_cast<std::size_t>(t)];
-      const bool is_streamed = streamed[static_cast<std::size_t>(t)] != 0;
+      const bool is_streamed = streamed.count(t) != 0;
       if (!is_streamed && d.double_buffer < 0) continue;
       if (d.double_buffer < 0) {
         const int slot = tensor(d.name + ".slot1", d.cls, d.dtype, d.shape);
@@ -932,7 +955,7 @@ class Builder {
   std::vector<Slot> x_slot_, dx_slot_, pre_slot_;
 
   // The phase being built.
-  std::vector<Op> pre_, body_;
+  std::vector<Op> pre_, body_, post_;  // before, inside and after the repeat loop
   std::vector<int> repeat_tensors_;
   std::unordered_map<int, ParamState> state_;
   std::unordered_map<int, int> graph_count_;

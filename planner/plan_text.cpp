@@ -4,12 +4,64 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
+#include <string_view>
+#include <utility>
 
 #include "planner/host_memory.h"
 #include "planner/names.h"
 
 namespace popkit::planner {
 namespace {
+
+// Text for a stream, formatted into a buffer that goes out in blocks of about 64 KiB:
+// a plan of 10,000 layers prints a million lines, and a stream insertion or a string
+// per piece of a line cost more than the formatting.
+class Printer {
+ public:
+  explicit Printer(std::ostream& out) : out_(out) {}
+  Printer(const Printer&) = delete;
+  Printer& operator=(const Printer&) = delete;
+  ~Printer() { flush(); }
+
+  template <typename... Args>
+  void print(fmt::format_string<Args...> format, Args&&... args) {
+    fmt::format_to(std::back_inserter(buf_), format, std::forward<Args>(args)...);
+    if (buf_.size() >= kBlock) flush();
+  }
+  void put(std::string_view text) {
+    buf_.append(text);
+    if (buf_.size() >= kBlock) flush();
+  }
+  void put(char c, std::size_t n = 1) {
+    for (std::size_t i = 0; i < n; ++i) buf_.push_back(c);
+  }
+  // fmt's {:<width} (or {:>width} when `right`). fmt measures the width in code points;
+  // for ASCII, the names and numbers of a plan, that is the size, and padding by hand
+  // spares its per-character scan.
+  void aligned(std::string_view text, std::size_t width, bool right) {
+    if (!std::all_of(text.begin(), text.end(), [](char c) { return (c & 0x80) == 0; })) {
+      if (right)
+        print("{:>{}}", text, width);
+      else
+        print("{:<{}}", text, width);
+      return;
+    }
+    const std::size_t pad = width > text.size() ? width - text.size() : 0;
+    if (right) put(' ', pad);
+    put(text);
+    if (!right) put(' ', pad);
+  }
+  void flush() {
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    buf_.clear();
+  }
+
+ private:
+  static constexpr std::size_t kBlock = std::size_t{64} << 10;
+  std::ostream& out_;
+  fmt::memory_buffer buf_;
+};
 
 // A table with columns separated by " | ", a rule under the header; numeric columns
 // right-aligned.
@@ -22,30 +74,37 @@ class TextTable {
   void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
 
   void print(std::ostream& out, const std::string& indent = "  ") const {
+    Printer p(out);
+    print(p, indent);
+  }
+
+  void print(Printer& out, const std::string& indent = "  ") const {
     std::vector<std::size_t> width(header_.size());
     for (std::size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
     for (const auto& r : rows_)
       for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
     print_row(out, indent, header_, width);
-    out << indent;
+    out.put(indent);
     for (std::size_t c = 0; c < width.size(); ++c) {
-      if (c > 0) out << "-+-";
-      out << std::string(width[c], '-');
+      if (c > 0) out.put("-+-");
+      out.put('-', width[c]);
     }
-    out << '\n';
+    out.put('\n');
     for (const auto& r : rows_) print_row(out, indent, r, width);
   }
 
  private:
-  void print_row(std::ostream& out, const std::string& indent, const std::vector<std::string>& r,
+  void print_row(Printer& out, const std::string& indent, const std::vector<std::string>& r,
                  const std::vector<std::size_t>& width) const {
-    std::string line = indent;
+    out.put(indent);
     for (std::size_t c = 0; c < r.size(); ++c) {
-      if (c > 0) line += " | ";
-      line += right_[c] ? fmt::format("{:>{}}", r[c], width[c])
-                        : (c + 1 == r.size() ? r[c] : fmt::format("{:<{}}", r[c], width[c]));
+      if (c > 0) out.put(" | ");
+      if (!right_[c] && c + 1 == r.size())
+        out.put(r[c]);
+      else
+        out.aligned(r[c], width[c], right_[c]);
     }
-    out << line << '\n';
+    out.put('\n');
   }
 
   std::vector<std::string> header_;
@@ -69,43 +128,49 @@ const std::string& tensor_name(const Plan& plan, int t) {
              : kNone;
 }
 
-std::string op_text(const Plan& plan, const Op& op) {
-  const std::string kind(op_kind_name(op.kind));
+// One op's line, without the indent and the newline: the kind in 15 columns, the label,
+// and what the kind shows.
+void print_op(Printer& out, const Plan& plan, const Op& op) {
+  out.aligned(op_kind_name(op.kind), 15, false);
   switch (op.kind) {
     case OpKind::kAllGather:
     case OpKind::kSliceShard:
-      return fmt::format("{:<15} {}  [{}]", kind, op.label, grouping_text(op.grouping));
-    case OpKind::kReduceScatter:
-      return fmt::format("{:<15} {}  [{}; shards {}]", kind, op.label, grouping_text(op.grouping),
-                         grouping_text(op.shard_grouping));
     case OpKind::kAllReduce:
-      return fmt::format("{:<15} {}  [{}]", kind, op.label, grouping_text(op.grouping));
+      return out.print(" {}  [{}]", op.label, grouping_text(op.grouping));
+    case OpKind::kReduceScatter:
+      return out.print(" {}  [{}; shards {}]", op.label, grouping_text(op.grouping),
+                       grouping_text(op.shard_grouping));
     case OpKind::kForward:
-      return fmt::format("{:<15} {}: {} -> {}{}", kind, op.label, tensor_name(plan, op.in),
-                         op.pre >= 0 ? tensor_name(plan, op.pre) + " -> " : "",
-                         tensor_name(plan, op.out));
+      if (op.pre >= 0)
+        return out.print(" {}: {} -> {} -> {}", op.label, tensor_name(plan, op.in),
+                         tensor_name(plan, op.pre), tensor_name(plan, op.out));
+      return out.print(" {}: {} -> {}", op.label, tensor_name(plan, op.in),
+                       tensor_name(plan, op.out));
     case OpKind::kBackward:
-      return fmt::format("{:<15} {}: dy {} -> dx {}; grads {}, {}", kind, op.label,
-                         tensor_name(plan, op.dy), tensor_name(plan, op.dx),
-                         tensor_name(plan, op.grad_weight), tensor_name(plan, op.grad_bias));
+      return out.print(" {}: dy {} -> dx {}; grads {}, {}", op.label, tensor_name(plan, op.dy),
+                       tensor_name(plan, op.dx), tensor_name(plan, op.grad_weight),
+                       tensor_name(plan, op.grad_bias));
     case OpKind::kLoss:
-      return fmt::format("{:<15} {}: {}, {} -> {}, {}", kind, op.label, tensor_name(plan, op.in),
-                         tensor_name(plan, op.labels), tensor_name(plan, op.out),
-                         tensor_name(plan, op.dx));
+      return out.print(" {}: {}, {} -> {}, {}", op.label, tensor_name(plan, op.in),
+                       tensor_name(plan, op.labels), tensor_name(plan, op.out),
+                       tensor_name(plan, op.dx));
     default:
-      return fmt::format("{:<15} {}", kind, op.label);
+      return out.print(" {}", op.label);
   }
 }
 
-void print_ops(std::ostream& out, const Plan& plan, const std::vector<Op>& ops,
+void print_ops(Printer& out, const Plan& plan, const std::vector<Op>& ops,
                const std::string& indent) {
   for (const Op& op : ops) {
     if (op.kind == OpKind::kRepeat) {
-      out << fmt::format("{}repeat {} x ({}) {{\n", indent, op.steps, io_mode_name(op.io_mode));
+      out.print("{}repeat {} x ({}) {{\n", indent, op.steps, io_mode_name(op.io_mode));
       print_ops(out, plan, op.body, indent + "  ");
-      out << indent << "}\n";
+      out.put(indent);
+      out.put("}\n");
     } else {
-      out << indent << op_text(plan, op) << '\n';
+      out.put(indent);
+      print_op(out, plan, op);
+      out.put('\n');
     }
   }
 }
@@ -147,24 +212,24 @@ nlohmann::json grouping_to_json(const ReplicaGrouping& g) {
           {"groups", groups}};
 }
 
-void print_plan(std::ostream& out, const Plan& plan) {
-  out << fmt::format("Plan {} (plan format {})\n", plan.name.empty() ? "(unnamed)" : plan.name,
-                     plan.version);
-  out << fmt::format("  replicas {}, micro-batch {}, gradient accumulation {}, global batch {}\n",
-                     plan.replication_factor, plan.micro_batch_size, plan.gradient_accumulation,
-                     plan.global_batch_size);
-  out << fmt::format("  mode {}, io_mode {}, device {} ({} per replica)\n",
-                     execution_mode_name(plan.mode), io_mode_name(plan.io_mode),
-                     plan.device_profile, format_bytes(plan.memory_per_replica));
-  out << fmt::format("  variables: {}, retrieval {}\n", grouping_text(plan.variables_grouping),
-                     retrieval_mode_name(plan.retrieval_mode));
+void print_plan(std::ostream& stream, const Plan& plan) {
+  Printer out(stream);
+  out.print("Plan {} (plan format {})\n", plan.name.empty() ? "(unnamed)" : plan.name,
+            plan.version);
+  out.print("  replicas {}, micro-batch {}, gradient accumulation {}, global batch {}\n",
+            plan.replication_factor, plan.micro_batch_size, plan.gradient_accumulation,
+            plan.global_batch_size);
+  out.print("  mode {}, io_mode {}, device {} ({} per replica)\n", execution_mode_name(plan.mode),
+            io_mode_name(plan.io_mode), plan.device_profile, format_bytes(plan.memory_per_replica));
+  out.print("  variables: {}, retrieval {}\n", grouping_text(plan.variables_grouping),
+            retrieval_mode_name(plan.retrieval_mode));
   if (plan.sharding_threshold > 0)
-    out << fmt::format("  sharding: nelms >= {} over {}\n", plan.sharding_threshold,
-                       grouping_text(plan.sharding_grouping));
+    out.print("  sharding: nelms >= {} over {}\n", plan.sharding_threshold,
+              grouping_text(plan.sharding_grouping));
   else
-    out << "  sharding: off\n";
+    out.put("  sharding: off\n");
 
-  out << "\nLayers\n";
+  out.put("\nLayers\n");
   TextTable layers({"Layer", "In", "Out", "Activation", "Graph", "Row"},
                    {false, true, true, false, true, true});
   for (const auto& l : plan.layers)
@@ -173,7 +238,7 @@ void print_plan(std::ostream& out, const Plan& plan) {
                 std::to_string(l.row)});
   layers.print(out);
 
-  out << "\nRemote buffers (per replica)\n";
+  out.put("\nRemote buffers (per replica)\n");
   TextTable buffers({"Buffer", "Class", "Dtype", "Element shape", "Rows x steps", "Entries",
                      "Entry bytes", "Bytes"},
                     {false, false, false, false, true, true, true, true});
@@ -184,7 +249,7 @@ void print_plan(std::ostream& out, const Plan& plan) {
                  format_bytes(b.nbytes())});
   buffers.print(out);
 
-  out << "\nTensors (variables)\n";
+  out.put("\nTensors (variables)\n");
   TextTable vars({"Name", "Shape", "Elements", "Dtype", "Class", "Placement", "Sharded",
                   "Shard size", "Padding"},
                  {false, false, true, false, false, false, false, true, true});
@@ -195,7 +260,7 @@ void print_plan(std::ostream& out, const Plan& plan) {
               std::to_string(v.padding)});
   vars.print(out);
 
-  out << "\nDevice tensors (per replica)\n";
+  out.put("\nDevice tensors (per replica)\n");
   TextTable tensors(
       {"Name", "Shape", "Elements", "Dtype", "Class", "Bytes", "Always live", "Second slot"},
       {false, false, true, false, false, true, false, false});
@@ -206,15 +271,15 @@ void print_plan(std::ostream& out, const Plan& plan) {
                  t.double_buffer >= 0 ? tensor_name(plan, t.double_buffer) : "-"});
   tensors.print(out);
 
-  out << "\nSchedule (per optimizer step)\n";
-  out << "  setup (once):\n";
+  out.put("\nSchedule (per optimizer step)\n");
+  out.put("  setup (once):\n");
   print_ops(out, plan, plan.setup, "    ");
   for (std::size_t p = 0; p < plan.phases.size(); ++p) {
-    out << fmt::format("  phase {}: {}\n", p + 1, plan.phases[p].name);
+    out.print("  phase {}: {}\n", p + 1, plan.phases[p].name);
     print_ops(out, plan, plan.phases[p].ops, "    ");
   }
 
-  out << "\nMemory per replica\n";
+  out.put("\nMemory per replica\n");
   TextTable mem({"Phase", "Peak", "Always live", "Not always live", "Weights", "Grad acc",
                  "Optimizer", "Activations", "IO slots", "Est. time"},
                 {false, true, true, true, true, true, true, true, true, true});
@@ -228,30 +293,28 @@ void print_plan(std::ostream& out, const Plan& plan) {
     mem.add(row);
   }
   mem.print(out);
-  out << fmt::format("  program peak {} (phase {}), always live {}, device {}\n",
-                     format_bytes(plan.peak_bytes), plan.peak_phase + 1,
-                     format_bytes(plan.always_live_bytes), format_bytes(plan.memory_per_replica));
-  out << fmt::format("  streaming memory {}, host transfers {} per step\n",
-                     format_bytes(plan.streaming_bytes), format_bytes(plan.host_bytes_per_step));
-  out << fmt::format("  host memory of poprun on a CPU {}\n",
-                     describe_host_memory(plan.host_memory));
-  out << fmt::format("  estimated {:.3f} ms per step, {:.0f} samples/s on {}\n",
-                     plan.estimated_step_seconds * 1e3, plan.estimated_samples_per_second,
-                     plan.device_profile);
+  out.print("  program peak {} (phase {}), always live {}, device {}\n",
+            format_bytes(plan.peak_bytes), plan.peak_phase + 1,
+            format_bytes(plan.always_live_bytes), format_bytes(plan.memory_per_replica));
+  out.print("  streaming memory {}, host transfers {} per step\n",
+            format_bytes(plan.streaming_bytes), format_bytes(plan.host_bytes_per_step));
+  out.print("  host memory of poprun on a CPU {}\n", describe_host_memory(plan.host_memory));
+  out.print("  estimated {:.3f} ms per step, {:.0f} samples/s on {}\n",
+            plan.estimated_step_seconds * 1e3, plan.estimated_samples_per_second,
+            plan.device_profile);
 
-  for (const auto& w : plan.warnings) out << "\nwarning: " << w << '\n';
+  for (const auto& w : plan.warnings) out.print("\nwarning: {}\n", w);
   if (plan.fits) {
-    out << fmt::format("\nFits: peak {} of {} per replica\n", format_bytes(plan.peak_bytes),
-                       format_bytes(plan.memory_per_replica));
+    out.print("\nFits: peak {} of {} per replica\n", format_bytes(plan.peak_bytes),
+              format_bytes(plan.memory_per_replica));
   } else {
     const NotFitting& nf = plan.not_fitting;
-    out << fmt::format("\nDoes not fit: phase '{}' needs {} more than the {} per replica\n",
-                       nf.phase, format_bytes(nf.bytes_over),
-                       format_bytes(plan.memory_per_replica));
-    out << "  largest live tensors at the peak:\n";
-    for (const auto& l : nf.largest) out << "    " << l << '\n';
-    out << "  what would help:\n";
-    for (const auto& s : nf.suggestions) out << "    - " << s << '\n';
+    out.print("\nDoes not fit: phase '{}' needs {} more than the {} per replica\n", nf.phase,
+              format_bytes(nf.bytes_over), format_bytes(plan.memory_per_replica));
+    out.put("  largest live tensors at the peak:\n");
+    for (const auto& l : nf.largest) out.print("    {}\n", l);
+    out.put("  what would help:\n");
+    for (const auto& s : nf.suggestions) out.print("    - {}\n", s);
   }
 }
 

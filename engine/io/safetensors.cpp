@@ -49,10 +49,18 @@ std::uint32_t tensors_checksum(const SafeTensorsFile& file) {
 void write_safetensors(const std::string& path, const SafeTensorsFile& file) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!file.metadata.empty()) header["__metadata__"] = file.metadata;
+  // ordered_json's operator[] finds a key by a linear scan, O(n^2) over a checkpoint's
+  // tensors (6 per layer). The names are a map's keys, unique: append them.
+  auto& entries = header.get_ref<nlohmann::ordered_json::object_t&>();
+  entries.reserve(entries.size() + file.tensors.size());
   std::uint64_t offset = 0;
   for (const auto& [name, t] : file.tensors) {
-    header[name] = {
-        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
+    // Tensor names are "<layer>.<role>": never the header's "__metadata__" key.
+    POPKIT_ASSERT(name != "__metadata__");
+    entries.emplace_back(
+        name, nlohmann::ordered_json{{"dtype", t.dtype},
+                                     {"shape", t.shape},
+                                     {"data_offsets", {offset, offset + t.data.size()}}});
     offset += t.data.size();
   }
   std::string text = header.dump();
