@@ -210,7 +210,7 @@ engine::EvalResult evaluate_test_set(const engine::Engine& engine, const engine:
 
 TrainResult train(const config::Config& config, const TrainOptions& options, Progress& progress) {
   TrainResult result;
-  const planner::Plan plan = plan_of(config);
+  planner::Plan planned = plan_of(config);
 
   // Outputs first: a path that cannot be written fails before any data is read.
   const std::string run_file =
@@ -223,16 +223,16 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
           : fs::path(run_file.empty() ? default_run_file(config) : run_file).parent_path();
   if (!run_file.empty()) check_run_file_path(run_file);
   ensure_writable_dir(checkpoint_dir, "checkpoint");
-  check_host_memory(plan, config, /*training=*/true);
+  check_host_memory(planned, config, /*training=*/true);
 
   // Checkpoints next: a bad one fails before the data is read.
   const std::string init_from =
       !options.init_from.empty() ? options.init_from : config.model.init_from;
   std::optional<LoadedCheckpoint> resumed, initial;
   if (!options.resume.empty())
-    resumed = read_checkpoint(options.resume, plan, Restore::kEverything);
+    resumed = read_checkpoint(options.resume, planned, Restore::kEverything);
   else if (!init_from.empty())
-    initial = read_checkpoint(init_from, plan, Restore::kWeights);
+    initial = read_checkpoint(init_from, planned, Restore::kWeights);
   // The checkpoints this run writes: none may be blocked by a folder of the same name.
   check_checkpoint_paths(checkpoint_dir, resumed ? resumed->state.step : 0);
   for (const std::string& stale : remove_stale_temporaries(checkpoint_dir, run_file))
@@ -241,25 +241,28 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
 
   const engine::Dataset train_set = engine::load_dataset(config, engine::Split::kTrain);
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
-  check_dataset(train_set, plan);
-  check_dataset(test_set, plan);
+  check_dataset(train_set, planned);
+  check_dataset(test_set, planned);
   check_test_set(test_set);
-  const std::int64_t g = plan.global_batch_size;
+  const std::int64_t g = planned.global_batch_size;
   const std::int64_t steps_per_epoch = batches_per_epoch(train_set.n, g);
   if (steps_per_epoch == 0)
     throw Error(
         "{}: {} training samples do not fill one global batch of {} (micro_batch_size {} "
         "x gradient_accumulation {} x replication.factor {})",
-        train_set.name, train_set.n, g, plan.micro_batch_size, plan.gradient_accumulation,
-        plan.replication_factor);
+        train_set.name, train_set.n, g, planned.micro_batch_size, planned.gradient_accumulation,
+        planned.replication_factor);
   if (const std::int64_t dropped = train_set.n - steps_per_epoch * g; dropped > 0)
     progress.note(fmt::format(
         "note: each epoch uses {} of the {} training samples: the last {} do not fill a global "
         "batch of {} ({} x {} x {}) and are dropped",
-        steps_per_epoch * g, train_set.n, dropped, g, plan.micro_batch_size,
-        plan.gradient_accumulation, plan.replication_factor));
+        steps_per_epoch * g, train_set.n, dropped, g, planned.micro_batch_size,
+        planned.gradient_accumulation, planned.replication_factor));
 
-  engine::Engine engine(plan, engine_options(config, options.n_threads, options.io_overlap));
+  // The engine keeps the plan (it is the program it runs): moved, not copied.
+  engine::Engine engine(std::move(planned),
+                        engine_options(config, options.n_threads, options.io_overlap));
+  const planner::Plan& plan = engine.plan();
   engine.initialize(config.model.init);
 
   CheckpointState state;
@@ -385,17 +388,18 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
 }
 
 EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions& options) {
-  const planner::Plan plan = plan_of(config);
+  planner::Plan planned = plan_of(config);
   if (!options.run_file.empty()) {
     check_run_file_path(options.run_file);
     remove_stale_temporaries(std::nullopt, options.run_file);
   }
-  check_host_memory(plan, config, /*training=*/false);
-  const LoadedCheckpoint ckpt = read_checkpoint(options.checkpoint, plan, Restore::kWeights);
+  check_host_memory(planned, config, /*training=*/false);
+  const LoadedCheckpoint ckpt = read_checkpoint(options.checkpoint, planned, Restore::kWeights);
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
-  check_dataset(test_set, plan);
+  check_dataset(test_set, planned);
   check_test_set(test_set);
-  engine::Engine engine(plan, engine_options(config, options.n_threads));
+  engine::Engine engine(std::move(planned), engine_options(config, options.n_threads));
+  const planner::Plan& plan = engine.plan();
   engine.initialize(config.model.init);
   restore_checkpoint(engine, ckpt, options.checkpoint, Restore::kWeights);
   EvalOutcome out;
