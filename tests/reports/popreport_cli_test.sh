@@ -2,25 +2,10 @@
 # popreport as a user runs it: exit codes (0 ok, 1 gate failed, 2 invalid input) and the
 # messages that name the file, the field, the row and by how much.
 set -uo pipefail
+. "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 data="$POPKIT_SOURCE_DIR/tests/data/reports"
 cd "$data" || exit 1
-failures=0
 
-# expect RC STDERR_SUBSTRING -- COMMAND...
-expect() {
-  local want_rc=$1 want_err=$2
-  shift 3
-  local err rc
-  err=$("$@" 2>&1 >/dev/null)
-  rc=$?
-  if [ "$rc" != "$want_rc" ]; then
-    echo "FAIL: '$*' exited $rc, want $want_rc; stderr: $err"
-    failures=$((failures + 1))
-  elif [ -n "$want_err" ] && ! grep -qF -- "$want_err" <<<"$err"; then
-    echo "FAIL: '$*' stderr is '$err', want it to contain '$want_err'"
-    failures=$((failures + 1))
-  fi
-}
 
 for verb in memory throughput compare; do
   for format in text markdown csv json; do
@@ -29,7 +14,7 @@ for verb in memory throughput compare; do
 done
 # JSON output parses.
 popreport compare base.json fast.json --format json | /usr/bin/python3 -c 'import json,sys; json.load(sys.stdin)' \
-  || { echo "FAIL: compare --format json is not JSON"; failures=$((failures + 1)); }
+  || fail "compare --format json is not JSON"
 
 # The gate, both directions.
 expect 0 "" -- popreport compare base.json fast.json --fail-if 'throughput < -5%' --fail-if 'peak_memory > +2%'
@@ -104,12 +89,8 @@ expect 0 "" -- popreport compare base.json fast.json --fail-if "throughput <${sp
 cp base.json "$tmp/"$'b\xfe'.json
 popreport compare "$tmp/"$'b\xfe'.json fast.json --names $'a\xff',b --format json \
   | /usr/bin/python3 -c 'import json, sys; assert json.load(sys.stdin)["tables"][0]["rows"][0]["case"] == "a\ufffd"' \
-  || { echo "FAIL: compare --format json with a name that is not UTF-8"; failures=$((failures + 1)); }
+  || fail "compare --format json with a name that is not UTF-8"
 popreport memory "$tmp/"$'b\xfe'.json --format json | /usr/bin/python3 -c 'import json, sys; json.load(sys.stdin)' \
-  || { echo "FAIL: memory --format json of a file whose name is not UTF-8"; failures=$((failures + 1)); }
+  || fail "memory --format json of a file whose name is not UTF-8"
 
-if [ "$failures" != 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "popreport cli: ok"
+finish "popreport cli"

@@ -2,26 +2,12 @@
 # poprun as a user runs it: train and eval, exit codes (0 ok, 1 run-time failure, 2 invalid
 # config), errors that name the file and what is wrong, checkpoints numpy can read.
 set -uo pipefail
+. "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 config="$POPKIT_SOURCE_DIR/tests/train/data/tiny.yaml"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-# expect RC STDERR_SUBSTRING -- COMMAND...
-expect() {
-  local want_rc=$1 want_err=$2
-  shift 3
-  local err rc
-  err=$("$@" 2>&1 >/dev/null)
-  rc=$?
-  if [ "$rc" != "$want_rc" ]; then
-    fail "'$*' exited $rc, want $want_rc; stderr: $err"
-  elif [ -n "$want_err" ] && ! grep -qF -- "$want_err" <<<"$err"; then
-    fail "'$*' stderr is '$err', want it to contain '$want_err'"
-  fi
-}
 
 help=$(poprun --help)
 grep -q "train" <<<"$help" && grep -q "eval" <<<"$help" || fail "--help does not list train and eval: $help"
@@ -162,8 +148,4 @@ cmp -s io_on/checkpoint-step2.safetensors io_off/checkpoint-step2.safetensors ||
   fail "--io-thread on and off give different checkpoints"
 expect 2 "--io-thread: sometimes not in {auto,on,off}" -- poprun train "$config" --io-thread sometimes
 
-if [ "$failures" != 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "poprun cli: ok"
+finish "poprun cli"

@@ -3,27 +3,13 @@
 # allocates anything (exit 1, the bytes named); POPKIT_HOST_MEMORY sets what it assumes
 # the machine has; an allocation that fails anyway is a clear error, not std::bad_alloc.
 set -uo pipefail
+. "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 config="$POPKIT_SOURCE_DIR/tests/train/data/tiny.yaml"
 mnist="$POPKIT_SOURCE_DIR/examples/mnist.yaml"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-# expect RC STDERR_SUBSTRING -- COMMAND...
-expect() {
-  local want_rc=$1 want_err=$2
-  shift 3
-  local err rc
-  err=$("$@" 2>&1 >/dev/null)
-  rc=$?
-  if [ "$rc" != "$want_rc" ]; then
-    fail "'$*' exited $rc, want $want_rc; stderr: $err"
-  elif [ -n "$want_err" ] && ! grep -qF -- "$want_err" <<<"$err"; then
-    fail "'$*' stderr is '$err', want it to contain '$want_err'"
-  fi
-}
 
 # A small run on a machine said to have 4 MiB: refused, with every part named.
 expect 1 "poprun: error: the run needs 24.13 MiB of host memory (datasets 3.12 MiB, streaming memory 65.48 KiB, device memory 137.63 KiB, host buffers 831.90 KiB, overhead 20.00 MiB) but this machine has 4.00 MiB available (POPKIT_HOST_MEMORY); POPKIT_HOST_MEMORY=SIZE overrides what poprun takes as available" \
@@ -56,8 +42,4 @@ expect 1 "poprun: error: POPKIT_HOST_MEMORY: 'lots' is not a byte size" \
   -- bash -c "ulimit -v 3000000 && POPKIT_HOST_MEMORY=1024TiB exec poprun train '$mnist' \
      --steps 1 --out g/run.json --set data.dataset=synthetic --set data.synthetic_train=100000000"
 
-if [ "$failures" != 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "poprun host memory: ok"
+finish "poprun host memory"

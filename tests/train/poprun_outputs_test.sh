@@ -4,6 +4,7 @@
 # nothing written); temporaries that killed runs left are removed, others kept; a run
 # file that cannot be written says why and leaves no temporary.
 set -uo pipefail
+. "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 config="$POPKIT_SOURCE_DIR/tests/train/data/tiny.yaml"
 work=$(mktemp -d)
 cleanup() {
@@ -12,22 +13,7 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$work" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-# expect RC STDERR_SUBSTRING -- COMMAND...
-expect() {
-  local want_rc=$1 want_err=$2
-  shift 3
-  local err rc
-  err=$("$@" 2>&1 >/dev/null)
-  rc=$?
-  if [ "$rc" != "$want_rc" ]; then
-    fail "'$*' exited $rc, want $want_rc; stderr: $err"
-  elif [ -n "$want_err" ] && ! grep -qF -- "$want_err" <<<"$err"; then
-    fail "'$*' stderr is '$err', want it to contain '$want_err'"
-  fi
-}
 
 # No checkpoint, run file or temporary in FOLDER.
 nothing_written() {
@@ -103,8 +89,4 @@ else
   echo "skipped: the full-disk case (mount -t tmpfs is not allowed here)"
 fi
 
-if [ "$failures" != 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "poprun outputs: ok"
+finish "poprun outputs"

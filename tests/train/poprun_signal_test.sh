@@ -2,12 +2,11 @@
 # SIGTERM and SIGINT during `poprun train`: the current step finishes, a checkpoint is
 # written, exit 130 with a line saying where; the checkpoint evaluates and resumes.
 set -uo pipefail
+. "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 config="$POPKIT_SOURCE_DIR/tests/train/data/tiny.yaml"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 for sig in TERM INT; do
   dir="run-$sig"
@@ -34,8 +33,4 @@ for sig in TERM INT; do
   grep -q "^trained tiny: $((step + 3)) steps" <<<"$out" || fail "SIG$sig: resume: $out"
 done
 
-if [ "$failures" != 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "poprun signals: ok"
+finish "poprun signals"
