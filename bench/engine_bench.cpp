@@ -25,6 +25,7 @@
 #include "engine/data/batch_source.h"
 #include "engine/data/dataset.h"
 #include "engine/engine.h"
+#include "engine/kernels/kernels.h"
 #include "engine/runtime/collectives.h"
 #include "engine/runtime/remote_store.h"
 #include "engine/tensor/adam.h"
@@ -128,8 +129,9 @@ void BM_LayerForward(benchmark::State& state) {
              b = random_vector(out, 3);
   std::vector<float> pre(static_cast<std::size_t>(n * out)), y(pre.size());
   for (auto _ : state) {
-    engine::linear_act_forward_columns(config::Activation::kGelu, x.data(), w.data(), b.data(),
-                                       pre.data(), y.data(), n, in, out, 0, out);
+    engine::kernels().linear_act_forward_columns(config::Activation::kGelu, x.data(), w.data(),
+                                                 b.data(), pre.data(), y.data(), n, in, out, 0,
+                                                 out);
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["FLOP/s"] =
@@ -152,10 +154,11 @@ void BM_LayerBackward(benchmark::State& state) {
   std::int64_t s = 0;
   for (auto _ : state) {
     std::copy(dy0.begin(), dy0.end(), dy.begin());
-    engine::activation_backward(config::Activation::kGelu, pre.data(), dy.data(), n * out);
-    engine::linear_dx_columns(dy.data(), w.data(), dx.data(), n, in, out, 0, in);
-    engine::linear_grad_columns(dy.data(), x.data(), gw.data(), gb.data(), n, in, out, s % 4, 0,
-                                out);
+    engine::kernels().activation_backward(config::Activation::kGelu, pre.data(), dy.data(),
+                                          n * out);
+    engine::kernels().linear_dx_columns(dy.data(), w.data(), dx.data(), n, in, out, 0, in);
+    engine::kernels().linear_grad_columns(dy.data(), x.data(), gw.data(), gb.data(), n, in, out,
+                                          s % 4, 0, out);
     ++s;
     benchmark::DoNotOptimize(gw.data());
   }
@@ -248,9 +251,9 @@ void BM_AdamShard(benchmark::State& state) {
   std::int64_t t = 1;
   for (auto _ : state) {
     if (state.range(0) == 16)
-      engine::adam_step(w.data(), g.data(), mh.data(), v.data(), n, t++, p);
+      engine::kernels().adam_step_half_m(w.data(), g.data(), mh.data(), v.data(), n, t++, p);
     else
-      engine::adam_step(w.data(), g.data(), m.data(), v.data(), n, t++, p);
+      engine::kernels().adam_step(w.data(), g.data(), m.data(), v.data(), n, t++, p);
     benchmark::DoNotOptimize(w.data());
   }
   state.SetItemsProcessed(state.iterations() * n);

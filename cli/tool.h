@@ -41,6 +41,13 @@ class Tool {
   }
 
   CLI::App& app() { return app_; }
+
+  // Adds a line to --version, computed when asked (poprun: the kernel level).
+  void add_version_detail(std::function<std::string()> detail) {
+    app_.set_version_flag("--version", [name = name_, detail = std::move(detail)] {
+      return version_line(name) + "\n" + detail();
+    });
+  }
   const std::string& name() const { return name_; }
 
   // Adds a verb; `run` is called after parsing when the verb was given and returns the

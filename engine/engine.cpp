@@ -15,6 +15,8 @@
 #include <unordered_map>
 
 #include "config/error.h"
+#include "engine/kernels/kernels.h"
+#include "engine/runtime/float_mode.h"
 #include "engine/runtime/memory_account.h"
 #include "engine/runtime/remote_store.h"
 #include "engine/runtime/thread_pool.h"
@@ -141,6 +143,8 @@ struct Engine::Impl {
   std::shared_ptr<Collectives> collectives;
   std::vector<std::unique_ptr<Replica>> replicas;
   AdamParams adam;
+  // The hot loops for this CPU (engine/kernels): chosen once per process.
+  const Kernels& kern = kernels();
   std::int64_t steps_done = 0;
   std::int64_t image_size = 1;
   Timings timings;
@@ -464,15 +468,16 @@ struct Engine::Impl {
         float* pre = op.pre >= 0 ? f32(rep, op.pre, s, op) : out;
         const auto act = op.pre >= 0 ? l.activation : config::Activation::kNone;
         in_column_blocks(n * l.in_features, l.out_features, [&](std::int64_t j0, std::int64_t j1) {
-          linear_act_forward_columns(act, x, w, b, pre, out, n, l.in_features, l.out_features, j0,
-                                     j1);
+          kern.linear_act_forward_columns(act, x, w, b, pre, out, n, l.in_features, l.out_features,
+                                          j0, j1);
         });
         return;
       }
       case OpKind::kLoss: {
         const std::int64_t n = tensor(op.in).shape[0];
-        const float loss = softmax_cross_entropy(f32(rep, op.in, s, op), f32(rep, op.labels, s, op),
-                                                 f32(rep, op.dx, s, op), n, plan.n_classes);
+        const float loss =
+            kern.softmax_cross_entropy(f32(rep, op.in, s, op), f32(rep, op.labels, s, op),
+                                       f32(rep, op.dx, s, op), n, plan.n_classes);
         *f32(rep, op.out, s, op) = loss;
         if (options.check_finite && !std::isfinite(loss))
           throw Error(
@@ -486,24 +491,21 @@ struct Engine::Impl {
         const std::int64_t in = l.in_features, out = l.out_features;
         float* dz = f32(rep, op.dy, s, op);  // dz = dy act'(pre), in place in dy
         if (l.activation != config::Activation::kNone)
-          activation_backward(l.activation, f32(rep, op.pre, s, op), dz, n * out);
+          kern.activation_backward(l.activation, f32(rep, op.pre, s, op), dz, n * out);
         if (op.dx >= 0) {
           const float* w = f32(rep, op.weight, s, op);
           float* dx = f32(rep, op.dx, s, op);
           in_column_blocks(n * out, in, [&](std::int64_t i0, std::int64_t i1) {
-            linear_dx_columns(dz, w, dx, n, in, out, i0, i1);
+            kern.linear_dx_columns(dz, w, dx, n, in, out, i0, i1);
           });
         }
         // The running mean's g/(s+1) as x^T (dz/(s+1)): dz is no longer needed.
-        if (s > 0) {
-          const float c = static_cast<float>(s + 1);
-          for (std::int64_t i = 0; i < n * out; ++i) dz[i] /= c;
-        }
+        if (s > 0) kern.divide(dz, static_cast<float>(s + 1), n * out);
         const float* x = f32(rep, op.in, s, op);
         float* gw = f32(rep, op.grad_weight, s, op);
         float* gb = f32(rep, op.grad_bias, s, op);
         in_column_blocks(n * in, out, [&](std::int64_t j0, std::int64_t j1) {
-          linear_grad_columns(dz, x, gw, gb, n, in, out, s, j0, j1);
+          kern.linear_grad_columns(dz, x, gw, gb, n, in, out, s, j0, j1);
         });
         return;
       }
@@ -521,10 +523,9 @@ struct Engine::Impl {
         float* w = f32(rep, op.weight, s, op);
         float* v = f32(rep, op.adam_v, s, op);
         if (tensor(op.adam_m).dtype == planner::DType::kFloat16)
-          adam_step(w, g, reinterpret_cast<Eigen::half*>(raw(rep, op.adam_m, s, op)), v, n, t,
-                    adam);
+          kern.adam_step_half_m(w, g, raw(rep, op.adam_m, s, op), v, n, t, adam);
         else
-          adam_step(w, g, f32(rep, op.adam_m, s, op), v, n, t, adam);
+          kern.adam_step(w, g, f32(rep, op.adam_m, s, op), v, n, t, adam);
         return;
       }
       default:
@@ -1018,6 +1019,7 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
 Engine::~Engine() = default;
 
 void Engine::initialize(const config::Init& init) {
+  const FlushDenormals mode;  // the initial values round as the engine's threads would
   Impl& m = *impl_;
   for (const auto& v : m.plan.variables) {
     std::vector<float> values(static_cast<std::size_t>(v.nelms), 0.0f);
@@ -1031,11 +1033,13 @@ void Engine::initialize(const config::Init& init) {
 }
 
 double Engine::train_step(const BatchSource& batches) {
+  const FlushDenormals mode;  // the caller computes too, as the pool's threads do
   return impl_->train_step(batches);
 }
 
 EvalResult Engine::evaluate(const Dataset& data, std::int64_t micro_batch_size,
                             std::int64_t group) const {
+  const FlushDenormals mode;
   const Impl& m = *impl_;
   if (data.image_size() != m.image_size)
     throw Error("evaluate: images of {} pixels but the plan's input shape {} needs {}",
@@ -1064,14 +1068,14 @@ EvalResult Engine::evaluate(const Dataset& data, std::int64_t micro_batch_size,
     for (std::size_t l = 0; l < m.plan.layers.size(); ++l) {
       const auto& info = m.plan.layers[l];
       y.resize(static_cast<std::size_t>(n * info.out_features));
-      linear_forward(x.data(), weights[l].data(), biases[l].data(), y.data(), n, info.in_features,
-                     info.out_features);
-      activation_forward(info.activation, y.data(), y.data(), n * info.out_features);
+      m.kern.linear_act_forward_columns(info.activation, x.data(), weights[l].data(),
+                                        biases[l].data(), y.data(), y.data(), n, info.in_features,
+                                        info.out_features, 0, info.out_features);
       std::swap(x, y);
     }
     dlogits.resize(x.size());
-    loss_sum += static_cast<double>(softmax_cross_entropy(x.data(), labels.data(), dlogits.data(),
-                                                          n, m.plan.n_classes)) *
+    loss_sum += static_cast<double>(m.kern.softmax_cross_entropy(
+                    x.data(), labels.data(), dlogits.data(), n, m.plan.n_classes)) *
                 static_cast<double>(n);
     for (std::int64_t i = 0; i < n; ++i) {
       const float* row = x.data() + i * m.plan.n_classes;

@@ -247,7 +247,7 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
     checkpoints.push_back({{"path", c.path}, {"step", c.step}});
   }
   const Environment& e = r.environment;
-  return {
+  json out = {
       {"kind", "run"},
       {"version", r.version},
       {"name", r.name},
@@ -275,6 +275,10 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
         {"build_type", e.build_type},
         {"git_revision", e.git_revision},
         {"popkit_version", e.popkit_version}}}};
+  // Run files from before kernels were recorded have none: written only when known, so
+  // such a file reads and writes back unchanged.
+  if (!e.kernels.empty()) out["environment"]["kernels"] = e.kernels;
+  return out;
 }
 
 std::optional<std::uint64_t> RunSplit::begin_array(const planner::JsonPath& path) {
@@ -340,10 +344,11 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
     r.checkpoints.push_back(CheckpointRecord{c.string("path"), c.integer("step")});
   }
   const JsonReader e = top.object("environment");
-  r.environment =
-      Environment{e.string("cpu_model"),     e.integer("n_cores"),   e.integer("n_threads"),
-                  e.string("compiler"),      e.string("build_type"), e.string("git_revision"),
-                  e.string("popkit_version")};
+  r.environment = Environment{
+      e.string("cpu_model"),      e.integer("n_cores"),
+      e.integer("n_threads"),     e.string("compiler"),
+      e.string("build_type"),     e.string("git_revision"),
+      e.string("popkit_version"), e.has("kernels") ? e.string("kernels") : std::string()};
   return r;
 }
 

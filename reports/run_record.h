@@ -81,6 +81,9 @@ struct Environment {
   std::string build_type;
   std::string git_revision;
   std::string popkit_version;
+  // The engine's kernel level (engine/kernels): "x86-64-v4 (AVX-512), chosen from
+  // cpuid". Empty in run files written before it was recorded.
+  std::string kernels;
 };
 
 // The plan's headline figures, copied into the run file so a run reads on its own.

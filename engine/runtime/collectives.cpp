@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/error.h"
+#include "engine/kernels/kernels.h"
 #include "engine/runtime/thread_pool.h"
 
 namespace popkit::engine {
@@ -202,14 +203,10 @@ class InProcessCollectives final : public Collectives {
                        std::int64_t i1, ReduceOp op) {
     const std::int64_t n = i1 - i0;
     if (out != x[0] + i0) std::memcpy(out, x[0] + i0, static_cast<std::size_t>(n) * sizeof(float));
-    for (std::size_t k = 1; k < x.size(); ++k) {
-      const float* xk = x[k] + i0;
-      for (std::int64_t i = 0; i < n; ++i) out[i] += xk[i];
-    }
-    if (op == ReduceOp::kMean && x.size() > 1) {  // x / 1 == x
-      const auto size = static_cast<float>(x.size());
-      for (std::int64_t i = 0; i < n; ++i) out[i] /= size;
-    }
+    const Kernels& kern = kernels();
+    for (std::size_t k = 1; k < x.size(); ++k) kern.add(out, x[k] + i0, n);
+    if (op == ReduceOp::kMean && x.size() > 1)  // x / 1 == x
+      kern.divide(out, static_cast<float>(x.size()), n);
   }
 
   // fn(task, i0, i1) over chunks of every task's `n` elements, on the pool when there is one.

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <utility>
 
+#include "engine/runtime/float_mode.h"
+
 namespace popkit::engine {
 namespace {
 
@@ -78,6 +80,7 @@ void ThreadPool::work_on(Job& job) {
 }
 
 void ThreadPool::worker() {
+  flush_denormals_on_this_thread();  // as the engine's caller during a step
   std::uint64_t seen = 0;
   for (;;) {
     std::shared_ptr<Job> job;
@@ -181,6 +184,7 @@ void IoQueue::wait(std::int64_t slot) {
 }
 
 void IoQueue::loop() {
+  flush_denormals_on_this_thread();
   for (;;) {
     pause_until([&] { return n_queued_.load() > 0 || stop_.load(); });
     std::unique_lock lock(mu_);

@@ -31,10 +31,7 @@ struct AdamParams {
   static AdamParams from(const config::Optimizer& o);
 };
 
-// t >= 1 is the optimizer step counter after its increment.
-void adam_step(float* w, const float* g, float* m, float* v, std::int64_t n, std::int64_t t,
-               const AdamParams& p);
-void adam_step(float* w, const float* g, Eigen::half* m, float* v, std::int64_t n, std::int64_t t,
-               const AdamParams& p);
+// adam_step, the update itself, is in adam_step.h (compiled per x86-64 level by
+// engine/kernels).
 
 }  // namespace popkit::engine

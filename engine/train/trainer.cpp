@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "config/error.h"
+#include "engine/kernels/kernels.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/outputs.h"
 #include "engine/train/resolved_config.h"
@@ -148,6 +149,7 @@ void add_measurements(reports::RunRecord& record, const engine::Engine& engine,
                    static_cast<std::uint64_t>(std::max<std::int64_t>(1, t.steps));
   record.bytes_measured = {mean.host / per, mean.remote / per, mean.collective / per};
   record.environment = reports::current_environment(engine.n_threads());
+  record.environment.kernels = engine::kernels_in_use();
 }
 
 planner::Plan plan_of(const config::Config& config) {
@@ -412,6 +414,7 @@ EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions&
   out.record.config = resolved_config_json(config);
   out.record.test = reports::TestResult{out.test.accuracy, out.test.loss, out.test.n};
   out.record.environment = reports::current_environment(engine.n_threads());
+  out.record.environment.kernels = engine::kernels_in_use();
   for (auto& phase : out.record.phases) phase.measured.clear();
   if (!options.run_file.empty()) reports::write_run_file(out.record, options.run_file);
   return out;

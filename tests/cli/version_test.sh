@@ -20,4 +20,24 @@ for tool in popplan poprun popreport; do
   set -e
   [ "$rc" = 2 ] || { echo "FAIL: $tool --no-such-flag exited $rc, want 2"; exit 1; }
 done
+
+# poprun names the kernel level it runs (engine/kernels): the best this CPU runs, or the
+# one POPKIT_CPU_LEVEL forces; a level it cannot use is an error, not a crash.
+out=$(poprun --version)
+grep -Eq '^kernels [a-z0-9-]+ \(.*\), chosen from cpuid; built: ' <<<"$out" \
+  || { echo "FAIL: poprun --version names no kernel level: '$out'"; exit 1; }
+lowest=$(sed -n 's/.*; built: \([^,]*\).*/\1/p' <<<"$out")
+out=$(POPKIT_CPU_LEVEL="$lowest" poprun --version)
+grep -q "^kernels $lowest (.*), forced by POPKIT_CPU_LEVEL" <<<"$out" \
+  || { echo "FAIL: POPKIT_CPU_LEVEL=$lowest: '$out'"; exit 1; }
+out=$(POPKIT_CPU_LEVEL=no-such-level poprun --version)
+grep -q "^kernels: error: POPKIT_CPU_LEVEL=no-such-level: not a level of this build" <<<"$out" \
+  || { echo "FAIL: POPKIT_CPU_LEVEL=no-such-level: '$out'"; exit 1; }
+set +e
+err=$(POPKIT_CPU_LEVEL=no-such-level poprun train "$POPKIT_SOURCE_DIR/examples/quick.yaml" \
+  --steps 1 -o "$(mktemp -d)/run.json" 2>&1 >/dev/null)
+rc=$?
+set -e
+[ "$rc" = 1 ] && grep -q "POPKIT_CPU_LEVEL=no-such-level: not a level of this build" <<<"$err" \
+  || { echo "FAIL: poprun train with POPKIT_CPU_LEVEL=no-such-level exited $rc: $err"; exit 1; }
 echo "version and help: ok ($want)"

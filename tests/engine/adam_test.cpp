@@ -1,5 +1,5 @@
 // Adam (popxl-addons semantics) on one- and few-element problems with closed-form answers.
-#include "engine/tensor/adam.h"
+#include "engine/tensor/adam_step.h"
 
 #include <Eigen/Core>
 #include <boost/test/unit_test.hpp>

@@ -2,13 +2,20 @@
 // counts), the remote store's addressing, the memory account and sampler, the pools.
 #include <atomic>
 #include <boost/test/unit_test.hpp>
+#include <cfloat>
+#include <chrono>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "config/error.h"
 #include "engine/runtime/collectives.h"
+#include "engine/runtime/float_mode.h"
 #include "engine/runtime/memory_account.h"
 #include "engine/runtime/remote_store.h"
 #include "engine/runtime/thread_pool.h"
@@ -139,6 +146,75 @@ BOOST_AUTO_TEST_CASE(mismatched_sizes_are_an_error) {
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(runtime)
+
+namespace {
+// Half of FLT_MIN: subnormal, or 0 where the thread flushes. volatile: computed at run
+// time, in the thread's mode, not folded by the compiler.
+float half_of_flt_min() {
+  volatile float tiny = FLT_MIN;
+  volatile float half = 0.5f;
+  return tiny * half;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(flush_denormals_sets_ftz_daz_for_a_scope_and_restores) {
+  BOOST_REQUIRE(!denormals_flushed());  // a new thread's default
+  BOOST_TEST(half_of_flt_min() > 0.0f);
+  {
+    const FlushDenormals mode;
+    BOOST_TEST(denormals_flushed());
+    BOOST_TEST(half_of_flt_min() == 0.0f);
+  }
+  BOOST_TEST(!denormals_flushed());
+  BOOST_TEST(half_of_flt_min() > 0.0f);
+}
+
+BOOST_AUTO_TEST_CASE(pool_and_io_threads_flush_denormals) {
+  // The pool's own threads flush always; its caller flushes inside the engine's scope.
+  ThreadPool pool(3);
+  std::mutex mu;
+  std::vector<std::pair<std::thread::id, float>> seen;
+  const auto record = [&](std::int64_t) {
+    const float r = half_of_flt_min();
+    std::this_thread::sleep_for(std::chrono::microseconds(200));  // let every thread take some
+    const std::lock_guard lock(mu);
+    seen.emplace_back(std::this_thread::get_id(), r);
+  };
+  pool.run(64, record);
+  std::size_t by_workers = 0;
+  for (const auto& [id, r] : seen) {
+    if (id == std::this_thread::get_id()) {
+      BOOST_TEST(r > 0.0f);  // the caller outside the scope: not flushed
+    } else {
+      BOOST_TEST(r == 0.0f);
+      ++by_workers;
+    }
+  }
+  BOOST_TEST(by_workers > 0u);
+  seen.clear();
+  {
+    const FlushDenormals mode;
+    pool.run(64, record);
+  }
+  for (const auto& [id, r] : seen) BOOST_TEST(r == 0.0f);
+
+  IoQueue io(1);
+  std::atomic<bool> io_flushed{false};
+  std::atomic<bool> on_io_thread{false};
+  const std::thread::id caller = std::this_thread::get_id();
+  const std::function<void(std::int64_t)> piece = [&](std::int64_t) {
+    on_io_thread = std::this_thread::get_id() != caller;
+    io_flushed = denormals_flushed();
+  };
+  // The queue's thread takes a piece at once (it polls); retry if the caller ran it.
+  for (int attempt = 0; attempt < 100 && !on_io_thread; ++attempt) {
+    io.post(0, piece, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    io.wait(0);
+  }
+  BOOST_REQUIRE(on_io_thread.load());
+  BOOST_TEST(io_flushed.load());
+}
 
 BOOST_AUTO_TEST_CASE(remote_store_batch_serial_addressing) {
   std::vector<RemoteBuffer> buffers(1);

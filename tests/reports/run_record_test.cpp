@@ -51,6 +51,7 @@ r::RunRecord sample_record() {
   r::RunRecord rec = fixture("base.json").record;
   rec.name = "written-by-test";
   rec.environment = r::current_environment(3);
+  rec.environment.kernels = "x86-64-v4 (AVX-512), chosen from cpuid";
   rec.test.reset();
   return rec;
 }
@@ -71,6 +72,7 @@ BOOST_AUTO_TEST_CASE(json_round_trip_keeps_every_field) {
   BOOST_TEST(back.phases[2].planned.by_class[2] == 802816u);  // optimizer_state
   BOOST_TEST(!back.test.has_value());
   BOOST_TEST(back.environment.n_threads == 3);
+  BOOST_TEST(back.environment.kernels == rec.environment.kernels);
 }
 
 BOOST_AUTO_TEST_CASE(fixtures_match_their_own_writer) {

@@ -1,0 +1,59 @@
+// The engine's hot loops behind one table of function pointers, compiled once per
+// x86-64 level (baseline SSE2, v2, v3 with AVX2 and FMA, v4 with AVX-512) and chosen at
+// start-up from cpuid, so the portable build runs as fast as a `-march=native` one.
+// A `native` build compiles one level, for its own CPU. POPKIT_CPU_LEVEL forces a level
+// (for tests and comparisons); a level this CPU cannot run is an error, never a SIGILL.
+//
+// Results within one level depend on the values and shapes only (see layers.h); across
+// levels they may differ in float rounding (FMA contracts a*b+c, packet widths change
+// the order of Eigen's inner sums).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "config/config.h"
+
+namespace popkit::engine {
+
+struct AdamParams;
+
+struct Kernels {
+  const char* level;         // "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4" or "native"
+  const char* instructions;  // what the level adds, for --version: "AVX-512", ...
+  // layers.h, on float.
+  void (*linear_act_forward_columns)(config::Activation act, const float* x, const float* w,
+                                     const float* b, float* pre, float* out, std::int64_t n,
+                                     std::int64_t in, std::int64_t n_out, std::int64_t j0,
+                                     std::int64_t j1);
+  void (*linear_grad_columns)(const float* dz, const float* x, float* gw, float* gb, std::int64_t n,
+                              std::int64_t in, std::int64_t n_out, std::int64_t s, std::int64_t j0,
+                              std::int64_t j1);
+  void (*linear_dx_columns)(const float* dz, const float* w, float* dx, std::int64_t n,
+                            std::int64_t in, std::int64_t n_out, std::int64_t i0, std::int64_t i1);
+  void (*activation_backward)(config::Activation act, const float* pre, float* dy, std::int64_t n);
+  float (*softmax_cross_entropy)(const float* logits, const float* labels, float* dlogits,
+                                 std::int64_t n, std::int64_t classes);
+  // adam_step.h
+  void (*adam_step)(float* w, const float* g, float* m, float* v, std::int64_t n, std::int64_t t,
+                    const AdamParams& p);
+  void (*adam_step_half_m)(float* w, const float* g, void* m_half, float* v, std::int64_t n,
+                           std::int64_t t, const AdamParams& p);
+  // Elementwise: x[i] += y[i];  x[i] /= d.
+  void (*add)(float* x, const float* y, std::int64_t n);
+  void (*divide)(float* x, float d, std::int64_t n);
+};
+
+// Every level compiled into this binary, lowest first.
+std::span<const Kernels* const> kernel_levels();
+// Whether this CPU (and its operating system) runs a level's instructions.
+bool runs_here(const Kernels& k);
+// The level in use: POPKIT_CPU_LEVEL's when set (an unknown level, or one this CPU does
+// not run, throws popkit::Error), else the highest this CPU runs. Chosen once.
+const Kernels& kernels();
+// For --version and the run file: "x86-64-v4 (AVX-512), chosen from cpuid" or
+// "... , forced by POPKIT_CPU_LEVEL".
+std::string kernels_in_use();
+
+}  // namespace popkit::engine

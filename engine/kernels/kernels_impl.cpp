@@ -1,0 +1,79 @@
+// One level's kernel table: this file is compiled once per x86-64 level, each time with
+// that level's -march and its own table symbol (POPKIT_KERNEL_SYMBOL); the build then
+// renames every other symbol of the object (cmake/isolate_symbols.cmake), so the
+// inline functions and templates it instantiates (Eigen's GEMM among them) cannot be
+// merged with another level's copy by the linker.
+#include <Eigen/Core>
+
+#include "engine/kernels/kernels.h"
+#include "engine/tensor/adam_step.h"
+#include "engine/tensor/layers.h"
+
+#ifndef POPKIT_KERNEL_SYMBOL
+#error "POPKIT_KERNEL_SYMBOL names this level's table (set by engine/CMakeLists.txt)"
+#endif
+#ifndef POPKIT_KERNEL_LEVEL
+#error "POPKIT_KERNEL_LEVEL names this level (set by engine/CMakeLists.txt)"
+#endif
+
+namespace popkit::engine {
+namespace {
+
+void forward(config::Activation act, const float* x, const float* w, const float* b, float* pre,
+             float* out, std::int64_t n, std::int64_t in, std::int64_t n_out, std::int64_t j0,
+             std::int64_t j1) {
+  linear_act_forward_columns<float>(act, x, w, b, pre, out, n, in, n_out, j0, j1);
+}
+void grad(const float* dz, const float* x, float* gw, float* gb, std::int64_t n, std::int64_t in,
+          std::int64_t n_out, std::int64_t s, std::int64_t j0, std::int64_t j1) {
+  linear_grad_columns<float>(dz, x, gw, gb, n, in, n_out, s, j0, j1);
+}
+void dx(const float* dz, const float* w, float* dxp, std::int64_t n, std::int64_t in,
+        std::int64_t n_out, std::int64_t i0, std::int64_t i1) {
+  linear_dx_columns<float>(dz, w, dxp, n, in, n_out, i0, i1);
+}
+void act_backward(config::Activation act, const float* pre, float* dy, std::int64_t n) {
+  activation_backward<float>(act, pre, dy, n);
+}
+float loss(const float* logits, const float* labels, float* dlogits, std::int64_t n,
+           std::int64_t classes) {
+  return softmax_cross_entropy<float>(logits, labels, dlogits, n, classes);
+}
+void adam(float* w, const float* g, float* m, float* v, std::int64_t n, std::int64_t t,
+          const AdamParams& p) {
+  adam_step(w, g, m, v, n, t, p);
+}
+void adam_half(float* w, const float* g, void* m, float* v, std::int64_t n, std::int64_t t,
+               const AdamParams& p) {
+  adam_step(w, g, static_cast<Eigen::half*>(m), v, n, t, p);
+}
+void add(float* x, const float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+void divide(float* x, float d, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] /= d;
+}
+
+}  // namespace
+}  // namespace popkit::engine
+
+// The level's description, from the macros the compiler defines for its -march.
+#if defined(__AVX512F__)
+#define POPKIT_KERNEL_INSTRUCTIONS "AVX-512"
+#elif defined(__AVX2__) && defined(__FMA__)
+#define POPKIT_KERNEL_INSTRUCTIONS "AVX2, FMA"
+#elif defined(__SSE4_2__)
+#define POPKIT_KERNEL_INSTRUCTIONS "SSE4.2"
+#else
+#define POPKIT_KERNEL_INSTRUCTIONS "SSE2"
+#endif
+
+extern "C" {
+extern const popkit::engine::Kernels POPKIT_KERNEL_SYMBOL;
+const popkit::engine::Kernels POPKIT_KERNEL_SYMBOL = {
+    POPKIT_KERNEL_LEVEL,   POPKIT_KERNEL_INSTRUCTIONS, &popkit::engine::forward,
+    &popkit::engine::grad, &popkit::engine::dx,        &popkit::engine::act_backward,
+    &popkit::engine::loss, &popkit::engine::adam,      &popkit::engine::adam_half,
+    &popkit::engine::add,  &popkit::engine::divide,
+};
+}
