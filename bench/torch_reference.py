@@ -2,8 +2,11 @@
 """The PyTorch reference for popkit's throughput benchmarks.
 
 The same model popkit trains: 784 -> 512 GELU(tanh) -> 512 GELU -> 512 GELU -> 10,
-softmax cross-entropy, Adam (lr 1e-3, betas 0.9/0.999, eps 1e-5), float32, on
-synthetic data of MNIST shape. Modes:
+softmax cross-entropy, Adam (lr 1e-3, betas 0.9/0.999, eps 1e-5), float32, on the
+real MNIST training set popkit reads (scripts/fetch_data.sh; normalised as popkit does,
+mean 0.1307, std 0.3081), cycled in order, or with --data synthetic on prototypes plus
+noise. Reports the last step's loss, so a benchmark can check the data did not collapse
+to a zero loss (subnormal arithmetic). Modes:
   plain     one process, one optimizer step per global batch
   emulated  one process, replicas x accumulation micro-batches per step: forward and
             backward each micro-batch, gradients summed (loss scaled by 1/(R*A)), step
@@ -49,6 +52,22 @@ class Mlp(nn.Module):
         return self.fc4(x)
 
 
+def read_idx(path):
+    """An IDX file as a uint8 tensor of its shape (big-endian header, as popkit reads)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    ndim = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    data = torch.frombuffer(bytearray(raw[4 + 4 * ndim:]), dtype=torch.uint8)
+    return data.reshape(dims)
+
+
+def mnist_data(data_dir):
+    images = read_idx(os.path.join(data_dir, "train-images-idx3-ubyte")).reshape(-1, 784)
+    labels = read_idx(os.path.join(data_dir, "train-labels-idx1-ubyte")).long()
+    return (images.float() / 255.0 - 0.1307) / 0.3081, labels
+
+
 def make_data(n, seed):
     g = torch.Generator().manual_seed(seed)
     prototypes = torch.rand(10, 784, generator=g)
@@ -78,20 +97,32 @@ def run(args, rank=0, world=1):
         per_step_batches = args.replicas * args.accumulation
     else:
         per_step_batches = args.accumulation
-    images, labels = make_data(mb * per_step_batches * 4, args.seed + rank)
+    if args.data == "mnist":
+        images, labels = mnist_data(args.data_dir)
+        # Each process its own slice of the set, as popkit's replicas read theirs.
+        per_rank = images.shape[0] // world
+        images = images[rank * per_rank:(rank + 1) * per_rank]
+        labels = labels[rank * per_rank:(rank + 1) * per_rank]
+    else:
+        images, labels = make_data(mb * per_step_batches * 4, args.seed + rank)
+    n_batches = images.shape[0] // mb
     cursor = [0]
+    last_loss = [0.0]
 
     def step():
         opt.zero_grad(set_to_none=True)
+        total = 0.0
         for k in range(per_step_batches):
-            lo = (cursor[0] % 4) * mb * per_step_batches + k * mb
+            lo = (cursor[0] % n_batches) * mb
+            cursor[0] += 1
             x, y = images[lo:lo + mb], labels[lo:lo + mb]
             ctx = model.no_sync() if world > 1 and k < per_step_batches - 1 else _Null()
             with ctx:
                 loss = F.cross_entropy(model(x), y) / per_step_batches
                 loss.backward()
+            total += loss.item()
         opt.step()
-        cursor[0] += 1
+        last_loss[0] = total
 
     global_batch = args.micro_batch * args.replicas * args.accumulation
     timed_steps(step, args.warmup)
@@ -101,7 +132,7 @@ def run(args, rank=0, world=1):
             torch.distributed.barrier()
         seconds = timed_steps(step, args.steps)
         rates.append(global_batch * args.steps / seconds)
-    return rates
+    return rates, last_loss[0]
 
 
 class _Null:
@@ -117,9 +148,9 @@ def ddp_worker(rank, args, queue):
     os.environ["MASTER_PORT"] = str(args.port)
     torch.set_num_threads(args.threads)
     torch.distributed.init_process_group("gloo", rank=rank, world_size=args.replicas)
-    rates = run(args, rank, args.replicas)
+    result = run(args, rank, args.replicas)
     if rank == 0:
-        queue.put(rates)
+        queue.put(result)
     torch.distributed.destroy_process_group()
 
 
@@ -135,6 +166,9 @@ def main():
     p.add_argument("--threads", type=int, default=0, help="torch threads per process (0: cores / processes)")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--port", type=int, default=29517)
+    p.add_argument("--data", choices=["mnist", "synthetic"], default="mnist")
+    p.add_argument("--data-dir", default=os.path.join(
+        os.environ.get("POPKIT_DATA_DIR") or os.path.expanduser("~/.cache/popkit/data"), "mnist"))
     args = p.parse_args()
     cores = os.cpu_count() or 1
     if args.threads <= 0:
@@ -144,16 +178,18 @@ def main():
         ctx = mp.get_context("spawn")
         queue = ctx.SimpleQueue()
         mp.spawn(ddp_worker, args=(args, queue), nprocs=args.replicas, join=True)
-        rates = queue.get()
+        rates, last_loss = queue.get()
     else:
         torch.set_num_threads(args.threads)
-        rates = run(args)
+        rates, last_loss = run(args)
     print(json.dumps({
         "tool": "pytorch", "version": torch.__version__, "mode": args.mode,
         "micro_batch": args.micro_batch, "replicas": args.replicas, "accumulation": args.accumulation,
         "global_batch": args.micro_batch * args.replicas * args.accumulation, "threads": args.threads,
         "samples_per_second": {"median": statistics.median(rates), "min": min(rates), "max": max(rates)},
-        "repeats": len(rates), "steps_per_repeat": args.steps,
+        "repeats": len(rates), "steps_per_repeat": args.steps, "data": args.data,
+        "last_loss": last_loss,
+        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", ""),
         "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", ""),
         "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", ""),
     }))

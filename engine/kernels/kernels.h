@@ -40,8 +40,9 @@ struct Kernels {
                     const AdamParams& p);
   void (*adam_step_half_m)(float* w, const float* g, void* m_half, float* v, std::int64_t n,
                            std::int64_t t, const AdamParams& p);
-  // Elementwise: x[i] += y[i];  x[i] /= d.
+  // Elementwise: x[i] += y[i];  out[i] = x[i] + y[i];  x[i] /= d.
   void (*add)(float* x, const float* y, std::int64_t n);
+  void (*sum)(float* out, const float* x, const float* y, std::int64_t n);
   void (*divide)(float* x, float d, std::int64_t n);
 };
 

@@ -50,6 +50,9 @@ void adam_half(float* w, const float* g, void* m, float* v, std::int64_t n, std:
 void add(float* x, const float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
+void sum(float* out, const float* x, const float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
+}
 void divide(float* x, float d, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] /= d;
 }
@@ -71,9 +74,17 @@ void divide(float* x, float d, std::int64_t n) {
 extern "C" {
 extern const popkit::engine::Kernels POPKIT_KERNEL_SYMBOL;
 const popkit::engine::Kernels POPKIT_KERNEL_SYMBOL = {
-    POPKIT_KERNEL_LEVEL,   POPKIT_KERNEL_INSTRUCTIONS, &popkit::engine::forward,
-    &popkit::engine::grad, &popkit::engine::dx,        &popkit::engine::act_backward,
-    &popkit::engine::loss, &popkit::engine::adam,      &popkit::engine::adam_half,
-    &popkit::engine::add,  &popkit::engine::divide,
+    .level = POPKIT_KERNEL_LEVEL,
+    .instructions = POPKIT_KERNEL_INSTRUCTIONS,
+    .linear_act_forward_columns = &popkit::engine::forward,
+    .linear_grad_columns = &popkit::engine::grad,
+    .linear_dx_columns = &popkit::engine::dx,
+    .activation_backward = &popkit::engine::act_backward,
+    .softmax_cross_entropy = &popkit::engine::loss,
+    .adam_step = &popkit::engine::adam,
+    .adam_step_half_m = &popkit::engine::adam_half,
+    .add = &popkit::engine::add,
+    .sum = &popkit::engine::sum,
+    .divide = &popkit::engine::divide,
 };
 }

@@ -202,9 +202,17 @@ class InProcessCollectives final : public Collectives {
   static void sum_into(float* out, const std::vector<const float*>& x, std::int64_t i0,
                        std::int64_t i1, ReduceOp op) {
     const std::int64_t n = i1 - i0;
-    if (out != x[0] + i0) std::memcpy(out, x[0] + i0, static_cast<std::size_t>(n) * sizeof(float));
     const Kernels& kern = kernels();
-    for (std::size_t k = 1; k < x.size(); ++k) kern.add(out, x[k] + i0, n);
+    std::size_t k = 1;
+    if (out == x[0] + i0) {
+      // in place in x_0
+    } else if (x.size() > 1) {
+      kern.sum(out, x[0] + i0, x[1] + i0, n);  // one pass, not a copy and then a sum
+      k = 2;
+    } else {
+      std::memcpy(out, x[0] + i0, static_cast<std::size_t>(n) * sizeof(float));
+    }
+    for (; k < x.size(); ++k) kern.add(out, x[k] + i0, n);
     if (op == ReduceOp::kMean && x.size() > 1)  // x / 1 == x
       kern.divide(out, static_cast<float>(x.size()), n);
   }

@@ -310,10 +310,20 @@ template <typename T>
 void linear_act_forward_columns(config::Activation act, const T* x, const T* w, const T* b, T* pre,
                                 T* out, std::int64_t n, std::int64_t in, std::int64_t n_out,
                                 std::int64_t j0, std::int64_t j1) {
+  std::int64_t j_small = j0;  // columns [j0, j_small) by the small-batch kernel
+  if constexpr (std::is_same_v<T, float>) {
+    if (n <= kSmallRows) {
+      j_small = j0 + (j1 - j0) / (2 * small::kP) * (2 * small::kP);
+      small::with_rows(n, [&]<int N>() { small::forward<N>(x, w, pre, in, n_out, j0, j_small); });
+    }
+  }
+  if (j_small < j1) {
+    const std::int64_t m = j1 - j_small;
+    StridedMap<T> p(pre + j_small, n, m, Eigen::OuterStride<>(n_out));
+    p.noalias() = ConstMatrixMap<T>(x, n, in) *
+                  ConstStridedMap<T>(w + j_small, in, m, Eigen::OuterStride<>(n_out));
+  }
   const std::int64_t m = j1 - j0;
-  StridedMap<T> p(pre + j0, n, m, Eigen::OuterStride<>(n_out));
-  p.noalias() =
-      ConstMatrixMap<T>(x, n, in) * ConstStridedMap<T>(w + j0, in, m, Eigen::OuterStride<>(n_out));
   for (std::int64_t i = 0; i < n; ++i) {
     T* row = pre + i * n_out + j0;
     for (std::int64_t j = 0; j < m; ++j) row[j] += b[j0 + j];

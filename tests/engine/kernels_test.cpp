@@ -205,6 +205,9 @@ BOOST_AUTO_TEST_CASE(activations_loss_and_elementwise_match_the_reference) {
       std::vector<float> x(dy0), y(pre);
       k->add(x.data(), y.data(), n);
       for (std::size_t i = 0; i < x.size(); ++i) BOOST_TEST(x[i] == dy0[i] + pre[i]);
+      std::vector<float> z(x.size());
+      k->sum(z.data(), dy0.data(), pre.data(), n);
+      for (std::size_t i = 0; i < z.size(); ++i) BOOST_TEST(z[i] == dy0[i] + pre[i]);
       x = dy0;
       k->divide(x.data(), 3.0f, n);
       for (std::size_t i = 0; i < x.size(); ++i) BOOST_TEST(x[i] == dy0[i] / 3.0f);
