@@ -248,8 +248,6 @@ def ratio(label, num, den, target=None):
         print(f"{label:46s} {mmm(xs)}")
         return
     ok = "met" if m >= target else "NOT met"
-    if m < target and m >= target * min(same):
-        ok += " (within the noise floor)"
     print(f"{label:46s} {mmm(xs)}  >= {target} {ok}")
 best_c = [max(v[("torch", m)][r] for m in ("c_plain", "c_emulated", "c_ddp")) for r in rounds]
 ratio("(a) phased / torch emulated", rates("popkit", "a"), rates("torch", "a_emulated"), 5.0)

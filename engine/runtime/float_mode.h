@@ -6,7 +6,12 @@
 // and so is such an input. Every thread that runs engine arithmetic (the caller of
 // train_step and evaluate, the pool's workers, the IO thread) runs in this mode, so the
 // bitwise equivalences between thread counts and IO modes hold.
+// POPKIT_FLUSH_DENORMALS=0 turns the mode off on every thread alike, to measure what it
+// saves (bench/subnormal.sh); anything else, or unset, keeps it on.
 #pragma once
+
+#include <cstdlib>
+#include <cstring>
 
 #if defined(__SSE__) || defined(__x86_64__)
 #include <immintrin.h>
@@ -19,10 +24,19 @@ namespace popkit::engine {
 inline constexpr unsigned kFlushDenormalsBits = 0x8040u;  // FTZ (bit 15) | DAZ (bit 6)
 #endif
 
+// Whether the engine flushes: read once per process.
+inline bool flush_denormals_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("POPKIT_FLUSH_DENORMALS");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
 // Sets FTZ and DAZ on the calling thread, for good (the pool's own threads).
 inline void flush_denormals_on_this_thread() {
 #if defined(POPKIT_HAS_MXCSR)
-  _mm_setcsr(_mm_getcsr() | kFlushDenormalsBits);
+  if (flush_denormals_enabled()) _mm_setcsr(_mm_getcsr() | kFlushDenormalsBits);
 #endif
 }
 
@@ -42,7 +56,7 @@ class FlushDenormals {
   FlushDenormals() {
 #if defined(POPKIT_HAS_MXCSR)
     saved_ = _mm_getcsr();
-    _mm_setcsr(saved_ | kFlushDenormalsBits);
+    if (flush_denormals_enabled()) _mm_setcsr(saved_ | kFlushDenormalsBits);
 #endif
   }
   ~FlushDenormals() {
