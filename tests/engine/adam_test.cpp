@@ -1,10 +1,10 @@
 // Adam (popxl-addons semantics) on one- and few-element problems with closed-form answers.
-#include "engine/tensor/adam_step.h"
-
 #include <Eigen/Core>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <vector>
+
+#include "engine/tensor/adam_step.h"
 
 using namespace popkit::engine;
 
