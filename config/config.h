@@ -99,18 +99,23 @@ struct Execution {
   std::int64_t io_tiles = 0;  // > 0 when io_mode is io or io_overlapped
 };
 
-enum class OptimizerType { kAdam };
+enum class OptimizerType { kAdam, kSgd };
 enum class DType { kFloat32, kFloat16 };
 
+// Adam (popxl-addons) or SGD (torch.optim.SGD). Keys of the other kind are refused.
 struct Optimizer {
   OptimizerType type = OptimizerType::kAdam;
   double lr = 1.0e-3;         // > 0
-  double beta1 = 0.9;         // [0, 1)
-  double beta2 = 0.999;       // [0, 1)
-  double eps = 1.0e-5;        // > 0
   double weight_decay = 0.0;  // >= 0
+  // Adam.
+  double beta1 = 0.9;    // [0, 1)
+  double beta2 = 0.999;  // [0, 1)
+  double eps = 1.0e-5;   // > 0
   bool bias_correction = false;
   DType first_order_dtype = DType::kFloat32;
+  // SGD.
+  double momentum = 0.0;  // >= 0
+  bool nesterov = false;  // needs momentum > 0
 };
 
 struct Training {

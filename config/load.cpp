@@ -289,7 +289,8 @@ const Choices<ExecutionMode> kModes{{"phased", ExecutionMode::kPhased},
 const Choices<IoMode> kIoModes{
     {"compute", IoMode::kCompute}, {"io", IoMode::kIo}, {"io_overlapped", IoMode::kIoOverlapped}};
 const Choices<Pass> kPasses{{"forward", Pass::kForward}, {"backward", Pass::kBackward}};
-const Choices<OptimizerType> kOptimizers{{"adam", OptimizerType::kAdam}};
+const Choices<OptimizerType> kOptimizers{{"adam", OptimizerType::kAdam},
+                                         {"sgd", OptimizerType::kSgd}};
 const Choices<DType> kDTypes{{"float32", DType::kFloat32}, {"float16", DType::kFloat16}};
 const Choices<Dataset> kDatasets{{"mnist", Dataset::kMnist},
                                  {"fashion-mnist", Dataset::kFashionMnist},
@@ -573,6 +574,8 @@ class ConfigReader {
       if (const auto* v = r.get("first_order_dtype")) {
         d_.choice(*v, r.child("first_order_dtype"), kDTypes, o.first_order_dtype);
       }
+      if (const auto* v = r.get("momentum")) d_.number(*v, r.child("momentum"), o.momentum);
+      if (const auto* v = r.get("nesterov")) d_.boolean(*v, r.child("nesterov"), o.nesterov);
     }
     if (const auto* n = t.get("seed")) d_.unsigned_integer(*n, "training.seed", training.seed);
   }

@@ -6,8 +6,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
+#include <span>
 
 #include "config/device_profile.h"
 #include "config/suggest.h"
@@ -448,16 +450,44 @@ class Checker {
                         "(the samples of one optimizer step) overflows 64 bits",
                         t.micro_batch_size, t.gradient_accumulation, c_.replication.factor));
     }
-    const Optimizer& o = t.optimizer;
+    check_optimizer(t.optimizer);
+  }
+
+  // The keys of each optimizer kind; a key of another kind is an error, not ignored.
+  void check_optimizer(const Optimizer& o) {
     positive("training.optimizer.lr", o.lr);
-    for (const auto& [key, beta] : {std::pair{"beta1", o.beta1}, std::pair{"beta2", o.beta2}}) {
-      const std::string path = fmt::format("training.optimizer.{}", key);
-      if (ok(path) && !(beta >= 0 && beta < 1)) {
-        error(path, fmt::format("must be in [0, 1), got {}", beta));
-      }
-    }
-    positive("training.optimizer.eps", o.eps);
     non_negative("training.optimizer.weight_decay", o.weight_decay);
+    static constexpr std::array<const char*, 5> kAdamKeys{"beta1", "beta2", "eps",
+                                                          "bias_correction", "first_order_dtype"};
+    static constexpr std::array<const char*, 2> kSgdKeys{"momentum", "nesterov"};
+    const bool adam = o.type == OptimizerType::kAdam;
+    const std::span<const char* const> own =
+        adam ? std::span<const char* const>(kAdamKeys) : std::span<const char* const>(kSgdKeys);
+    const std::span<const char* const> other =
+        adam ? std::span<const char* const>(kSgdKeys) : std::span<const char* const>(kAdamKeys);
+    for (const char* key : other) {
+      const std::string path = fmt::format("training.optimizer.{}", key);
+      if (l_.written(path) && ok(path))
+        error(path, fmt::format("{} is not a key of optimizer type {} (it takes lr, "
+                                "weight_decay, {})",
+                                key, adam ? "adam" : "sgd", fmt::join(own, ", ")));
+    }
+    if (adam) {
+      for (const auto& [key, beta] : {std::pair{"beta1", o.beta1}, std::pair{"beta2", o.beta2}}) {
+        const std::string path = fmt::format("training.optimizer.{}", key);
+        if (ok(path) && !(beta >= 0 && beta < 1)) {
+          error(path, fmt::format("must be in [0, 1), got {}", beta));
+        }
+      }
+      positive("training.optimizer.eps", o.eps);
+      return;
+    }
+    non_negative("training.optimizer.momentum", o.momentum);
+    // torch.optim.SGD's rule: Nesterov momentum needs a momentum (and zero dampening).
+    if (o.nesterov && o.momentum == 0.0 && ok("training.optimizer.nesterov") &&
+        ok("training.optimizer.momentum"))
+      error("training.optimizer.nesterov",
+            "nesterov: true needs a momentum > 0, but training.optimizer.momentum is 0");
   }
 
   void check_data() {

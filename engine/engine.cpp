@@ -11,6 +11,8 @@
 #include <functional>
 #include <new>
 #include <numeric>
+#include <optional>
+#include <span>
 #include <thread>
 #include <unordered_map>
 
@@ -20,10 +22,11 @@
 #include "engine/runtime/memory_account.h"
 #include "engine/runtime/remote_store.h"
 #include "engine/runtime/thread_pool.h"
-#include "engine/tensor/adam.h"
 #include "engine/tensor/init.h"
 #include "engine/tensor/layers.h"
+#include "engine/tensor/optimizer.h"
 #include "planner/names.h"
+#include "planner/operands.h"
 
 namespace popkit::engine {
 
@@ -142,7 +145,7 @@ struct Engine::Impl {
   std::unique_ptr<IoQueue> io;    // io_overlapped, made at first use
   std::shared_ptr<Collectives> collectives;
   std::vector<std::unique_ptr<Replica>> replicas;
-  AdamParams adam;
+  std::optional<OptimizerKernel> optimizer;
   // The hot loops for this CPU (engine/kernels): chosen once per process.
   const Kernels& kern = kernels();
   std::int64_t steps_done = 0;
@@ -232,121 +235,154 @@ struct Engine::Impl {
   }
 
   void check_op(const Op& op) {
-    for (int t : {op.tensor, op.src, op.dst, op.in, op.pre, op.out, op.labels, op.dy, op.dx,
-                  op.weight, op.bias, op.grad_weight, op.grad_bias, op.grad, op.adam_m, op.adam_v})
-      if (t >= 0) need_index(t, op, "operand");
+    namespace fo = planner::forward_operand;
+    namespace lo = planner::loss_operand;
+    namespace bo = planner::backward_operand;
+    namespace oo = planner::optimizer_operand;
+    namespace so = planner::shard_operand;
+    // The positions of the op's kind, every operand a tensor of the plan.
+    const planner::OpSignature sig = planner::op_signature(op.kind, plan.optimizer);
+    auto positions = [&](const std::vector<int>& got, std::span<const std::string_view> want,
+                         const char* list) {
+      if (got.size() != want.size())
+        throw Error("plan: {}, op '{}' ({}): {} {} but the kind takes {}", where, op.label,
+                    planner::op_kind_name(op.kind), got.size(), list, want.size());
+      for (std::size_t i = 0; i < got.size(); ++i)
+        if (got[i] >= 0) need_index(got[i], op, std::string(want[i]).c_str());
+    };
+    positions(op.inputs, sig.inputs, "inputs");
+    positions(op.outputs, sig.outputs, "outputs");
+    positions(op.state, sig.state, "state operands");
     switch (op.kind) {
       case OpKind::kAlloc:
       case OpKind::kFree:
       case OpKind::kZero:
-        need_index(op.tensor, op, "tensor");
+      case OpKind::kAllReduce:
+        need_index(planner::the_tensor(op), op, "tensor");
         break;
       case OpKind::kRemoteLoad:
       case OpKind::kRemoteStore: {
-        need_index(op.tensor, op, "tensor");
+        const int t = planner::the_tensor(op);
+        need_index(t, op, "tensor");
         if (op.buffer < 0 || static_cast<std::size_t>(op.buffer) >= plan.buffers.size())
           throw Error("plan: {}, op '{}': remote buffer {} out of range", where, op.label,
                       op.buffer);
         const auto& b = plan.buffers[static_cast<std::size_t>(op.buffer)];
-        if (tensor(op.tensor).nbytes != b.entry_bytes)
+        if (tensor(t).nbytes != b.entry_bytes)
           throw Error(
               "plan: {}, op '{}': tensor '{}' has {} bytes but remote buffer '{}' has entries of "
               "{}",
-              where, op.label, tensor(op.tensor).name, tensor(op.tensor).nbytes, b.name,
-              b.entry_bytes);
+              where, op.label, tensor(t).name, tensor(t).nbytes, b.name, b.entry_bytes);
         break;
       }
       case OpKind::kHostLoad: {
         const std::int64_t mb = plan.micro_batch_size;
+        const int t = planner::the_tensor(op);
         if (op.stream == Stream::kImages)
-          need_shape(op.tensor, op, {mb, image_size}, "the images stream");
+          need_shape(t, op, {mb, image_size}, "the images stream");
         else if (op.stream == Stream::kLabels)
-          need_shape(op.tensor, op, {mb}, "the labels stream");
+          need_shape(t, op, {mb}, "the labels stream");
         else
           throw Error("plan: {}, op '{}': host_load of the loss stream", where, op.label);
         break;
       }
-      case OpKind::kHostStore:
-        need_index(op.tensor, op, "tensor");
-        if (op.stream != Stream::kLoss || tensor(op.tensor).nelms != 1)
+      case OpKind::kHostStore: {
+        const int t = planner::the_tensor(op);
+        need_index(t, op, "tensor");
+        if (op.stream != Stream::kLoss || tensor(t).nelms != 1)
           throw Error("plan: {}, op '{}': host_store takes the 1-element loss", where, op.label);
         break;
-      case OpKind::kAllReduce:
-        need_index(op.tensor, op, "tensor");
-        break;
-      case OpKind::kAllGather:
-        need_index(op.src, op, "src");
-        need_index(op.dst, op, "dst");
-        if (tensor(op.dst).nelms > tensor(op.src).nelms * op.grouping.group_size)
+      }
+      case OpKind::kAllGather: {
+        const int src = op.inputs[so::kSrc], dst = op.outputs[so::kDst];
+        need_index(src, op, "src");
+        need_index(dst, op, "dst");
+        if (tensor(dst).nelms > tensor(src).nelms * op.grouping.group_size)
           throw Error("plan: {}, op '{}': all_gather of '{}' ({} x {}) cannot fill '{}' ({})",
-                      where, op.label, tensor(op.src).name, op.grouping.group_size,
-                      tensor(op.src).nelms, tensor(op.dst).name, tensor(op.dst).nelms);
+                      where, op.label, tensor(src).name, op.grouping.group_size, tensor(src).nelms,
+                      tensor(dst).name, tensor(dst).nelms);
         break;
+      }
       case OpKind::kReduceScatter:
       case OpKind::kSliceShard: {
-        need_index(op.src, op, "src");
-        need_index(op.dst, op, "dst");
+        const int src = op.inputs[so::kSrc], dst = op.outputs[so::kDst];
+        need_index(src, op, "src");
+        need_index(dst, op, "dst");
         const auto& g = op.kind == OpKind::kSliceShard ? op.grouping : op.shard_grouping;
-        if (tensor(op.dst).nelms * g.group_size < tensor(op.src).nelms)
+        if (tensor(dst).nelms * g.group_size < tensor(src).nelms)
           throw Error("plan: {}, op '{}': {} shards of {} elements cannot hold '{}' ({} elements)",
-                      where, op.label, g.group_size, tensor(op.dst).nelms, tensor(op.src).name,
-                      tensor(op.src).nelms);
+                      where, op.label, g.group_size, tensor(dst).nelms, tensor(src).name,
+                      tensor(src).nelms);
         break;
       }
       case OpKind::kForward: {
         const auto& l = layer_of(op);
-        const std::int64_t n = rows_of(op.in, op, "the layer input");
-        need_shape(op.in, op, {n, l.in_features}, "the layer input");
-        need_shape(op.weight, op, {l.in_features, l.out_features}, "the weight");
-        need_shape(op.bias, op, {l.out_features}, "the bias");
-        need_shape(op.out, op, {n, l.out_features}, "the layer output");
-        if (op.pre >= 0) need_shape(op.pre, op, {n, l.out_features}, "the pre-activation");
-        if (op.pre < 0 && l.activation != config::Activation::kNone)
+        const int in = op.inputs[fo::kIn], pre = op.outputs[fo::kPre];
+        const std::int64_t n = rows_of(in, op, "the layer input");
+        need_shape(in, op, {n, l.in_features}, "the layer input");
+        need_shape(op.inputs[fo::kWeight], op, {l.in_features, l.out_features}, "the weight");
+        need_shape(op.inputs[fo::kBias], op, {l.out_features}, "the bias");
+        need_shape(op.outputs[fo::kOut], op, {n, l.out_features}, "the layer output");
+        if (pre >= 0) need_shape(pre, op, {n, l.out_features}, "the pre-activation");
+        if (pre < 0 && l.activation != config::Activation::kNone)
           throw Error("plan: {}, op '{}': layer {} has an activation but no pre-activation tensor",
                       where, op.label, l.name);
         break;
       }
       case OpKind::kLoss: {
-        const std::int64_t n = rows_of(op.in, op, "the logits");
-        need_shape(op.in, op, {n, plan.n_classes}, "the logits");
-        need_shape(op.labels, op, {n}, "the labels");
-        need_shape(op.dx, op, {n, plan.n_classes}, "the logits' gradient");
-        need_index(op.out, op, "out");
-        if (tensor(op.out).nelms != 1)
+        const int logits = op.inputs[lo::kLogits], loss = op.outputs[lo::kLoss];
+        const std::int64_t n = rows_of(logits, op, "the logits");
+        need_shape(logits, op, {n, plan.n_classes}, "the logits");
+        need_shape(op.inputs[lo::kLabels], op, {n}, "the labels");
+        need_shape(op.outputs[lo::kDlogits], op, {n, plan.n_classes}, "the logits' gradient");
+        need_index(loss, op, "loss");
+        if (tensor(loss).nelms != 1)
           throw Error("plan: {}, op '{}': the loss '{}' has {} elements, not 1", where, op.label,
-                      tensor(op.out).name, tensor(op.out).nelms);
+                      tensor(loss).name, tensor(loss).nelms);
         break;
       }
       case OpKind::kBackward: {
         const auto& l = layer_of(op);
-        const std::int64_t n = rows_of(op.dy, op, "the output gradient");
-        need_shape(op.dy, op, {n, l.out_features}, "the output gradient");
-        need_shape(op.in, op, {n, l.in_features}, "the layer input");
-        need_shape(op.grad_weight, op, {l.in_features, l.out_features}, "the weight gradient");
-        need_shape(op.grad_bias, op, {l.out_features}, "the bias gradient");
-        if (op.dx >= 0) {  // dx = dz W^T needs the weight; the first layer has neither
-          need_shape(op.dx, op, {n, l.in_features}, "the input gradient");
-          need_shape(op.weight, op, {l.in_features, l.out_features}, "the weight");
+        const int dy = op.state[bo::kDy], dx = op.outputs[bo::kDx], pre = op.inputs[bo::kPre];
+        const std::int64_t n = rows_of(dy, op, "the output gradient");
+        need_shape(dy, op, {n, l.out_features}, "the output gradient");
+        need_shape(op.inputs[bo::kIn], op, {n, l.in_features}, "the layer input");
+        need_shape(op.state[bo::kGradWeight], op, {l.in_features, l.out_features},
+                   "the weight gradient");
+        need_shape(op.state[bo::kGradBias], op, {l.out_features}, "the bias gradient");
+        if (dx >= 0) {  // dx = dz W^T needs the weight; the first layer has neither
+          need_shape(dx, op, {n, l.in_features}, "the input gradient");
+          need_shape(op.inputs[bo::kWeight], op, {l.in_features, l.out_features}, "the weight");
         }
         if (l.activation != config::Activation::kNone) {
-          if (op.pre < 0)
+          if (pre < 0)
             throw Error(
                 "plan: {}, op '{}': layer {} has an activation but no pre-activation tensor", where,
                 op.label, l.name);
-          need_shape(op.pre, op, {n, l.out_features}, "the pre-activation");
+          need_shape(pre, op, {n, l.out_features}, "the pre-activation");
         }
         break;
       }
       case OpKind::kOptimizerStep: {
-        for (int t : {op.weight, op.grad, op.adam_m, op.adam_v}) need_index(t, op, "operand");
-        const std::int64_t n = tensor(op.weight).nelms;
-        for (int t : {op.grad, op.adam_m, op.adam_v})
+        const int weight = op.state[oo::kWeight], grad = op.inputs[oo::kGrad];
+        need_index(weight, op, "weight");
+        need_index(grad, op, "grad");
+        const std::int64_t n = tensor(weight).nelms;
+        for (std::size_t i = 0; i < op.state.size(); ++i) {
+          const int t = op.state[i];
+          need_index(t, op, "state");
           if (tensor(t).nelms != n)
             throw Error("plan: {}, op '{}': '{}' has {} elements but the weight '{}' has {}", where,
-                        op.label, tensor(t).name, tensor(t).nelms, tensor(op.weight).name, n);
-        for (int t : {op.weight, op.grad, op.adam_v})
-          if (tensor(t).dtype != planner::DType::kFloat32)
+                        op.label, tensor(t).name, tensor(t).nelms, tensor(weight).name, n);
+          const bool ok = i == oo::kWeight
+                              ? tensor(t).dtype == planner::DType::kFloat32
+                              : optimizer->accepts(i - oo::kFirstState, tensor(t).dtype);
+          if (!ok)
             throw Error("plan: {}, op '{}': '{}' must be float32", where, op.label, tensor(t).name);
+        }
+        if (tensor(grad).nelms != n || tensor(grad).dtype != planner::DType::kFloat32)
+          throw Error("plan: {}, op '{}': the gradient '{}' must be float32 of {} elements", where,
+                      op.label, tensor(grad).name, n);
         break;
       }
       case OpKind::kRepeat:
@@ -415,36 +451,42 @@ struct Engine::Impl {
     Replica& rep = *replicas[static_cast<std::size_t>(r)];
     switch (op.kind) {
       case OpKind::kAlloc: {
-        const auto& d = tensor(op.tensor);
-        auto& buf = rep.tensors[static_cast<std::size_t>(op.tensor)];
+        const int t = planner::the_tensor(op);
+        const auto& d = tensor(t);
+        auto& buf = rep.tensors[static_cast<std::size_t>(t)];
         if (buf.data())
           throw Error("{}, op '{}': tensor '{}' is already allocated", where, op.label, d.name);
-        auto& kept = rep.parked[static_cast<std::size_t>(op.tensor)];
+        auto& kept = rep.parked[static_cast<std::size_t>(t)];
         buf = kept.data() ? std::move(kept) : AlignedBuffer(d.nbytes);
         rep.account.allocate(d.nbytes, d.cls, d.always_live);
         return;
       }
       case OpKind::kFree: {
-        const auto& d = tensor(op.tensor);
-        auto& buf = rep.tensors[static_cast<std::size_t>(op.tensor)];
+        const int t = planner::the_tensor(op);
+        const auto& d = tensor(t);
+        auto& buf = rep.tensors[static_cast<std::size_t>(t)];
         if (!buf.data())
           throw Error("{}, op '{}': frees '{}', which is not allocated", where, op.label, d.name);
-        rep.parked[static_cast<std::size_t>(op.tensor)] = std::move(buf);
+        rep.parked[static_cast<std::size_t>(t)] = std::move(buf);
         rep.account.release(d.nbytes, d.cls, d.always_live);
         return;
       }
-      case OpKind::kZero:
-        std::memset(raw(rep, op.tensor, s, op), 0, tensor(op.tensor).nbytes);
+      case OpKind::kZero: {
+        const int t = planner::the_tensor(op);
+        std::memset(raw(rep, t, s, op), 0, tensor(t).nbytes);
         return;
+      }
       case OpKind::kRemoteLoad: {
-        const auto n = tensor(op.tensor).nbytes;
-        rep.store->load(op.buffer, entry_of(op, s), raw(rep, op.tensor, s, op), n);
+        const int t = planner::the_tensor(op);
+        const auto n = tensor(t).nbytes;
+        rep.store->load(op.buffer, entry_of(op, s), raw(rep, t, s, op), n);
         rep.remote_in.fetch_add(n, std::memory_order_relaxed);
         return;
       }
       case OpKind::kRemoteStore: {
-        const auto n = tensor(op.tensor).nbytes;
-        rep.store->store(op.buffer, entry_of(op, s), raw(rep, op.tensor, s, op), n);
+        const int t = planner::the_tensor(op);
+        const auto n = tensor(t).nbytes;
+        rep.store->store(op.buffer, entry_of(op, s), raw(rep, t, s, op), n);
         rep.remote_out.fetch_add(n, std::memory_order_relaxed);
         return;
       }
@@ -452,21 +494,24 @@ struct Engine::Impl {
         host_load(op, rep, r, s);
         return;
       case OpKind::kHostStore: {
+        const int t = planner::the_tensor(op);
         if (static_cast<std::size_t>(s) >= rep.losses.size())
           rep.losses.resize(static_cast<std::size_t>(s) + 1, 0.0);
-        rep.losses[static_cast<std::size_t>(s)] = *f32(rep, op.tensor, s, op);
-        rep.host_out.fetch_add(tensor(op.tensor).nbytes, std::memory_order_relaxed);
+        rep.losses[static_cast<std::size_t>(s)] = *f32(rep, t, s, op);
+        rep.host_out.fetch_add(tensor(t).nbytes, std::memory_order_relaxed);
         return;
       }
       case OpKind::kForward: {
+        namespace fo = planner::forward_operand;
         const auto& l = layer_of(op);
-        const std::int64_t n = tensor(op.in).shape[0];
-        const float* x = f32(rep, op.in, s, op);
-        const float* w = f32(rep, op.weight, s, op);
-        const float* b = f32(rep, op.bias, s, op);
-        float* out = f32(rep, op.out, s, op);
-        float* pre = op.pre >= 0 ? f32(rep, op.pre, s, op) : out;
-        const auto act = op.pre >= 0 ? l.activation : config::Activation::kNone;
+        const int in = op.inputs[fo::kIn], pre_t = op.outputs[fo::kPre];
+        const std::int64_t n = tensor(in).shape[0];
+        const float* x = f32(rep, in, s, op);
+        const float* w = f32(rep, op.inputs[fo::kWeight], s, op);
+        const float* b = f32(rep, op.inputs[fo::kBias], s, op);
+        float* out = f32(rep, op.outputs[fo::kOut], s, op);
+        float* pre = pre_t >= 0 ? f32(rep, pre_t, s, op) : out;
+        const auto act = pre_t >= 0 ? l.activation : config::Activation::kNone;
         in_column_blocks(n * l.in_features, l.out_features, [&](std::int64_t j0, std::int64_t j1) {
           kern.linear_act_forward_columns(act, x, w, b, pre, out, n, l.in_features, l.out_features,
                                           j0, j1);
@@ -474,58 +519,69 @@ struct Engine::Impl {
         return;
       }
       case OpKind::kLoss: {
-        const std::int64_t n = tensor(op.in).shape[0];
-        const float loss =
-            kern.softmax_cross_entropy(f32(rep, op.in, s, op), f32(rep, op.labels, s, op),
-                                       f32(rep, op.dx, s, op), n, plan.n_classes);
-        *f32(rep, op.out, s, op) = loss;
+        namespace lo = planner::loss_operand;
+        const int logits = op.inputs[lo::kLogits], loss_t = op.outputs[lo::kLoss];
+        const std::int64_t n = tensor(logits).shape[0];
+        const float loss = kern.softmax_cross_entropy(
+            f32(rep, logits, s, op), f32(rep, op.inputs[lo::kLabels], s, op),
+            f32(rep, op.outputs[lo::kDlogits], s, op), n, plan.n_classes);
+        *f32(rep, loss_t, s, op) = loss;
         if (options.check_finite && !std::isfinite(loss))
           throw Error(
               "optimizer step {}, {}: the loss '{}' of replica {} at accumulation step {} is {}",
-              steps_done + 1, where, tensor(op.out).name, r, s, loss);
+              steps_done + 1, where, tensor(loss_t).name, r, s, loss);
         return;
       }
       case OpKind::kBackward: {
+        namespace bo = planner::backward_operand;
         const auto& l = layer_of(op);
-        const std::int64_t n = tensor(op.dy).shape[0];
+        const int dy = op.state[bo::kDy], dx_t = op.outputs[bo::kDx];
+        const std::int64_t n = tensor(dy).shape[0];
         const std::int64_t in = l.in_features, out = l.out_features;
-        float* dz = f32(rep, op.dy, s, op);  // dz = dy act'(pre), in place in dy
+        float* dz = f32(rep, dy, s, op);  // dz = dy act'(pre), in place in dy
         if (l.activation != config::Activation::kNone)
-          kern.activation_backward(l.activation, f32(rep, op.pre, s, op), dz, n * out);
-        if (op.dx >= 0) {
-          const float* w = f32(rep, op.weight, s, op);
-          float* dx = f32(rep, op.dx, s, op);
+          kern.activation_backward(l.activation, f32(rep, op.inputs[bo::kPre], s, op), dz, n * out);
+        if (dx_t >= 0) {
+          const float* w = f32(rep, op.inputs[bo::kWeight], s, op);
+          float* dx = f32(rep, dx_t, s, op);
           in_column_blocks(n * out, in, [&](std::int64_t i0, std::int64_t i1) {
             kern.linear_dx_columns(dz, w, dx, n, in, out, i0, i1);
           });
         }
         // The running mean's g/(s+1) as x^T (dz/(s+1)): dz is no longer needed.
         if (s > 0) kern.divide(dz, static_cast<float>(s + 1), n * out);
-        const float* x = f32(rep, op.in, s, op);
-        float* gw = f32(rep, op.grad_weight, s, op);
-        float* gb = f32(rep, op.grad_bias, s, op);
+        const float* x = f32(rep, op.inputs[bo::kIn], s, op);
+        float* gw = f32(rep, op.state[bo::kGradWeight], s, op);
+        float* gb = f32(rep, op.state[bo::kGradBias], s, op);
         in_column_blocks(n * in, out, [&](std::int64_t j0, std::int64_t j1) {
           kern.linear_grad_columns(dz, x, gw, gb, n, in, out, s, j0, j1);
         });
         return;
       }
       case OpKind::kOptimizerStep: {
-        const std::int64_t n = tensor(op.weight).nelms;
-        const float* g = f32(rep, op.grad, s, op);
+        namespace oo = planner::optimizer_operand;
+        const int weight = op.state[oo::kWeight], grad = op.inputs[oo::kGrad];
+        const std::int64_t n = tensor(weight).nelms;
+        const float* g = f32(rep, grad, s, op);
         if (options.check_finite) {
           for (std::int64_t i = 0; i < n; ++i)
             if (!std::isfinite(g[i]))
               throw Error(
                   "optimizer step {}, {}: the gradient '{}' of replica {} is {} at element {}",
-                  steps_done + 1, where, tensor(op.grad).name, r, g[i], i);
+                  steps_done + 1, where, tensor(grad).name, r, g[i], i);
         }
-        const std::int64_t t = steps_done + 1;  // incremented before use
-        float* w = f32(rep, op.weight, s, op);
-        float* v = f32(rep, op.adam_v, s, op);
-        if (tensor(op.adam_m).dtype == planner::DType::kFloat16)
-          kern.adam_step_half_m(w, g, raw(rep, op.adam_m, s, op), v, n, t, adam);
-        else
-          kern.adam_step(w, g, f32(rep, op.adam_m, s, op), v, n, t, adam);
+        // The optimizer's state after the weight (at most Adam's two).
+        std::array<std::byte*, 2> state{};
+        std::array<config::DType, 2> dtypes{};
+        const std::size_t n_state = op.state.size() - oo::kFirstState;
+        POPKIT_ASSERT(n_state <= state.size());
+        for (std::size_t i = 0; i < n_state; ++i) {
+          state[i] = raw(rep, op.state[oo::kFirstState + i], s, op);
+          dtypes[i] = tensor(op.state[oo::kFirstState + i]).dtype;
+        }
+        optimizer->step(kern, f32(rep, weight, s, op), g, std::span(state).first(n_state),
+                        std::span<const config::DType>(dtypes).first(n_state), n,
+                        steps_done + 1);  // t incremented before use
         return;
       }
       default:
@@ -543,9 +599,9 @@ struct Engine::Impl {
       throw Error(
           "host_load: the micro-batch of replica {} at step {} has {} samples, {} labels and {} "
           "pixels, but the plan's tensor '{}' has shape {} ({} samples of {} pixels)",
-          r, s, mb.size, mb.labels.size(), mb.pixels.size(), tensor(op.tensor).name,
-          shape_str(tensor(op.tensor).shape), want, image_size);
-    float* dst = f32(rep, op.tensor, s, op);
+          r, s, mb.size, mb.labels.size(), mb.pixels.size(), tensor(planner::the_tensor(op)).name,
+          shape_str(tensor(planner::the_tensor(op)).shape), want, image_size);
+    float* dst = f32(rep, planner::the_tensor(op), s, op);
     if (op.stream == Stream::kImages) {
       normalize_pixels(mb.pixels.data(), mb.pixels.size(), options.normalize_mean,
                        options.normalize_std, dst);
@@ -557,7 +613,7 @@ struct Engine::Impl {
         dst[i] = static_cast<float>(mb.labels[i]);
       }
     }
-    rep.host_in.fetch_add(tensor(op.tensor).nbytes, std::memory_order_relaxed);
+    rep.host_in.fetch_add(tensor(planner::the_tensor(op)).nbytes, std::memory_order_relaxed);
   }
 
   // ---- collectives -------------------------------------------------------------------
@@ -576,17 +632,22 @@ struct Engine::Impl {
   void run_collective(const Op& op, std::int64_t s) {
     switch (op.kind) {
       case OpKind::kAllReduce:
-        collectives->all_reduce(op.grouping, op.reduce, buffers_of(op.tensor, s, op));
+        collectives->all_reduce(op.grouping, op.reduce, buffers_of(planner::the_tensor(op), s, op));
         break;
       case OpKind::kReduceScatter:
         collectives->reduce_scatter(op.grouping, op.shard_grouping, op.reduce,
-                                    buffers_of(op.src, s, op), buffers_of(op.dst, s, op));
+                                    buffers_of(op.inputs[planner::shard_operand::kSrc], s, op),
+                                    buffers_of(op.outputs[planner::shard_operand::kDst], s, op));
         break;
       case OpKind::kAllGather:
-        collectives->all_gather(op.grouping, buffers_of(op.src, s, op), buffers_of(op.dst, s, op));
+        collectives->all_gather(op.grouping,
+                                buffers_of(op.inputs[planner::shard_operand::kSrc], s, op),
+                                buffers_of(op.outputs[planner::shard_operand::kDst], s, op));
         break;
       case OpKind::kSliceShard:
-        collectives->slice_shard(op.grouping, buffers_of(op.src, s, op), buffers_of(op.dst, s, op));
+        collectives->slice_shard(op.grouping,
+                                 buffers_of(op.inputs[planner::shard_operand::kSrc], s, op),
+                                 buffers_of(op.outputs[planner::shard_operand::kDst], s, op));
         break;
       default:
         POPKIT_ASSERT(false);
@@ -744,7 +805,7 @@ struct Engine::Impl {
     auto async = [&](const Op& o) {
       const OpCategory c = category(o.kind);
       return (c == OpCategory::kRemote || c == OpCategory::kHostIo) &&
-             tensor(o.tensor).double_buffer >= 0;
+             tensor(planner::the_tensor(o)).double_buffer >= 0;
     };
     auto is_load = [](const Op& o) {
       return o.kind == OpKind::kHostLoad || o.kind == OpKind::kRemoteLoad;
@@ -756,7 +817,7 @@ struct Engine::Impl {
         compute.push_back(&o);
       } else {
         (is_load(o) ? loads : stores).push_back(&o);
-        bytes_per_step += tensor(o.tensor).nbytes;
+        bytes_per_step += tensor(planner::the_tensor(o)).nbytes;
       }
     }
     if (!use_io_thread(bytes_per_step) ||
@@ -992,6 +1053,7 @@ Engine::Engine(const planner::Plan& plan, EngineOptions options)
 Engine::Engine(planner::Plan&& plan, EngineOptions options)
     : impl_(std::make_unique<Impl>(std::move(plan), std::move(options))) {
   Impl& m = *impl_;
+  m.optimizer.emplace(m.plan.optimizer);
   m.check_plan();
   m.n_replicas = m.plan.replication_factor;
   int threads = m.options.n_threads;
@@ -1005,7 +1067,6 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
       m.options.collectives
           ? m.options.collectives
           : std::shared_ptr<Collectives>(make_in_process_collectives(m.n_replicas, m.pool.get()));
-  m.adam = AdamParams::from(m.plan.optimizer);
   for (std::int64_t r = 0; r < m.n_replicas; ++r) {
     auto rep = std::make_unique<Impl::Replica>();
     rep->tensors.resize(m.plan.tensors.size());

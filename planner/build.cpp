@@ -20,6 +20,8 @@
 #include "planner/host_memory.h"
 #include "planner/memory.h"
 #include "planner/names.h"
+#include "planner/operands.h"
+#include "planner/optimizer_kinds.h"
 #include "planner/plan_text.h"
 #include "planner/sharding.h"
 
@@ -53,11 +55,11 @@ const char* param_name(int p) {
   return p == kWeightParam ? "weight" : "bias";
 }
 
-// The variables of one parameter (weight or bias) of a layer.
+// The variables of one parameter (weight or bias) of a layer: its value and the
+// optimizer's state for it (optimizer_state() says what and in which order).
 struct ParamVars {
   int value = -1;
-  int m = -1;
-  int v = -1;
+  std::vector<int> state;
 };
 
 // The forms a parameter takes on device within the phase being built.
@@ -237,12 +239,12 @@ class Builder {
         pv.value = add(base, param == kWeightParam ? VariableRole::kWeight : VariableRole::kBias,
                        TensorClass::kWeights, DType::kFloat32, c_.sharding.weights,
                        c_.remote.weights, gbase);
-        pv.m = add(base + ".adam_m", VariableRole::kAdamM, TensorClass::kOptimizerState,
-                   c_.training.optimizer.first_order_dtype, c_.sharding.optimizer_state,
-                   c_.remote.optimizer_state, gbase + ".adam_m");
-        pv.v = add(base + ".adam_v", VariableRole::kAdamV, TensorClass::kOptimizerState,
-                   DType::kFloat32, c_.sharding.optimizer_state, c_.remote.optimizer_state,
-                   gbase + ".adam_v");
+        for (const OptimizerState& st : optimizer_state(c_.training.optimizer)) {
+          pv.state.push_back(add(fmt::format("{}.{}", base, st.suffix),
+                                 VariableRole::kOptimizerState, TensorClass::kOptimizerState,
+                                 st.dtype, c_.sharding.optimizer_state, c_.remote.optimizer_state,
+                                 fmt::format("{}.{}", gbase, st.suffix)));
+        }
       }
     }
   }
@@ -423,9 +425,25 @@ class Builder {
     return o;
   }
 
+  // An op of one tensor, in the list its kind keeps it in (planner/operands.h).
+  static void set_tensor(Op& o, int t) {
+    switch (o.kind) {
+      case OpKind::kFree:
+      case OpKind::kRemoteStore:
+      case OpKind::kHostStore:
+        o.inputs = {t};
+        break;
+      case OpKind::kAllReduce:
+        o.state = {t};
+        break;
+      default:
+        o.outputs = {t};
+        break;
+    }
+  }
   void tensor_op(std::vector<Op>& ops, OpKind kind, int t) {
     Op o = op(kind, tname(t));
-    o.tensor = t;
+    set_tensor(o, t);
     ops.push_back(std::move(o));
   }
   void alloc(std::vector<Op>& ops, int t) { tensor_op(ops, OpKind::kAlloc, t); }
@@ -436,7 +454,7 @@ class Builder {
     Op o =
         op(OpKind::kRemoteLoad, entry >= 0 ? fmt::format("{}[{}] -> {}", b.name, entry, tname(t))
                                            : fmt::format("{} row {} -> {}", b.name, row, tname(t)));
-    o.tensor = t;
+    set_tensor(o, t);
     o.buffer = buffer;
     o.row = row;
     o.entry = entry;
@@ -447,7 +465,7 @@ class Builder {
     Op o = op(OpKind::kRemoteStore, entry >= 0
                                         ? fmt::format("{} -> {}[{}]", tname(t), b.name, entry)
                                         : fmt::format("{} -> {} row {}", tname(t), b.name, row));
-    o.tensor = t;
+    set_tensor(o, t);
     o.buffer = buffer;
     o.row = row;
     o.entry = entry;
@@ -456,14 +474,14 @@ class Builder {
   void host_load(std::vector<Op>& ops, Stream s, int t) {
     Op o = op(OpKind::kHostLoad, fmt::format("{} -> {}", enum_name(s), tname(t)));
     o.stream = s;
-    o.tensor = t;
+    set_tensor(o, t);
     ops.push_back(std::move(o));
   }
   // Shard <-> full within the sharding group: kAllGather or kSliceShard.
   void shard_op(std::vector<Op>& ops, OpKind kind, int src, int dst) {
     Op o = op(kind, fmt::format("{} -> {}", tname(src), tname(dst)));
-    o.src = src;
-    o.dst = dst;
+    o.inputs = {src};
+    o.outputs = {dst};
     o.grouping = p_.sharding_grouping;
     ops.push_back(std::move(o));
   }
@@ -548,11 +566,12 @@ class Builder {
     s = {};
   }
 
-  // Loads (or names) an Adam moment of the parameter.
-  int ensure_moment(std::vector<Op>& ops, int var_index, int k, int param, const char* moment) {
+  // Loads (or names) a piece of the optimizer's state for the parameter.
+  int ensure_state(std::vector<Op>& ops, int var_index, int k, int param) {
     const Variable& v = var(var_index);
     if (!v.remote) return v.device_tensor;
-    const int t = tensor(fmt::format("{}.{}.{}", prefix(k), param_name(param), moment),
+    const std::string_view suffix = std::string_view(v.name).substr(v.name.rfind('.') + 1);
+    const int t = tensor(fmt::format("{}.{}.{}", prefix(k), param_name(param), suffix),
                          TensorClass::kOptimizerState, v.dtype,
                          v.sharded ? Shape{v.shard_size} : v.meta_shape);
     alloc(ops, t);
@@ -560,33 +579,27 @@ class Builder {
     return t;
   }
 
-  void done_with_moment(std::vector<Op>& ops, int var_index, int t) {
+  void done_with_state(std::vector<Op>& ops, int var_index, int t) {
     const Variable& v = var(var_index);
     if (!v.remote) return;
     remote_store(ops, v.buffer, -1, v.entry, t);
     free(ops, t);
   }
 
-  void optimizer_step(std::vector<Op>& ops, int var_index, int weight, int grad, int m, int v) {
-    Op o = op(OpKind::kOptimizerStep, fmt::format("adam {}", var(var_index).name));
-    o.layer = var(var_index).layer;
-    o.variable = var_index;
-    o.weight = weight;
-    o.grad = grad;
-    o.adam_m = m;
-    o.adam_v = v;
-    ops.push_back(std::move(o));
-  }
-
-  // Adam on `weight` with `grad`: the moments loaded (when remote), the step, the
-  // gradient freed, the moments stored home. The order sets the phase's peak.
-  void adam(std::vector<Op>& ops, const ParamVars& pv, int k, int param, int weight, int grad) {
-    const int m = ensure_moment(ops, pv.m, k, param, "adam_m");
-    const int v = ensure_moment(ops, pv.v, k, param, "adam_v");
-    optimizer_step(ops, pv.value, weight, grad, m, v);
+  // The optimizer on `weight` with `grad`: its state loaded (when remote), the step, the
+  // gradient freed, the state stored home. The order sets the phase's peak.
+  void optimize(std::vector<Op>& ops, const ParamVars& pv, int k, int param, int weight, int grad) {
+    Op o = op(OpKind::kOptimizerStep,
+              fmt::format("{} {}", enum_name(c_.training.optimizer.type), var(pv.value).name));
+    o.layer = var(pv.value).layer;
+    o.variable = pv.value;
+    o.inputs = {grad};
+    o.state = {weight};
+    for (int v : pv.state) o.state.push_back(ensure_state(ops, v, k, param));
+    ops.push_back(o);
     free(ops, grad);
-    done_with_moment(ops, pv.m, m);
-    done_with_moment(ops, pv.v, v);
+    for (std::size_t i = 0; i < pv.state.size(); ++i)
+      done_with_state(ops, pv.state[i], o.state[optimizer_operand::kFirstState + i]);
   }
 
   // Reduces the accumulated gradient over the variables' grouping (mean over the
@@ -596,7 +609,9 @@ class Builder {
     const ParamVars& pv = params_[static_cast<std::size_t>(k)][static_cast<std::size_t>(param)];
     const Variable& w = var(pv.value);
     const bool ws = w.sharded;
-    const bool ss = var(pv.m).sharded;
+    // Where the optimizer's state is sharded the update runs on shards. An optimizer
+    // without state (SGD without momentum) updates where the weight lives.
+    const bool ss = pv.state.empty() ? w.sharded : var(pv.state[0]).sharded;
     const std::string base = fmt::format("{}.{}", prefix(k), param_name(param));
     ParamState& s = state(k, param);
     int home = ensure_home(ops, k, param);
@@ -608,14 +623,14 @@ class Builder {
         s.full_gathered = false;
       }
       // The state's shard size: the weight's own is its full size when only the state is sharded.
-      const std::int64_t shard_size = var(pv.m).shard_size;
+      const std::int64_t shard_size = pv.state.empty() ? w.shard_size : var(pv.state[0]).shard_size;
       const int grad_shard = tensor(base + ".grad.shard", TensorClass::kGradAccumulators,
                                     DType::kFloat32, {shard_size});
       alloc(ops, grad_shard);
       Op rs = op(OpKind::kReduceScatter,
                  fmt::format("{} -> {} (mean)", tname(grad), tname(grad_shard)));
-      rs.src = grad;
-      rs.dst = grad_shard;
+      rs.inputs = {grad};
+      rs.outputs = {grad_shard};
       rs.grouping = p_.variables_grouping;
       rs.shard_grouping = p_.sharding_grouping;
       rs.reduce = ReduceOp::kMean;
@@ -629,7 +644,7 @@ class Builder {
         alloc(ops, weight_shard);
         slice_shard(ops, home, weight_shard);
       }
-      adam(ops, pv, k, param, weight_shard, grad_shard);
+      optimize(ops, pv, k, param, weight_shard, grad_shard);
       if (!ws) {
         all_gather(ops, weight_shard, home);
         free(ops, weight_shard);
@@ -637,12 +652,12 @@ class Builder {
     } else {
       // The state is full: all-reduce the gradient, Adam on the full weight.
       Op ar = op(OpKind::kAllReduce, fmt::format("{} (mean)", tname(grad)));
-      ar.tensor = grad;
+      ar.state = {grad};
       ar.grouping = p_.variables_grouping;
       ar.reduce = ReduceOp::kMean;
       ops.push_back(std::move(ar));
       const int full = ensure_full(ops, k, param);
-      adam(ops, pv, k, param, full, grad);
+      optimize(ops, pv, k, param, full, grad);
       if (ws) {
         // Sharded weight, full state: back to this replica's home shard.
         slice_shard(ops, full, home);
@@ -716,42 +731,50 @@ class Builder {
       const LayerInfo& l = layer(k);
       const std::string p = prefix(k);
       if (!it.backward) {
+        namespace fo = forward_operand;
         Op f = op(OpKind::kForward, l.name);
         f.layer = k;
-        f.in = input_of(k);
-        f.weight = state(k, kWeightParam).full;
-        f.bias = state(k, kBiasParam).full;
+        f.inputs = {input_of(k), state(k, kWeightParam).full, state(k, kBiasParam).full};
+        f.outputs = {-1, -1};
         if (l.activation != Activation::kNone) {
-          f.pre = repeat_tensor(p + ".pre", TensorClass::kActivations, {mb_, l.out_features});
-          pre[k] = f.pre;
+          f.outputs[fo::kPre] =
+              repeat_tensor(p + ".pre", TensorClass::kActivations, {mb_, l.out_features});
+          pre[k] = f.outputs[fo::kPre];
         }
-        f.out = repeat_tensor(p + ".out", TensorClass::kActivations, {mb_, l.out_features});
-        x.at(k + 1) = f.out;
-        body_.push_back(f);
+        const int out = repeat_tensor(p + ".out", TensorClass::kActivations, {mb_, l.out_features});
+        f.outputs[fo::kOut] = out;
+        x.at(k + 1) = out;
+        const int pre_k = f.outputs[fo::kPre];
+        body_.push_back(std::move(f));
         const Slot& xs = x_slot_[static_cast<std::size_t>(k)];
-        if (xs.buffer >= 0) remote_store(body_, xs.buffer, xs.row, -1, f.out);
+        if (xs.buffer >= 0) remote_store(body_, xs.buffer, xs.row, -1, out);
         const Slot& ps = pre_slot_[static_cast<std::size_t>(k)];
-        if (ps.buffer >= 0) remote_store(body_, ps.buffer, ps.row, -1, f.pre);
+        if (ps.buffer >= 0) remote_store(body_, ps.buffer, ps.row, -1, pre_k);
         if (k == n_ - 1) {
           const int labels = repeat_tensor("labels", TensorClass::kIoSlots, {mb_});
           host_load(body_, Stream::kLabels, labels);
           Op loss = op(OpKind::kLoss, "softmax_cross_entropy");
-          loss.in = f.out;
-          loss.labels = labels;
-          loss.out = repeat_tensor("loss", TensorClass::kActivations, {1});
-          loss.dx = repeat_tensor("dlogits", TensorClass::kActivations, {mb_, l.out_features});
-          dx.at(n_) = loss.dx;
-          body_.push_back(loss);
+          const int value = repeat_tensor("loss", TensorClass::kActivations, {1});
+          const int dlogits =
+              repeat_tensor("dlogits", TensorClass::kActivations, {mb_, l.out_features});
+          loss.inputs = {out, labels};
+          loss.outputs = {value, dlogits};
+          dx.at(n_) = dlogits;
+          body_.push_back(std::move(loss));
           Op hs = op(OpKind::kHostStore, "loss -> host");
           hs.stream = Stream::kLoss;
-          hs.tensor = loss.out;
-          body_.push_back(hs);
+          set_tensor(hs, value);
+          body_.push_back(std::move(hs));
         }
         continue;
       }
       // Backward of layer k.
+      namespace bo = backward_operand;
       Op b = op(OpKind::kBackward, l.name);
       b.layer = k;
+      b.inputs = {-1, -1, -1};
+      b.outputs = {-1};
+      b.state = {-1, -1, -1};
       int& dy = dx.at(k + 1);
       if (dy < 0) {
         const Slot& s = dx_slot_[static_cast<std::size_t>(k)];
@@ -759,8 +782,8 @@ class Builder {
         dy = repeat_tensor(p + ".dy", TensorClass::kIoSlots, {mb_, l.out_features});
         remote_load(body_, s.buffer, s.row, -1, dy);
       }
-      b.dy = dy;
-      b.in = input_of(k);
+      b.state[bo::kDy] = dy;
+      b.inputs[bo::kIn] = input_of(k);
       if (l.activation != Activation::kNone) {
         auto found = pre.find(k);
         if (found == pre.end()) {
@@ -771,12 +794,13 @@ class Builder {
           remote_load(body_, s.buffer, s.row, -1, t);
           found = pre.emplace(k, t).first;
         }
-        b.pre = found->second;
+        b.inputs[bo::kPre] = found->second;
       }
       if (k > 0) {
-        b.weight = state(k, kWeightParam).full;
-        b.dx = repeat_tensor(p + ".dx", TensorClass::kActivations, {mb_, l.in_features});
-        dx.at(k) = b.dx;
+        b.inputs[bo::kWeight] = state(k, kWeightParam).full;
+        b.outputs[bo::kDx] =
+            repeat_tensor(p + ".dx", TensorClass::kActivations, {mb_, l.in_features});
+        dx.at(k) = b.outputs[bo::kDx];
       }
       const int gw = tensor(p + ".weight.grad", TensorClass::kGradAccumulators, DType::kFloat32,
                             {l.in_features, l.out_features});
@@ -787,12 +811,13 @@ class Builder {
         zero(pre_, g);
       }
       grads.push_back({k, {gw, gb}});
-      b.grad_weight = gw;
-      b.grad_bias = gb;
-      body_.push_back(b);
+      b.state[bo::kGradWeight] = gw;
+      b.state[bo::kGradBias] = gb;
+      const int dx_k = b.outputs[bo::kDx];
+      body_.push_back(std::move(b));
       if (k > 0) {
         const Slot& s = dx_slot_[static_cast<std::size_t>(k - 1)];
-        if (s.buffer >= 0) remote_store(body_, s.buffer, s.row, -1, b.dx);
+        if (s.buffer >= 0) remote_store(body_, s.buffer, s.row, -1, dx_k);
       }
     }
 
@@ -858,7 +883,7 @@ class Builder {
     for (const Op& o : body_)
       if (o.kind == OpKind::kHostLoad || o.kind == OpKind::kHostStore ||
           o.kind == OpKind::kRemoteLoad || o.kind == OpKind::kRemoteStore)
-        streamed.insert(o.tensor);
+        streamed.insert(the_tensor(o));
     const std::vector<int> loop_tensors = repeat_tensors_;
     for (int t : loop_tensors) {
       DeviceTensor& d = p_.tensors[static_cast<std::size_t>(t)];

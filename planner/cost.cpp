@@ -3,6 +3,9 @@
 
 #include <algorithm>
 
+#include "planner/operands.h"
+#include "planner/optimizer_kinds.h"
+
 namespace popkit::planner {
 namespace {
 
@@ -28,31 +31,31 @@ class Costs {
     switch (op.kind) {
       case OpKind::kHostLoad:
       case OpKind::kHostStore:
-        op.host_bytes = bytes(op.tensor);
+        op.host_bytes = bytes(the_tensor(op));
         break;
       case OpKind::kRemoteLoad:
       case OpKind::kRemoteStore:
-        op.remote_bytes = bytes(op.tensor);
+        op.remote_bytes = bytes(the_tensor(op));
         break;
       case OpKind::kAllGather: {
         // Each replica sends its shard to G-1 peers' rings and receives G-1 shards.
         const std::uint64_t g = u(op.grouping.group_size);
-        op.collective_bytes = 2 * (g - 1) * bytes(op.src);
+        op.collective_bytes = 2 * (g - 1) * bytes(op.inputs[shard_operand::kSrc]);
         break;
       }
       case OpKind::kReduceScatter: {
         const std::uint64_t g = u(op.grouping.group_size);
-        op.collective_bytes = 2 * (g - 1) * bytes(op.src) / g;
+        op.collective_bytes = 2 * (g - 1) * bytes(op.inputs[shard_operand::kSrc]) / g;
         break;
       }
       case OpKind::kAllReduce: {
         const std::uint64_t g = u(op.grouping.group_size);
-        op.collective_bytes = 4 * (g - 1) * bytes(op.tensor) / g;
+        op.collective_bytes = 4 * (g - 1) * bytes(the_tensor(op)) / g;
         break;
       }
       case OpKind::kForward: {
         const LayerInfo& l = layer(op.layer);
-        const std::uint64_t mb = rows(op.in);
+        const std::uint64_t mb = rows(op.inputs[forward_operand::kIn]);
         const std::uint64_t outs = mb * u(l.out_features);
         // x W: 2 mb in out; + b: mb out; activation per element.
         op.flops =
@@ -61,24 +64,24 @@ class Costs {
       }
       case OpKind::kLoss: {
         // softmax (exp, sum, divide), log, and the gradient: about 5 per logit.
-        op.flops = 5 * u(plan_.tensors[static_cast<std::size_t>(op.in)].nelms);
+        op.flops = 5 * u(nelms(op.inputs[loss_operand::kLogits]));
         break;
       }
       case OpKind::kBackward: {
         const LayerInfo& l = layer(op.layer);
-        const std::uint64_t mb = rows(op.in);
+        const std::uint64_t mb = rows(op.inputs[backward_operand::kIn]);
         const std::uint64_t w = u(l.in_features) * u(l.out_features);
         const std::uint64_t outs = mb * u(l.out_features);
-        op.flops = 2 * mb * w                       // in^T dz
-                   + (op.dx >= 0 ? 2 * mb * w : 0)  // dz W^T
-                   + outs                           // column sums for the bias
+        op.flops = 2 * mb * w                                                   // in^T dz
+                   + (op.outputs[backward_operand::kDx] >= 0 ? 2 * mb * w : 0)  // dz W^T
+                   + outs  // column sums for the bias
                    + outs * act_grad_flops(l.activation) +
                    3 * (w + u(l.out_features));  // running mean of the accumulators
         break;
       }
       case OpKind::kOptimizerStep:
-        // Two moments, bias correction, sqrt, divide, decay, update: ~12 per element.
-        op.flops = 12 * u(plan_.tensors[static_cast<std::size_t>(op.weight)].nelms);
+        op.flops = optimizer_flops_per_element(plan_.optimizer) *
+                   u(nelms(op.state[optimizer_operand::kWeight]));
         break;
       case OpKind::kRepeat:
         for (Op& inner : op.body) {
@@ -96,6 +99,7 @@ class Costs {
 
  private:
   std::uint64_t bytes(int t) const { return plan_.tensors[static_cast<std::size_t>(t)].nbytes; }
+  std::int64_t nelms(int t) const { return plan_.tensors[static_cast<std::size_t>(t)].nelms; }
   std::uint64_t rows(int t) const {
     const auto& shape = plan_.tensors[static_cast<std::size_t>(t)].shape;
     return shape.empty() ? 1 : u(shape[0]);

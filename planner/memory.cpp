@@ -2,11 +2,13 @@
 #include "planner/memory.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
 #include "config/error.h"
 #include "planner/names.h"
+#include "planner/operands.h"
 
 namespace popkit::planner {
 namespace {
@@ -33,9 +35,9 @@ class Walker {
       const Op& op = plan_.setup[i];
       op_index_ = i;
       if (op.kind == OpKind::kFree) fail(op, "setup never frees");
-      if (op.kind == OpKind::kAlloc && !tensor(op.tensor, op).always_live)
+      if (op.kind == OpKind::kAlloc && !tensor(the_tensor(op), op).always_live)
         fail(op, fmt::format("setup allocates '{}', which is not always-live",
-                             tensor(op.tensor, op).name));
+                             tensor(the_tensor(op), op).name));
       apply(op, false);
     }
     always_live_ = live_bytes_;
@@ -51,9 +53,9 @@ class Walker {
       for (std::size_t i = 0; i < phase.ops.size(); ++i) {
         op_index_ = i;
         const Op& op = phase.ops[i];
-        if (op.kind == OpKind::kAlloc && tensor(op.tensor, op).always_live)
+        if (op.kind == OpKind::kAlloc && tensor(the_tensor(op), op).always_live)
           fail(op, fmt::format("'{}' is always-live and allocated by setup only",
-                               tensor(op.tensor, op).name));
+                               tensor(the_tensor(op), op).name));
         apply(op, false);
         // Sample after the op (for a repeat: after each body op, all equal).
         if (live_bytes_ > r.memory.peak) {
@@ -101,14 +103,37 @@ class Walker {
     }
   }
 
+  // The op's operand lists have its kind's positions (planner/operands.h), each a
+  // tensor of the plan or -1; the single tensor of alloc, free and the other
+  // single-tensor kinds is never -1.
+  void check_operands(const Op& op) const {
+    const OpSignature sig = op_signature(op.kind, plan_.optimizer);
+    auto check = [&](const std::vector<int>& got, std::span<const std::string_view> want,
+                     const char* list) {
+      if (got.size() != want.size())
+        fail(op, fmt::format("has {} {} but a {} takes {} ({})", got.size(), list,
+                             op_kind_name(op.kind), want.size(), fmt::join(want, ", ")));
+      for (int t : got)
+        if (t >= 0) tensor(t, op);
+    };
+    check(op.inputs, sig.inputs, "inputs");
+    check(op.outputs, sig.outputs, "outputs");
+    check(op.state, sig.state, "state operands");
+    const bool single = sig.inputs.size() + sig.outputs.size() + sig.state.size() == 1 &&
+                        op.kind != OpKind::kRepeat;
+    if (single && the_tensor(op) < 0) fail(op, "names no tensor");
+  }
+
   void apply(const Op& op, bool in_repeat) {
+    check_operands(op);
     switch (op.kind) {
       case OpKind::kAlloc: {
         if (in_repeat) fail(op, "a repeat body never allocates");
-        const DeviceTensor& d = tensor(op.tensor, op);
-        if (live_[static_cast<std::size_t>(op.tensor)])
+        const int t = the_tensor(op);
+        const DeviceTensor& d = tensor(t, op);
+        if (live_[static_cast<std::size_t>(t)])
           fail(op, fmt::format("'{}' is already live", d.name));
-        live_[static_cast<std::size_t>(op.tensor)] = true;
+        live_[static_cast<std::size_t>(t)] = true;
         live_bytes_ += d.nbytes;
         by_class_[static_cast<std::size_t>(d.cls)] += d.nbytes;
         break;
@@ -116,10 +141,11 @@ class Walker {
       case OpKind::kFree: {
         if (in_repeat) fail(op, "a repeat body never frees");
         if (!in_phase_) fail(op, "setup never frees");
-        const DeviceTensor& d = tensor(op.tensor, op);
-        if (!live_[static_cast<std::size_t>(op.tensor)])
+        const int t = the_tensor(op);
+        const DeviceTensor& d = tensor(t, op);
+        if (!live_[static_cast<std::size_t>(t)])
           fail(op, fmt::format("frees '{}', which is not live", d.name));
-        live_[static_cast<std::size_t>(op.tensor)] = false;
+        live_[static_cast<std::size_t>(t)] = false;
         live_bytes_ -= d.nbytes;
         by_class_[static_cast<std::size_t>(d.cls)] -= d.nbytes;
         break;
@@ -129,10 +155,7 @@ class Walker {
         for (const Op& inner : op.body) apply(inner, true);
         break;
       default:
-        for (int t :
-             {op.tensor, op.src, op.dst, op.in, op.pre, op.out, op.labels, op.dy, op.dx, op.weight,
-              op.bias, op.grad_weight, op.grad_bias, op.grad, op.adam_m, op.adam_v})
-          require_live(t, op, in_repeat);
+        for_each_operand(op, [&](int t) { require_live(t, op, in_repeat); });
         break;
     }
   }

@@ -44,16 +44,16 @@ constexpr Table<IoMode, 3> kIoModes{
     {{IoMode::kCompute, "compute"}, {IoMode::kIo, "io"}, {IoMode::kIoOverlapped, "io_overlapped"}}};
 constexpr Table<config::ExecutionMode, 2> kModes{
     {{config::ExecutionMode::kPhased, "phased"}, {config::ExecutionMode::kStandard, "standard"}}};
-constexpr Table<VariableRole, 4> kRoles{{{VariableRole::kWeight, "weight"},
+constexpr Table<VariableRole, 3> kRoles{{{VariableRole::kWeight, "weight"},
                                          {VariableRole::kBias, "bias"},
-                                         {VariableRole::kAdamM, "adam_m"},
-                                         {VariableRole::kAdamV, "adam_v"}}};
+                                         {VariableRole::kOptimizerState, "optimizer_state"}}};
 constexpr Table<Stream, 3> kStreams{
     {{Stream::kImages, "images"}, {Stream::kLabels, "labels"}, {Stream::kLoss, "loss"}}};
 constexpr Table<ReduceOp, 2> kReduceOps{{{ReduceOp::kMean, "mean"}, {ReduceOp::kSum, "sum"}}};
 constexpr Table<RetrievalMode, 2> kRetrievalModes{{{RetrievalMode::kOnePerGroup, "one_per_group"},
                                                    {RetrievalMode::kAllReplicas, "all_replicas"}}};
-constexpr Table<config::OptimizerType, 1> kOptimizerTypes{{{config::OptimizerType::kAdam, "adam"}}};
+constexpr Table<config::OptimizerType, 2> kOptimizerTypes{
+    {{config::OptimizerType::kAdam, "adam"}, {config::OptimizerType::kSgd, "sgd"}}};
 
 template <typename E, std::size_t N>
 std::string_view name_in(const Table<E, N>& table, E value) {

@@ -88,13 +88,16 @@ struct LayerInfo {
   int row = 0;    // ... and its buffers, one row or entry each
 };
 
-enum class VariableRole { kWeight, kBias, kAdamM, kAdamV };
+// What a variable is to its layer: a parameter (weight or bias) or the optimizer's
+// state for one (Adam's moments, SGD's momentum buffer; the optimizer kind names them).
+enum class VariableRole { kWeight, kBias, kOptimizerState };
 
-// A named value that lives across optimizer steps: a weight, a bias, or an Adam
-// moment. Its home is a device tensor (always live) or a remote buffer entry. This is
-// what initialisation writes, what checkpoints save by name, and what retrieval reads.
+// A named value that lives across optimizer steps: a weight, a bias, or a piece of the
+// optimizer's state. Its home is a device tensor (always live) or a remote buffer entry.
+// This is what initialisation writes, what checkpoints save by name, and what retrieval
+// reads.
 struct Variable {
-  std::string name;  // "fc1.weight", "fc1.bias", "fc1.weight.adam_m", "fc1.weight.adam_v"
+  std::string name;  // "fc1.weight", "fc1.bias", "fc1.weight.adam_m", "fc1.weight.momentum"
   int layer = 0;
   VariableRole role = VariableRole::kWeight;
   TensorClass cls = TensorClass::kWeights;
@@ -133,20 +136,21 @@ enum class OpKind {
   kForward,        // layer: in -> pre (pre-activation, when the layer has one) -> out
   kLoss,           // logits, labels -> loss (1 element), dlogits (mean over the micro-batch)
   kBackward,       // layer: dy, in, pre, weight -> dx (when >= 0); accumulates dW, db
-  kOptimizerStep,  // Adam on one variable: weight, grad, adam_m, adam_v (full or shard)
+  kOptimizerStep,  // the optimizer on one variable: weight, grad, state (full or shard)
   kRepeat,         // body runs `steps` times; io_mode says how its streams move
 };
 
-// What each op computes, per replica r (the contract between planner and engine):
-//  kHostLoad images: dst [mb, prod(input_shape)] float32, the micro-batch of replica r
-//    at repeat step s, normalised (x - mean) / std. labels: dst [mb] float32 class ids.
+// What each op computes, per replica r (the contract between planner and engine). The
+// operands are named as in planner/operands.h, which gives their positions.
+//  kHostLoad images: tensor [mb, prod(input_shape)] float32, the micro-batch of replica
+//    r at repeat step s, normalised (x - mean) / std. labels: [mb] float32 class ids.
 //  kHostStore loss: the host records the loss of (r, s).
 //  kForward: pre = in * W + b (W [in, out], b [out]); out = act(pre). A layer without
-//    activation has pre == -1 and writes in * W + b to out.
-//  kLoss: out[0] = mean over the micro-batch of -log softmax(in)[label];
-//    dx = (softmax(in) - onehot(label)) / mb.
-//  kBackward: dz = dy * act'(pre) (dy itself when no activation; may be computed in
-//    place in dy); grad_weight = s/(s+1) * grad_weight + (in^T dz)/(s+1);
+//    activation has no pre (-1) and writes in * W + b to out.
+//  kLoss: loss[0] = mean over the micro-batch of -log softmax(logits)[label];
+//    dlogits = (softmax(logits) - onehot(label)) / mb.
+//  kBackward: dz = dy * act'(pre) (dy itself when no activation; computed in place in
+//    dy, which is why dy is state); grad_weight = s/(s+1) * grad_weight + (in^T dz)/(s+1);
 //    grad_bias likewise with the column sums of dz; dx = dz W^T when dx >= 0.
 //    s is the enclosing repeat's step (0 outside a repeat).
 //  kAllReduce: tensor = mean (or sum) over the members of r's group in `grouping`,
@@ -157,43 +161,35 @@ enum class OpKind {
 //  kAllGather: dst (flat) = the shards of r's group in `grouping`, in rank order,
 //    truncated to dst.nelms.
 //  kSliceShard: dst = slice (rank of r in `grouping`) of src, zero past the end.
-//  kOptimizerStep: Adam (popxl-addons) on weight, with grad, adam_m, adam_v of equal
-//    nelms; the step counter t is per optimizer step, incremented before use.
+//  kOptimizerStep: the plan's optimizer (planner/optimizer_kinds.h) on weight, with grad
+//    and the optimizer's state tensors, all of equal nelms; the step counter t is per
+//    optimizer step, incremented before use.
 //  Sums in collectives always run in replica order, so results never depend on timing.
 
-// One op. Fields not used by a kind keep their defaults (-1 or empty).
+// One op: a kind, its operand tensors and its attributes. Operands are device tensor
+// indices by position (planner/operands.h names the positions of each kind); a position
+// the op does not use holds -1. inputs are read, outputs written, state read and
+// updated in place. Attributes a kind does not use keep their defaults.
 struct Op {
   OpKind kind = OpKind::kAlloc;
   std::string label;  // for printouts, e.g. "load x row 0"
 
-  int tensor = -1;  // kAlloc kFree kZero kRemoteLoad kRemoteStore kHostLoad kHostStore kAllReduce
-  int src = -1;     // kAllGather kReduceScatter kSliceShard
-  int dst = -1;     // kAllGather kReduceScatter kSliceShard
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  std::vector<int> state;
 
+  // Attributes.
+  int layer = -1;     // kForward kBackward kOptimizerStep
+  int variable = -1;  // kOptimizerStep: the weight's Variable index
   // Remote ops. entry >= 0: that entry. entry < 0: batch-serial, entry = row * steps + s.
   int buffer = -1;
   std::int64_t entry = -1;
   std::int64_t row = -1;
-
   Stream stream = Stream::kImages;  // host ops
-
   // Collectives.
   ReplicaGrouping grouping;
   ReplicaGrouping shard_grouping;  // kReduceScatter
   ReduceOp reduce = ReduceOp::kMean;
-
-  // Compute. kForward: in, pre, out.  kLoss: in (logits), labels, out (loss), dx (dlogits).
-  // kBackward: dy, in, pre, dx, weight, grad_weight, grad_bias; the gradients are a
-  // running mean over the repeat steps: acc = s/(s+1) * acc + g/(s+1)  (popxl-addons).
-  // The engine may overwrite dy while computing dx.
-  // kOptimizerStep: variable (the weight's Variable index), weight, grad, adam_m, adam_v.
-  int layer = -1;
-  int variable = -1;
-  int in = -1, pre = -1, out = -1, labels = -1;
-  int dy = -1, dx = -1;
-  int weight = -1, bias = -1, grad_weight = -1, grad_bias = -1;
-  int grad = -1, adam_m = -1, adam_v = -1;
-
   // kRepeat.
   std::int64_t steps = 0;
   IoMode io_mode = IoMode::kCompute;
@@ -246,7 +242,7 @@ struct HostMemory {
 };
 
 struct Plan {
-  int version = 1;  // of the plan file format
+  int version = 2;  // of the plan file format (planner/plan_read.cpp)
   std::string name;
   std::int64_t replication_factor = 1;
   std::int64_t micro_batch_size = 1;

@@ -24,12 +24,13 @@ json grouping_json(const ReplicaGrouping& g) {
 json op_json(const Op& op) {
   json j = {{"kind", name_of(op.kind)}};
   if (!op.label.empty()) j["label"] = op.label;
+  // Operands by position (planner/operands.h), -1 where a position is unused.
+  if (!op.inputs.empty()) j["inputs"] = op.inputs;
+  if (!op.outputs.empty()) j["outputs"] = op.outputs;
+  if (!op.state.empty()) j["state"] = op.state;
   auto put = [&](const char* key, std::int64_t value) {
     if (value >= 0) j[key] = value;
   };
-  put("tensor", op.tensor);
-  put("src", op.src);
-  put("dst", op.dst);
   put("buffer", op.buffer);
   put("entry", op.entry);
   put("row", op.row);
@@ -53,19 +54,6 @@ json op_json(const Op& op) {
   }
   put("layer", op.layer);
   put("variable", op.variable);
-  put("in", op.in);
-  put("pre", op.pre);
-  put("out", op.out);
-  put("labels", op.labels);
-  put("dy", op.dy);
-  put("dx", op.dx);
-  put("weight", op.weight);
-  put("bias", op.bias);
-  put("grad_weight", op.grad_weight);
-  put("grad_bias", op.grad_bias);
-  put("grad", op.grad);
-  put("adam_m", op.adam_m);
-  put("adam_v", op.adam_v);
   if (op.kind == OpKind::kRepeat) {
     j["steps"] = op.steps;
     j["io_mode"] = name_of(op.io_mode);
@@ -88,14 +76,21 @@ json ops_json(const std::vector<Op>& ops) {
 }  // namespace
 
 json optimizer_json(const config::Optimizer& o) {
-  return {{"type", name_of(o.type)},
-          {"lr", o.lr},
-          {"beta1", o.beta1},
-          {"beta2", o.beta2},
-          {"eps", o.eps},
-          {"weight_decay", o.weight_decay},
-          {"bias_correction", o.bias_correction},
-          {"first_order_dtype", name_of(o.first_order_dtype)}};
+  json j = {{"type", name_of(o.type)}, {"lr", o.lr}, {"weight_decay", o.weight_decay}};
+  switch (o.type) {
+    case config::OptimizerType::kAdam:
+      j["beta1"] = o.beta1;
+      j["beta2"] = o.beta2;
+      j["eps"] = o.eps;
+      j["bias_correction"] = o.bias_correction;
+      j["first_order_dtype"] = name_of(o.first_order_dtype);
+      break;
+    case config::OptimizerType::kSgd:
+      j["momentum"] = o.momentum;
+      j["nesterov"] = o.nesterov;
+      break;
+  }
+  return j;
 }
 
 nlohmann::json plan_to_json(const Plan& plan) {

@@ -25,7 +25,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kPlanVersion = 1;
+// 2: ops name their tensors in inputs, outputs and state lists (planner/operands.h).
+constexpr int kPlanVersion = 2;
 
 // Values quoted in an error message are cut to this many bytes, so a message stays a line.
 constexpr std::size_t kMaxShown = 40;
@@ -143,6 +144,26 @@ class Reader {
     }
     return out;
   }
+  // An op's operand list: tensor indices, -1 for an unused position; absent is empty.
+  std::vector<int> operands(const json& obj, const std::string& path, const char* key) const {
+    std::vector<int> out;
+    if (!obj.contains(key)) return out;
+    const json& a = array(obj, path, key);
+    const std::string p = join(path, key);
+    out.reserve(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].is_number_integer())
+        fail(index(p, i), fmt::format("expected a tensor index, got {}", shown(a[i])));
+      const bool in_range =
+          a[i].is_number_unsigned()
+              ? a[i].get<std::uint64_t>() <= static_cast<std::uint64_t>(kMaxInt)
+              : a[i].get<std::int64_t>() >= -1 && a[i].get<std::int64_t>() <= kMaxInt;
+      if (!in_range)
+        fail(index(p, i), fmt::format("{} is not a tensor index (-1 to {})", shown(a[i]), kMaxInt));
+      out.push_back(a[i].get<int>());
+    }
+    return out;
+  }
   std::vector<std::string> strings(const json& obj, const std::string& path,
                                    const char* key) const {
     std::vector<std::string> out;
@@ -178,9 +199,9 @@ class Reader {
     Op o;
     o.kind = enumeration<OpKind>(j, path, "kind");
     if (j.contains("label")) o.label = string(j, path, "label");
-    o.tensor = small_or(j, path, "tensor", -1);
-    o.src = small_or(j, path, "src", -1);
-    o.dst = small_or(j, path, "dst", -1);
+    o.inputs = operands(j, path, "inputs");
+    o.outputs = operands(j, path, "outputs");
+    o.state = operands(j, path, "state");
     o.buffer = small_or(j, path, "buffer", -1);
     o.entry = j.contains("entry") ? integer(j, path, "entry") : -1;
     o.row = j.contains("row") ? integer(j, path, "row") : -1;
@@ -190,19 +211,6 @@ class Reader {
     if (j.contains("reduce")) o.reduce = enumeration<ReduceOp>(j, path, "reduce");
     o.layer = small_or(j, path, "layer", -1);
     o.variable = small_or(j, path, "variable", -1);
-    o.in = small_or(j, path, "in", -1);
-    o.pre = small_or(j, path, "pre", -1);
-    o.out = small_or(j, path, "out", -1);
-    o.labels = small_or(j, path, "labels", -1);
-    o.dy = small_or(j, path, "dy", -1);
-    o.dx = small_or(j, path, "dx", -1);
-    o.weight = small_or(j, path, "weight", -1);
-    o.bias = small_or(j, path, "bias", -1);
-    o.grad_weight = small_or(j, path, "grad_weight", -1);
-    o.grad_bias = small_or(j, path, "grad_bias", -1);
-    o.grad = small_or(j, path, "grad", -1);
-    o.adam_m = small_or(j, path, "adam_m", -1);
-    o.adam_v = small_or(j, path, "adam_v", -1);
     if (o.kind == OpKind::kRepeat) {
       o.steps = integer(j, path, "steps");
       o.io_mode = enumeration<IoMode>(j, path, "io_mode");
@@ -340,7 +348,10 @@ Plan Reader::plan(const json& j) const {
   if (version > kPlanVersion)
     fail("version",
          fmt::format("plan format {} is newer than this build reads ({})", version, kPlanVersion));
-  if (version < 1) fail("version", fmt::format("{} is not a plan format version", version));
+  if (version < kPlanVersion)
+    fail("version", fmt::format("plan format {} is older than this build reads ({}): plan the "
+                                "config again with this build's popplan plan",
+                                version, kPlanVersion));
   p.version = static_cast<int>(version);
   p.name = string(j, "", "name");
   p.replication_factor = integer(j, "", "replication_factor");
@@ -360,12 +371,17 @@ Plan Reader::plan(const json& j) const {
     const json& o = field(j, "", "optimizer");
     p.optimizer.type = enumeration<config::OptimizerType>(o, "optimizer", "type");
     p.optimizer.lr = number(o, "optimizer", "lr");
-    p.optimizer.beta1 = number(o, "optimizer", "beta1");
-    p.optimizer.beta2 = number(o, "optimizer", "beta2");
-    p.optimizer.eps = number(o, "optimizer", "eps");
     p.optimizer.weight_decay = number(o, "optimizer", "weight_decay");
-    p.optimizer.bias_correction = boolean(o, "optimizer", "bias_correction");
-    p.optimizer.first_order_dtype = enumeration<DType>(o, "optimizer", "first_order_dtype");
+    if (p.optimizer.type == config::OptimizerType::kAdam) {
+      p.optimizer.beta1 = number(o, "optimizer", "beta1");
+      p.optimizer.beta2 = number(o, "optimizer", "beta2");
+      p.optimizer.eps = number(o, "optimizer", "eps");
+      p.optimizer.bias_correction = boolean(o, "optimizer", "bias_correction");
+      p.optimizer.first_order_dtype = enumeration<DType>(o, "optimizer", "first_order_dtype");
+    } else {
+      p.optimizer.momentum = number(o, "optimizer", "momentum");
+      p.optimizer.nesterov = boolean(o, "optimizer", "nesterov");
+    }
   }
   auto from = [this](auto member) { return split_ != nullptr ? &(split_->*member) : nullptr; };
   p.layers = list<LayerInfo>(j, "", "layers", from(&PlanSplit::Arrays::layers),

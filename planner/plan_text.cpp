@@ -10,6 +10,7 @@
 
 #include "planner/host_memory.h"
 #include "planner/names.h"
+#include "planner/operands.h"
 
 namespace popkit::planner {
 namespace {
@@ -128,6 +129,25 @@ const std::string& tensor_name(const Plan& plan, int t) {
              : kNone;
 }
 
+// "label: in a, weight b, bias c -> out d, pre e": the operands by their positions'
+// names, unused positions left out.
+void print_operands(Printer& out, const Plan& plan, const Op& op) {
+  const OpSignature sig = op_signature(op.kind, plan.optimizer);
+  auto list = [&](const std::vector<int>& ts, std::span<const std::string_view> names) {
+    std::string text;
+    for (std::size_t i = 0; i < ts.size() && i < names.size(); ++i) {
+      if (ts[i] < 0) continue;
+      if (!text.empty()) text += ", ";
+      text += fmt::format("{} {}", names[i], tensor_name(plan, ts[i]));
+    }
+    return text;
+  };
+  const std::string outputs = list(op.outputs, sig.outputs);
+  const std::string state = list(op.state, sig.state);
+  out.print(" {}: {}{}{}{}{}", op.label, list(op.inputs, sig.inputs), outputs.empty() ? "" : " -> ",
+            outputs, state.empty() ? "" : "; updates ", state);
+}
+
 // One op's line, without the indent and the newline: the kind in 15 columns, the label,
 // and what the kind shows.
 void print_op(Printer& out, const Plan& plan, const Op& op) {
@@ -141,19 +161,10 @@ void print_op(Printer& out, const Plan& plan, const Op& op) {
       return out.print(" {}  [{}; shards {}]", op.label, grouping_text(op.grouping),
                        grouping_text(op.shard_grouping));
     case OpKind::kForward:
-      if (op.pre >= 0)
-        return out.print(" {}: {} -> {} -> {}", op.label, tensor_name(plan, op.in),
-                         tensor_name(plan, op.pre), tensor_name(plan, op.out));
-      return out.print(" {}: {} -> {}", op.label, tensor_name(plan, op.in),
-                       tensor_name(plan, op.out));
-    case OpKind::kBackward:
-      return out.print(" {}: dy {} -> dx {}; grads {}, {}", op.label, tensor_name(plan, op.dy),
-                       tensor_name(plan, op.dx), tensor_name(plan, op.grad_weight),
-                       tensor_name(plan, op.grad_bias));
     case OpKind::kLoss:
-      return out.print(" {}: {}, {} -> {}, {}", op.label, tensor_name(plan, op.in),
-                       tensor_name(plan, op.labels), tensor_name(plan, op.out),
-                       tensor_name(plan, op.dx));
+    case OpKind::kBackward:
+    case OpKind::kOptimizerStep:
+      return print_operands(out, plan, op);
     default:
       return out.print(" {}", op.label);
   }

@@ -18,6 +18,7 @@
 namespace popkit::engine {
 
 struct AdamParams;
+struct SgdParams;
 
 struct Kernels {
   const char* level;         // "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4" or "native"
@@ -40,6 +41,8 @@ struct Kernels {
                     const AdamParams& p);
   void (*adam_step_half_m)(float* w, const float* g, void* m_half, float* v, std::int64_t n,
                            std::int64_t t, const AdamParams& p);
+  // sgd.h; b (the momentum buffer) is null without momentum.
+  void (*sgd_step)(float* w, const float* g, float* b, std::int64_t n, const SgdParams& p);
   // Elementwise: x[i] += y[i];  out[i] = x[i] + y[i];  x[i] /= d.
   void (*add)(float* x, const float* y, std::int64_t n);
   void (*sum)(float* out, const float* x, const float* y, std::int64_t n);

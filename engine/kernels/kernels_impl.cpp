@@ -8,6 +8,7 @@
 #include "engine/kernels/kernels.h"
 #include "engine/tensor/adam_step.h"
 #include "engine/tensor/layers.h"
+#include "engine/tensor/sgd.h"
 
 #ifndef POPKIT_KERNEL_SYMBOL
 #error "POPKIT_KERNEL_SYMBOL names this level's table (set by engine/CMakeLists.txt)"
@@ -47,6 +48,9 @@ void adam_half(float* w, const float* g, void* m, float* v, std::int64_t n, std:
                const AdamParams& p) {
   adam_step(w, g, static_cast<Eigen::half*>(m), v, n, t, p);
 }
+void sgd(float* w, const float* g, float* b, std::int64_t n, const SgdParams& p) {
+  sgd_step(w, g, b, n, p);
+}
 void add(float* x, const float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
@@ -83,6 +87,7 @@ const popkit::engine::Kernels POPKIT_KERNEL_SYMBOL = {
     .softmax_cross_entropy = &popkit::engine::loss,
     .adam_step = &popkit::engine::adam,
     .adam_step_half_m = &popkit::engine::adam_half,
+    .sgd_step = &popkit::engine::sgd,
     .add = &popkit::engine::add,
     .sum = &popkit::engine::sum,
     .divide = &popkit::engine::divide,

@@ -228,7 +228,7 @@ LoadedCheckpoint check_checkpoint(SafeTensorsFile file, const std::string& path,
     if (n_bad > 0)
       throw Error("{}: tensor {}: {} of {} values are not finite (NaN or Inf){}", path, name, n_bad,
                   values.size(), t.dtype == "F64" ? " as float32" : "");
-    if (v.role == VariableRole::kAdamV) {
+    if (v.role == VariableRole::kOptimizerState && v.name.ends_with(".adam_v")) {
       const auto n_negative =
           std::count_if(values.begin(), values.end(), [](float x) { return x < 0.0f; });
       if (n_negative > 0)

@@ -14,6 +14,7 @@
 #include "engine/tensor/adam_step.h"
 #include "engine/tensor/init.h"
 #include "engine/tensor/layers.h"
+#include "engine/tensor/sgd.h"
 
 using namespace popkit::engine;
 using popkit::config::Activation;
@@ -244,6 +245,38 @@ BOOST_AUTO_TEST_CASE(adam_matches_the_reference) {
         const double mhi = 0.9 * double(float(Eigen::half(m0[i]))) + 0.1 * g[i];
         BOOST_TEST(std::abs(double(float(mh[i])) - mhi) <= 1e-3 * std::abs(mhi) + 1e-7);
         check_near(vh[i], vi, 1.0, "v (float16 m)");
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(sgd_matches_the_reference) {
+  // Awkward sizes: one element, less than a packet, a packet and one, past every block.
+  for (const std::int64_t n : {1, 7, 17, 513}) {
+    const auto w0 = random_floats(n, 21), g = random_floats(n, 22), b0 = random_floats(n, 23);
+    for (const bool nesterov : {false, true}) {
+      for (const double mu : {0.0, 0.9}) {
+        if (nesterov && mu == 0.0) continue;
+        const SgdParams p{0.05f, static_cast<float>(mu), 0.01f, nesterov};
+        for (const Kernels* k : runnable_levels()) {
+          BOOST_TEST_CONTEXT(k->level << ", n " << n << ", momentum " << mu << ", nesterov "
+                                      << nesterov) {
+            std::vector<float> w(w0), b(b0);
+            k->sgd_step(w.data(), g.data(), mu != 0.0 ? b.data() : nullptr, n, p);
+            for (std::size_t i = 0; i < w.size(); ++i) {
+              const double d = double(g[i]) + 0.01 * w0[i];
+              double step = d;
+              if (mu != 0.0) {
+                const double bi = mu * b0[i] + d;
+                check_near(b[i], bi, 2.0, "momentum buffer");
+                step = nesterov ? d + mu * bi : bi;
+              } else {
+                BOOST_TEST(b[i] == b0[i]);  // no buffer: untouched
+              }
+              check_near(w[i], w0[i] - 0.05 * step, 2.0, "w");
+            }
+          }
+        }
       }
     }
   }

@@ -120,10 +120,36 @@ class MappedBatches final : public engine::BatchSource {
 
 BOOST_AUTO_TEST_SUITE(equivalence)
 
+// The optimizers of the equivalence tests: Adam with either first-moment dtype, SGD
+// with Nesterov momentum and weight decay (a momentum buffer per parameter), plain SGD
+// (no optimizer state at all).
+struct OptimizerCase {
+  std::string name;
+  config::Optimizer optimizer;
+};
+std::vector<OptimizerCase> optimizer_cases() {
+  config::Optimizer adam = base_config(1, 1, 1).training.optimizer;
+  config::Optimizer adam16 = adam;
+  adam16.first_order_dtype = config::DType::kFloat16;
+  config::Optimizer nesterov;
+  nesterov.type = config::OptimizerType::kSgd;
+  nesterov.lr = 0.05;
+  nesterov.momentum = 0.9;
+  nesterov.nesterov = true;
+  nesterov.weight_decay = 1e-3;
+  config::Optimizer sgd;
+  sgd.type = config::OptimizerType::kSgd;
+  sgd.lr = 0.05;
+  return {{"adam", adam},
+          {"adam, float16 first order", adam16},
+          {"sgd, nesterov momentum", nesterov},
+          {"sgd", sgd}};
+}
+
 BOOST_AUTO_TEST_CASE(sharding_modes_and_io_modes_are_bitwise_identical) {
-  for (const auto fo : {config::DType::kFloat32, config::DType::kFloat16}) {
+  for (const OptimizerCase& opt : optimizer_cases()) {
     config::Config ref = base_config(4, 2, 3);
-    ref.training.optimizer.first_order_dtype = fo;
+    ref.training.optimizer = opt.optimizer;
     const auto expected = run(ref, 3);
     struct Variant {
       std::string name;
@@ -179,7 +205,7 @@ BOOST_AUTO_TEST_CASE(sharding_modes_and_io_modes_are_bitwise_identical) {
          }},
     };
     for (const auto& v : variants) {
-      BOOST_TEST_CONTEXT(v.name << (fo == config::DType::kFloat16 ? ", float16 first order" : "")) {
+      BOOST_TEST_CONTEXT(v.name << ", " << opt.name) {
         config::Config c = ref;
         v.change(c);
         BOOST_TEST(bitwise_equal(run(c, 3), expected));
@@ -250,19 +276,30 @@ BOOST_AUTO_TEST_CASE(replicas_are_data_parallelism) {
   // same global batches, so the same weights up to float rounding. Tolerance: the
   // gradients differ by summation order only (~1e-7 relative); after 3 Adam steps every
   // variable agrees to 2e-6 of its largest magnitude (measured: 6e-7).
-  const auto dp = run(base_config(4, 2, 3), 3);
-  const auto single = run(base_config(1, 24, 1), 3);
-  BOOST_REQUIRE_EQUAL(dp.size(), single.size());
-  double worst = 0;
-  for (std::size_t v = 0; v < dp.size(); ++v) {
-    double scale = 0;
-    for (float x : single[v]) scale = std::max(scale, double{std::abs(x)});
-    for (std::size_t i = 0; i < dp[v].size(); ++i)
-      worst = std::max(worst, std::abs(double{dp[v][i]} - single[v][i]) / std::max(scale, 1e-30));
+  // SGD with momentum likewise (the momentum buffer is a sum of the same gradients).
+  for (const OptimizerCase& opt : optimizer_cases()) {
+    if (opt.name != "adam" && opt.name != "sgd, nesterov momentum") continue;
+    BOOST_TEST_CONTEXT(opt.name) {
+      config::Config dp_config = base_config(4, 2, 3);
+      config::Config single_config = base_config(1, 24, 1);
+      dp_config.training.optimizer = single_config.training.optimizer = opt.optimizer;
+      const auto dp = run(dp_config, 3);
+      const auto single = run(single_config, 3);
+      BOOST_REQUIRE_EQUAL(dp.size(), single.size());
+      double worst = 0;
+      for (std::size_t v = 0; v < dp.size(); ++v) {
+        double scale = 0;
+        for (float x : single[v]) scale = std::max(scale, double{std::abs(x)});
+        for (std::size_t i = 0; i < dp[v].size(); ++i)
+          worst =
+              std::max(worst, std::abs(double{dp[v][i]} - single[v][i]) / std::max(scale, 1e-30));
+      }
+      BOOST_TEST_MESSAGE(opt.name << ": largest difference relative to the variable's scale: "
+                                  << worst);
+      BOOST_TEST(worst < 2e-6);
+      BOOST_TEST(!bitwise_equal(dp, single));  // really a different computation
+    }
   }
-  BOOST_TEST_MESSAGE("largest difference relative to the variable's scale: " << worst);
-  BOOST_TEST(worst < 2e-6);
-  BOOST_TEST(!bitwise_equal(dp, single));  // really a different computation
 }
 
 BOOST_AUTO_TEST_CASE(groups_train_apart_and_replicas_of_a_group_agree) {

@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <stdexcept>
 
 #include "config/error.h"
 #include "planner/build.h"
@@ -92,10 +93,37 @@ BOOST_AUTO_TEST_CASE(written_plans_validate_against_the_schema) {
   BOOST_TEST(std::system(cmd.c_str()) == 0);
 }
 
-BOOST_AUTO_TEST_CASE(a_newer_version_is_refused) {
+BOOST_AUTO_TEST_CASE(another_version_is_refused) {
   json j = plan_to_json(build_plan(test::tiny_standard()));
-  j["version"] = 2;
-  BOOST_TEST(error_of(j) == "plan.json: version: plan format 2 is newer than this build reads (1)");
+  j["version"] = 3;
+  BOOST_TEST(error_of(j) == "plan.json: version: plan format 3 is newer than this build reads (2)");
+  j["version"] = 1;  // ops with a field per operand
+  BOOST_TEST(
+      error_of(j) ==
+      "plan.json: version: plan format 1 is older than this build reads (2): plan the config "
+      "again with this build's popplan plan");
+}
+
+BOOST_AUTO_TEST_CASE(operand_lists_follow_the_kind) {
+  const json good = plan_to_json(build_plan(test::tiny_standard()));
+  // The first op inside the repeat loop that is a forward.
+  auto forward = [](json& j) -> json& {
+    for (json& op : j["phases"][0]["ops"])
+      if (op["kind"] == "repeat")
+        for (json& inner : op["body"])
+          if (inner["kind"] == "forward") return inner;
+    throw std::runtime_error("no forward");
+  };
+  json j = good;
+  forward(j)["inputs"].erase(2);
+  BOOST_TEST(error_of(j).find("(forward): has 2 inputs but a forward takes 3 (in, weight, bias)") !=
+                 std::string::npos,
+             error_of(j));
+  j = good;
+  forward(j)["inputs"][1] = -2;
+  BOOST_TEST(error_of(j).find("inputs[1]: -2 is not a tensor index (-1 to 2147483647)") !=
+                 std::string::npos,
+             error_of(j));
 }
 
 BOOST_AUTO_TEST_CASE(errors_name_the_file_and_the_field) {
@@ -113,7 +141,7 @@ BOOST_AUTO_TEST_CASE(errors_name_the_file_and_the_field) {
   BOOST_TEST(error_of(j) ==
              "plan.json: tensors[2].nbytes: expected a non-negative integer, got \"many\"");
   j = good;
-  j["phases"][0]["ops"][0]["tensor"] = 99;
+  j["phases"][0]["ops"][0]["outputs"][0] = 99;
   BOOST_TEST(error_of(j) ==
              "plan.json: plan: phase 'forward+loss+backward+optimizer', op 0 (alloc): tensor index "
              "99 out of range");
@@ -140,7 +168,7 @@ BOOST_AUTO_TEST_CASE(reading_the_text_gives_the_same_errors) {
   });
   variant([](json& j) { j["phases"][2]["ops"][3].erase("kind"); });
   variant([](json& j) { j["phases"][2]["ops"] = 5; });
-  variant([](json& j) { j["phases"][1]["ops"][0]["tensor"] = 999; });  // check_plan
+  variant([](json& j) { j["phases"][1]["ops"][0]["outputs"][0] = 999; });  // check_plan
   variant([](json& j) { j["setup"][0] = "alloc"; });
   variant([](json& j) { j["layers"][1].erase("name"); });
   variant([](json& j) { j["variables"][3]["sharded"] = 1; });
@@ -165,11 +193,11 @@ BOOST_AUTO_TEST_CASE(integers_beyond_their_field_are_errors) {
   json j = good;
   j["version"] = 4294967297;  // was read as version 1
   BOOST_TEST(error_of(j) ==
-             "plan.json: version: plan format 4294967297 is newer than this build reads (1)");
+             "plan.json: version: plan format 4294967297 is newer than this build reads (2)");
   j = good;
-  j["phases"][0]["ops"][0]["tensor"] = 4294967296;  // was read as tensor 0
+  j["phases"][0]["ops"][0]["outputs"][0] = 4294967296;  // was read as tensor 0
   BOOST_TEST(error_of(j) ==
-             "plan.json: phases[0].ops[0].tensor: 4294967296 is out of range (-2147483648 to "
+             "plan.json: phases[0].ops[0].outputs[0]: 4294967296 is not a tensor index (-1 to "
              "2147483647)");
   j = good;
   j["replication_factor"] = 18446744073709551615u;  // was read as -1

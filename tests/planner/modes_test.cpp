@@ -3,11 +3,26 @@
 #include <boost/test/unit_test.hpp>
 
 #include "planner/build.h"
+#include "planner/operands.h"
 #include "tests/planner/configs.h"
 #include "tests/planner/helpers.h"
 
 using namespace popkit::planner;
 using Lines = std::vector<std::string>;
+
+namespace {
+
+// `want` appears in `ops` as a run of consecutive lines, from the first line equal to
+// want[0] on.
+void expect_run(const Lines& ops, const Lines& want) {
+  const auto first = std::find(ops.begin(), ops.end(), want[0]);
+  BOOST_REQUIRE(first != ops.end());
+  BOOST_REQUIRE(ops.end() - first >= static_cast<std::ptrdiff_t>(want.size()));
+  const Lines got(first, first + static_cast<std::ptrdiff_t>(want.size()));
+  BOOST_TEST(got == want, boost::test_tools::per_element());
+}
+
+}  // namespace
 
 namespace {
 bool has(const Lines& lines, const std::string& line) {
@@ -189,10 +204,7 @@ BOOST_AUTO_TEST_CASE(sharded_state_with_full_weight_slices_updates_and_gathers) 
                    "free fc4.weight.shard",
                    "remote_store fc4.weight -> fc4.weight[0]",
                    "free fc4.weight"};
-  const auto first = std::find(ops.begin(), ops.end(), want[0]);
-  BOOST_REQUIRE(first != ops.end());
-  const Lines got(first, first + static_cast<std::ptrdiff_t>(want.size()));
-  BOOST_TEST(got == want, boost::test_tools::per_element());
+  expect_run(ops, want);
 }
 
 BOOST_AUTO_TEST_CASE(sharded_weight_with_full_state_all_reduces_and_slices_home) {
@@ -215,14 +227,12 @@ BOOST_AUTO_TEST_CASE(sharded_weight_with_full_state_all_reduces_and_slices_home)
                    "free fc4.weight",
                    "remote_store fc4.weight.shard -> fc4.weight[0]",
                    "free fc4.weight.shard"};
-  const auto first = std::find(ops.begin(), ops.end(), want[0]);
-  BOOST_REQUIRE(first != ops.end());
-  const Lines got(first, first + static_cast<std::ptrdiff_t>(want.size()));
-  BOOST_TEST(got == want, boost::test_tools::per_element());
+  expect_run(ops, want);
   // The optimizer step reads the full (gathered) weight.
   for (const Op& op : p.phases[3].ops)
     if (op.kind == OpKind::kOptimizerStep && op.label == "adam fc4.weight")
-      BOOST_TEST(p.tensors[static_cast<std::size_t>(op.weight)].name == "fc4.weight");
+      BOOST_TEST(p.tensors[static_cast<std::size_t>(op.state[optimizer_operand::kWeight])].name ==
+                 "fc4.weight");
 }
 
 BOOST_AUTO_TEST_CASE(reductions_run_inside_variable_groups) {
@@ -240,6 +250,59 @@ BOOST_AUTO_TEST_CASE(reductions_run_inside_variable_groups) {
     }
     if (op.kind == OpKind::kAllReduce) BOOST_TEST((op.grouping == ReplicaGrouping{4, 2, 1}));
   }
+}
+
+BOOST_AUTO_TEST_CASE(sgd_momentum_is_state_like_adams_moments) {
+  // The momentum buffer is a variable per parameter: sharded under RTS, remote with
+  // remote.optimizer_state, loaded, updated and stored home around the step.
+  auto c = test::mnist_phased();
+  c.sharding.weights = false;
+  c.training.optimizer = {};
+  c.training.optimizer.type = popkit::config::OptimizerType::kSgd;
+  c.training.optimizer.momentum = 0.9;
+  const Plan p = build_plan(c);
+  const Variable& m = test::variable(p, "fc4.weight.momentum");
+  BOOST_TEST((m.role == VariableRole::kOptimizerState));
+  BOOST_TEST(m.sharded);
+  BOOST_TEST(m.remote);
+  BOOST_TEST((m.dtype == DType::kFloat32));
+  for (const Variable& v : p.variables)
+    BOOST_TEST(v.name.find("adam") == std::string::npos, v.name);
+  const Lines ops = test::op_lines(p.phases[3].ops);
+  const Lines want{"slice_shard fc4.weight -> fc4.weight.shard",
+                   "alloc fc4.weight.momentum",
+                   "remote_load fc4.weight.momentum[0] -> fc4.weight.momentum",
+                   "optimizer_step sgd fc4.weight",
+                   "free fc4.weight.grad.shard",
+                   "remote_store fc4.weight.momentum -> fc4.weight.momentum[0]",
+                   "free fc4.weight.momentum",
+                   "all_gather fc4.weight.shard -> fc4.weight"};
+  expect_run(ops, want);
+  // The step's operands: the gradient in, the weight shard and the buffer updated.
+  for (const Op& op : p.phases[3].ops)
+    if (op.kind == OpKind::kOptimizerStep && op.label == "sgd fc4.weight") {
+      BOOST_TEST(op.inputs.size() == 1u);
+      BOOST_REQUIRE(op.state.size() == 2u);
+      BOOST_TEST(
+          p.tensors[static_cast<std::size_t>(op.state[optimizer_operand::kFirstState])].name ==
+          "fc4.weight.momentum");
+    }
+}
+
+BOOST_AUTO_TEST_CASE(sgd_without_momentum_keeps_no_state) {
+  // torch.optim.SGD keeps no buffer without momentum: no optimizer state to plan, store
+  // or checkpoint; the gradient is reduced where the weight lives.
+  auto c = test::mnist_phased();
+  c.training.optimizer = {};
+  c.training.optimizer.type = popkit::config::OptimizerType::kSgd;
+  const Plan p = build_plan(c);
+  BOOST_TEST(p.variables.size() == 8u);  // 4 layers x (weight, bias)
+  for (const Variable& v : p.variables) BOOST_TEST((v.role != VariableRole::kOptimizerState));
+  for (const Phase& ph : p.phases)
+    BOOST_TEST(ph.memory.peak_by_class[static_cast<std::size_t>(TensorClass::kOptimizerState)] ==
+               0u);
+  const Plan adam = build_plan(test::mnist_phased());
+  BOOST_TEST(p.streaming_bytes < adam.streaming_bytes);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,6 +4,7 @@
 
 #include "config/error.h"
 #include "planner/build.h"
+#include "planner/operands.h"
 #include "tests/planner/configs.h"
 #include "tests/planner/helpers.h"
 
@@ -174,9 +175,10 @@ BOOST_AUTO_TEST_CASE(identical_layers_share_graph_buffers_and_tensors) {
   BOOST_TEST(test::variable(p, "fc2.weight").buffer == test::variable(p, "fc3.weight").buffer);
   BOOST_TEST(test::variable(p, "fc3.weight.adam_v").entry == 1);
   // Phases 2 and 3 run the same graph on the same device tensors.
-  BOOST_TEST(test::repeat_of(p.phases[1]).body[1].out == test::repeat_of(p.phases[2]).body[1].out);
-  BOOST_TEST(test::repeat_of(p.phases[1]).body[1].weight ==
-             test::repeat_of(p.phases[2]).body[1].weight);
+  const Op& fc2 = test::repeat_of(p.phases[1]).body[1];
+  const Op& fc3 = test::repeat_of(p.phases[2]).body[1];
+  BOOST_TEST(fc2.outputs[forward_operand::kOut] == fc3.outputs[forward_operand::kOut]);
+  BOOST_TEST(fc2.inputs[forward_operand::kWeight] == fc3.inputs[forward_operand::kWeight]);
   // 4 layers, 3 graphs: 3 * 6 variable buffers + x, dx, pre.
   BOOST_TEST(p.buffers.size() == 21u);
 }

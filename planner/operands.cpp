@@ -1,0 +1,78 @@
+// The operand positions of every op kind (planner/operands.h).
+#include "planner/operands.h"
+
+#include <array>
+
+#include "config/error.h"
+#include "planner/names.h"
+
+namespace popkit::planner {
+namespace {
+
+using Names = std::span<const std::string_view>;
+
+constexpr std::array<std::string_view, 1> kTensor{"tensor"};
+constexpr std::array<std::string_view, 1> kSrc{"src"};
+constexpr std::array<std::string_view, 1> kDst{"dst"};
+constexpr std::array<std::string_view, 3> kForwardIn{"in", "weight", "bias"};
+constexpr std::array<std::string_view, 2> kForwardOut{"out", "pre"};
+constexpr std::array<std::string_view, 2> kLossIn{"logits", "labels"};
+constexpr std::array<std::string_view, 2> kLossOut{"loss", "dlogits"};
+constexpr std::array<std::string_view, 3> kBackwardIn{"in", "pre", "weight"};
+constexpr std::array<std::string_view, 1> kBackwardOut{"dx"};
+constexpr std::array<std::string_view, 3> kBackwardState{"dy", "grad_weight", "grad_bias"};
+constexpr std::array<std::string_view, 1> kGrad{"grad"};
+constexpr std::array<std::string_view, 3> kAdamState{"weight", "adam_m", "adam_v"};
+constexpr std::array<std::string_view, 2> kMomentumState{"weight", "momentum"};
+constexpr std::array<std::string_view, 1> kWeightOnly{"weight"};
+
+Names optimizer_state_names(const config::Optimizer& o) {
+  switch (o.type) {
+    case config::OptimizerType::kAdam:
+      return kAdamState;
+    case config::OptimizerType::kSgd:
+      return o.momentum != 0.0 ? Names(kMomentumState) : Names(kWeightOnly);
+  }
+  return kWeightOnly;
+}
+
+}  // namespace
+
+OpSignature op_signature(OpKind kind, const config::Optimizer& optimizer) {
+  switch (kind) {
+    case OpKind::kAlloc:
+    case OpKind::kZero:
+    case OpKind::kRemoteLoad:
+    case OpKind::kHostLoad:
+      return {{}, kTensor, {}};
+    case OpKind::kFree:
+    case OpKind::kRemoteStore:
+    case OpKind::kHostStore:
+      return {kTensor, {}, {}};
+    case OpKind::kAllReduce:
+      return {{}, {}, kTensor};
+    case OpKind::kAllGather:
+    case OpKind::kReduceScatter:
+    case OpKind::kSliceShard:
+      return {kSrc, kDst, {}};
+    case OpKind::kForward:
+      return {kForwardIn, kForwardOut, {}};
+    case OpKind::kLoss:
+      return {kLossIn, kLossOut, {}};
+    case OpKind::kBackward:
+      return {kBackwardIn, kBackwardOut, kBackwardState};
+    case OpKind::kOptimizerStep:
+      return {kGrad, {}, optimizer_state_names(optimizer)};
+    case OpKind::kRepeat:
+      return {};
+  }
+  return {};
+}
+
+int the_tensor(const Op& op) {
+  for (const auto* list : {&op.outputs, &op.inputs, &op.state})
+    if (!list->empty()) return (*list)[kTheTensor];
+  return -1;
+}
+
+}  // namespace popkit::planner

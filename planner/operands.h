@@ -1,0 +1,73 @@
+// The operands of each op kind by position (plan.h's Op): the one place that says which
+// tensor of an op's inputs, outputs and state is which. The plan writer and reader, the
+// text printer, the memory walk, the cost model and the engine's checks walk operands
+// through op_signature and for_each_operand; builders and kernels name positions with
+// the constants below.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+#include "planner/plan.h"
+
+namespace popkit::planner {
+
+// Single-tensor kinds keep their tensor at position 0: in outputs (alloc, zero,
+// remote_load, host_load), inputs (free, remote_store, host_store) or state (all_reduce).
+inline constexpr std::size_t kTheTensor = 0;
+
+// all_gather, reduce_scatter, slice_shard: inputs {src}, outputs {dst}.
+namespace shard_operand {
+inline constexpr std::size_t kSrc = 0;
+inline constexpr std::size_t kDst = 0;
+}  // namespace shard_operand
+
+// forward (linear): inputs {in, weight, bias}, outputs {out, pre}.
+namespace forward_operand {
+inline constexpr std::size_t kIn = 0, kWeight = 1, kBias = 2;
+inline constexpr std::size_t kOut = 0, kPre = 1;
+}  // namespace forward_operand
+
+// loss: inputs {logits, labels}, outputs {loss, dlogits}.
+namespace loss_operand {
+inline constexpr std::size_t kLogits = 0, kLabels = 1;
+inline constexpr std::size_t kLoss = 0, kDlogits = 1;
+}  // namespace loss_operand
+
+// backward (linear): inputs {in, pre, weight}, outputs {dx}, state {dy, grad_weight,
+// grad_bias} (dy is overwritten with dz).
+namespace backward_operand {
+inline constexpr std::size_t kIn = 0, kPre = 1, kWeight = 2;
+inline constexpr std::size_t kDx = 0;
+inline constexpr std::size_t kDy = 0, kGradWeight = 1, kGradBias = 2;
+}  // namespace backward_operand
+
+// optimizer_step: inputs {grad}, state {weight, then the optimizer's state in the order
+// optimizer_state() lists it}.
+namespace optimizer_operand {
+inline constexpr std::size_t kGrad = 0;
+inline constexpr std::size_t kWeight = 0, kFirstState = 1;
+}  // namespace optimizer_operand
+
+// The names of an op's operand positions. An optimizer step's state follows the plan's
+// optimizer (weight, adam_m, adam_v for Adam).
+struct OpSignature {
+  std::span<const std::string_view> inputs;
+  std::span<const std::string_view> outputs;
+  std::span<const std::string_view> state;
+};
+OpSignature op_signature(OpKind kind, const config::Optimizer& optimizer);
+
+// The single tensor of alloc, free, zero, remote and host loads and stores, all_reduce.
+[[nodiscard]] int the_tensor(const Op& op);
+
+// fn(tensor, position name) over every operand in use (>= 0): inputs, outputs, state.
+template <typename Fn>
+void for_each_operand(const Op& op, Fn&& fn) {
+  for (const auto* list : {&op.inputs, &op.outputs, &op.state})
+    for (int t : *list)
+      if (t >= 0) fn(t);
+}
+
+}  // namespace popkit::planner
