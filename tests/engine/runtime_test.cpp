@@ -68,12 +68,24 @@ BOOST_AUTO_TEST_CASE(all_reduce_sum_with_stride) {
 }
 
 BOOST_AUTO_TEST_CASE(sum_runs_in_replica_order) {
-  // (1e8 + 1) + -1e8 = 0 in float, while 1e8 + (1 + -1e8) would be 1 or 0 differently;
-  // replica order fixes the answer: ((x0 + x1) + x2).
-  auto c = make_in_process_collectives(3);
-  PerReplica t{{{1e8f}, {1.0f}, {-1e8f}}};
-  c->all_reduce({3, 3, 1}, ReduceOp::kSum, t.buffers());
-  BOOST_TEST(t.values[0][0] == (1e8f + 1.0f) + -1e8f);
+  // x = {1, 1e8, -1e8}: in replica order (1 + 1e8) + -1e8 = 1e8 - 1e8 = 0 in float (1 is
+  // lost in 1e8's rounding); reversed, (-1e8 + 1e8) + 1 = 1. Only replica order gives 0,
+  // in all_reduce and in reduce_scatter alike, whichever thread runs which replica.
+  const std::vector<float> x{1.0f, 1e8f, -1e8f};
+  volatile float x0 = x[0], x1 = x[1], x2 = x[2];  // no constant folding of the sanity check
+  BOOST_REQUIRE((x0 + x1) + x2 == 0.0f);
+  BOOST_REQUIRE((x2 + x1) + x0 == 1.0f);
+  for (int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    auto c = make_in_process_collectives(3, &pool);
+    PerReplica t{{{x[0], x[0]}, {x[1], x[1]}, {x[2], x[2]}}};
+    c->all_reduce({3, 3, 1}, ReduceOp::kSum, t.buffers());
+    for (const auto& v : t.values) BOOST_TEST(v == (std::vector<float>{0.0f, 0.0f}));
+    PerReplica full{{{x[0], x[0], x[0]}, {x[1], x[1], x[1]}, {x[2], x[2], x[2]}}};
+    PerReplica shard = filled(3, 1);
+    c->reduce_scatter({3, 3, 1}, {3, 3, 1}, ReduceOp::kSum, full.buffers(), shard.buffers());
+    for (const auto& v : shard.values) BOOST_TEST(v[0] == 0.0f);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(reduce_scatter_pads_the_last_shard) {
