@@ -14,15 +14,20 @@ namespace popkit::config {
 
 inline constexpr int kSchemaVersion = 1;
 
-enum class LayerType { kLinear };
+enum class LayerType { kLinear, kDropout };
 enum class Activation { kNone, kGelu, kRelu };
 enum class Loss { kSoftmaxCrossEntropy };
 
+// linear: y = act(x W + b). dropout: inverted dropout, y = x * mask / (1 - rate) in
+// training (a sample's mask from training.seed, the optimizer step, its index in the
+// global batch and the layer), y = x in evaluation; its output has its input's width,
+// which validation writes into out_features.
 struct Layer {
   std::string name;  // unique, [A-Za-z_][A-Za-z0-9_]*
   LayerType type = LayerType::kLinear;
   std::int64_t out_features = 0;  // >= 1
   Activation activation = Activation::kNone;
+  double rate = 0.0;  // dropout: [0, 1)
 };
 
 struct Init {

@@ -13,7 +13,7 @@ const std::vector<Section>& sections() {
        {"version", "name", "model", "replication", "variables", "sharding", "remote", "execution",
         "training", "data", "eval", "device"}},
       {"model", {"input_shape", "layers", "loss", "init", "init_from"}},
-      {"model.layers[]", {"name", "type", "out_features", "activation"}},
+      {"model.layers[]", {"name", "type", "out_features", "activation", "rate"}},
       {"model.init", {"weights", "biases", "seed"}},
       {"model.init.weights", {"normal"}},
       {"model.init.weights.normal", {"mean", "std"}},

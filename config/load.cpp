@@ -279,7 +279,8 @@ class MapReader {
 
 const Choices<Activation> kActivations{
     {"none", Activation::kNone}, {"gelu", Activation::kGelu}, {"relu", Activation::kRelu}};
-const Choices<LayerType> kLayerTypes{{"linear", LayerType::kLinear}};
+const Choices<LayerType> kLayerTypes{{"linear", LayerType::kLinear},
+                                     {"dropout", LayerType::kDropout}};
 const Choices<Loss> kLosses{{"softmax_cross_entropy", Loss::kSoftmaxCrossEntropy}};
 const Choices<bool> kBiasInits{{"zeros", true}, {"normal", false}};
 const Choices<RetrievalMode> kRetrievalModes{{"one_per_group", RetrievalMode::kOnePerGroup},
@@ -380,6 +381,22 @@ class ConfigReader {
     if (const auto* n = l.require("name", node.location))
       d_.string(*n, l.child("name"), layer.name);
     if (const auto* n = l.get("type")) d_.choice(*n, l.child("type"), kLayerTypes, layer.type);
+    if (layer.type == LayerType::kDropout) {
+      // Its width is its input's, and it has no activation.
+      for (const char* key : {"out_features", "activation"})
+        if (const auto* n = l.get(key))
+          d_.bad(*n, l.child(key),
+                 fmt::format("a dropout layer takes name, type and rate, not {}{}", key,
+                             std::string_view(key) == "out_features"
+                                 ? " (its output has its input's width)"
+                                 : ""));
+      if (const auto* n = l.require("rate", node.location))
+        d_.number(*n, l.child("rate"), layer.rate);
+      return layer;
+    }
+    if (const auto* n = l.get("rate"))
+      d_.bad(*n, l.child("rate"),
+             "rate is a key of dropout layers (type: dropout), not of linear ones");
     if (const auto* n = l.require("out_features", node.location)) {
       d_.integer(*n, l.child("out_features"), layer.out_features);
     }

@@ -178,7 +178,7 @@ class Checker {
     std::int64_t in_features = n_inputs;
     bool features_ok = inputs_ok;
     for (std::size_t i = 0; i < m.layers.size(); ++i) {
-      const Layer& layer = m.layers[i];
+      Layer& layer = m.layers[i];
       const std::string path = fmt::format("model.layers[{}]", i);
       if (ok(path + ".name")) {
         if (!is_name(layer.name)) {
@@ -190,6 +190,19 @@ class Checker {
                                             "names must be unique",
                                             layer.name, it->second));
         }
+      }
+      if (layer.type == LayerType::kDropout) {
+        // Inverted dropout keeps a fraction 1 - rate and scales it by 1 / (1 - rate).
+        if (ok(path + ".rate") && !(layer.rate >= 0 && layer.rate < 1))
+          error(path + ".rate",
+                fmt::format("a dropout rate must be in [0, 1), got {}", layer.rate));
+        if (i + 1 == m.layers.size())
+          error(path + ".type",
+                fmt::format("the last layer gives the logits and must be linear, but '{}' is a "
+                            "dropout layer",
+                            layer.name));
+        layer.out_features = in_features;  // the input's width
+        continue;
       }
       if (!at_least(path + ".out_features", layer.out_features, 1)) {
         features_ok = false;

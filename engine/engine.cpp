@@ -22,6 +22,7 @@
 #include "engine/runtime/memory_account.h"
 #include "engine/runtime/remote_store.h"
 #include "engine/runtime/thread_pool.h"
+#include "engine/tensor/dropout.h"
 #include "engine/tensor/init.h"
 #include "engine/tensor/layers.h"
 #include "engine/tensor/optimizer.h"
@@ -234,6 +235,16 @@ struct Engine::Impl {
     return d.shape[0];
   }
 
+  // Dropout maps [n, width] to [n, width], forward (in -> out) and backward (dy -> dx).
+  void check_dropout(const Op& op, const planner::LayerInfo& l, int from, int to) const {
+    const std::int64_t n = rows_of(from, op, "the dropout input");
+    need_shape(from, op, {n, l.in_features}, "the dropout input");
+    need_shape(to, op, {n, l.in_features}, "the dropout output");
+    if (l.in_features != l.out_features || !(l.rate >= 0 && l.rate < 1))
+      throw Error("plan: {}, op '{}': dropout layer {} has {} -> {} features and rate {}", where,
+                  op.label, l.name, l.in_features, l.out_features, l.rate);
+  }
+
   void check_op(const Op& op) {
     namespace fo = planner::forward_operand;
     namespace lo = planner::loss_operand;
@@ -241,7 +252,7 @@ struct Engine::Impl {
     namespace oo = planner::optimizer_operand;
     namespace so = planner::shard_operand;
     // The positions of the op's kind, every operand a tensor of the plan.
-    const planner::OpSignature sig = planner::op_signature(op.kind, plan.optimizer);
+    const planner::OpSignature sig = planner::op_signature(op, plan);
     auto positions = [&](const std::vector<int>& got, std::span<const std::string_view> want,
                          const char* list) {
       if (got.size() != want.size())
@@ -317,6 +328,11 @@ struct Engine::Impl {
       }
       case OpKind::kForward: {
         const auto& l = layer_of(op);
+        if (l.kind == config::LayerType::kDropout) {
+          check_dropout(op, l, op.inputs[planner::dropout_operand::kIn],
+                        op.outputs[planner::dropout_operand::kOut]);
+          break;
+        }
         const int in = op.inputs[fo::kIn], pre = op.outputs[fo::kPre];
         const std::int64_t n = rows_of(in, op, "the layer input");
         need_shape(in, op, {n, l.in_features}, "the layer input");
@@ -343,6 +359,11 @@ struct Engine::Impl {
       }
       case OpKind::kBackward: {
         const auto& l = layer_of(op);
+        if (l.kind == config::LayerType::kDropout) {
+          check_dropout(op, l, op.inputs[planner::dropout_operand::kDy],
+                        op.outputs[planner::dropout_operand::kDx]);
+          break;
+        }
         const int dy = op.state[bo::kDy], dx = op.outputs[bo::kDx], pre = op.inputs[bo::kPre];
         const std::int64_t n = rows_of(dy, op, "the output gradient");
         need_shape(dy, op, {n, l.out_features}, "the output gradient");
@@ -504,6 +525,10 @@ struct Engine::Impl {
       case OpKind::kForward: {
         namespace fo = planner::forward_operand;
         const auto& l = layer_of(op);
+        if (l.kind == config::LayerType::kDropout) {
+          dropout(op, l, rep, r, s);
+          return;
+        }
         const int in = op.inputs[fo::kIn], pre_t = op.outputs[fo::kPre];
         const std::int64_t n = tensor(in).shape[0];
         const float* x = f32(rep, in, s, op);
@@ -535,6 +560,10 @@ struct Engine::Impl {
       case OpKind::kBackward: {
         namespace bo = planner::backward_operand;
         const auto& l = layer_of(op);
+        if (l.kind == config::LayerType::kDropout) {
+          dropout(op, l, rep, r, s);  // dx = dy with the same mask
+          return;
+        }
         const int dy = op.state[bo::kDy], dx_t = op.outputs[bo::kDx];
         const std::int64_t n = tensor(dy).shape[0];
         const std::int64_t in = l.in_features, out = l.out_features;
@@ -587,6 +616,19 @@ struct Engine::Impl {
       default:
         POPKIT_ASSERT(false);
     }
+  }
+
+  // Forward (in -> out) and backward (dy -> dx) of a dropout layer: the mask of the
+  // sample at row i is keyed by (seed, optimizer step, its index in the global batch,
+  // layer); replica r at accumulation step s holds samples (s R + r) B + i (the host
+  // arrays' layout, engine/data/batch_source.h).
+  void dropout(const Op& op, const planner::LayerInfo& l, Replica& rep, std::int64_t r,
+               std::int64_t s) {
+    const int from = op.inputs[0], to = op.outputs[0];
+    const std::int64_t n = tensor(from).shape[0];
+    const std::int64_t first_sample = (s * n_replicas + r) * plan.micro_batch_size;
+    dropout_rows(f32(rep, from, s, op), f32(rep, to, s, op), n, l.in_features, l.rate, plan.seed,
+                 steps_done + 1, first_sample, op.layer);
   }
 
   void host_load(const Op& op, Replica& rep, std::int64_t r, std::int64_t s) {
@@ -1128,6 +1170,7 @@ EvalResult Engine::evaluate(const Dataset& data, std::int64_t micro_batch_size,
     }
     for (std::size_t l = 0; l < m.plan.layers.size(); ++l) {
       const auto& info = m.plan.layers[l];
+      if (info.kind == config::LayerType::kDropout) continue;  // the identity in evaluation
       y.resize(static_cast<std::size_t>(n * info.out_features));
       m.kern.linear_act_forward_columns(info.activation, x.data(), weights[l].data(),
                                         biases[l].data(), y.data(), y.data(), n, info.in_features,

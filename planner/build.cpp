@@ -140,6 +140,7 @@ class Builder {
     sharding_on_ = c_.sharding.enabled && p_.sharding_grouping.group_size > 1;
     p_.sharding_threshold = sharding_on_ ? c_.sharding.threshold : 0;
     p_.optimizer = t.optimizer;
+    p_.seed = t.seed;
     mb_ = t.micro_batch_size;
     steps_ = t.gradient_accumulation;
   }
@@ -149,15 +150,19 @@ class Builder {
     if (layers.empty()) throw Error("model.layers: a model needs at least one layer");
     n_ = static_cast<int>(layers.size());
     std::int64_t in = product(c_.model.input_shape);
-    // Identical layers (same in, out, activation) share one graph, one row each.
-    std::map<std::tuple<std::int64_t, std::int64_t, int>, int> graph_of;
+    // Identical layers (same kind, in, out, activation, rate) share one graph, one row each.
+    std::map<std::tuple<int, std::int64_t, std::int64_t, int, double>, int> graph_of;
     for (const auto& l : layers) {
       LayerInfo info;
       info.name = l.name;
+      info.kind = l.type;
       info.in_features = in;
-      info.out_features = l.out_features;
-      info.activation = l.activation;
-      const auto key = std::make_tuple(in, l.out_features, static_cast<int>(l.activation));
+      const bool dropout = l.type == config::LayerType::kDropout;
+      info.out_features = dropout ? in : l.out_features;  // dropout keeps the width
+      info.activation = dropout ? Activation::kNone : l.activation;
+      info.rate = dropout ? l.rate : 0.0;
+      const auto key = std::make_tuple(static_cast<int>(info.kind), in, info.out_features,
+                                       static_cast<int>(info.activation), info.rate);
       auto [it, added] = graph_of.emplace(key, static_cast<int>(graph_layers_.size()));
       if (added) graph_layers_.emplace_back();
       info.graph = it->second;
@@ -165,9 +170,15 @@ class Builder {
       graph_layers_[static_cast<std::size_t>(info.graph)].push_back(
           static_cast<int>(p_.layers.size()));
       p_.layers.push_back(info);
-      in = l.out_features;
+      in = info.out_features;
     }
-    p_.n_classes = layers.back().out_features;
+    p_.n_classes = in;
+    // Layer k's backward computes its input's gradient only when a layer before it has
+    // parameters to train.
+    params_before_.assign(static_cast<std::size_t>(n_), false);
+    for (int k = 1; k < n_; ++k)
+      params_before_[static_cast<std::size_t>(k)] =
+          params_before_[static_cast<std::size_t>(k - 1)] || has_params(k - 1);
     // A graph of one layer is named after it; shared graphs are "inner", "inner2", ...
     int n_shared = 0;
     for (const auto& members : graph_layers_) {
@@ -181,12 +192,16 @@ class Builder {
   }
 
   const LayerInfo& layer(int k) const { return p_.layers[static_cast<std::size_t>(k)]; }
+  // Linear layers have a weight and a bias; dropout has no variables.
+  bool has_params(int k) const { return layer(k).kind == config::LayerType::kLinear; }
+  bool needs_dx(int k) const { return params_before_[static_cast<std::size_t>(k)]; }
   std::int64_t n_shards() const { return p_.sharding_grouping.group_size; }
 
   void add_variables() {
     params_.assign(static_cast<std::size_t>(n_), {});
     std::unordered_map<std::string, int> buffer_of;
     for (int k = 0; k < n_; ++k) {
+      if (!has_params(k)) continue;
       const LayerInfo& l = layer(k);
       const std::string& graph = graph_names_[static_cast<std::size_t>(l.graph)];
       const auto rows =
@@ -352,7 +367,7 @@ class Builder {
     std::vector<int> x_layers, dx_layers, pre_layers;
     for (int j = 0; j + 1 < n_; ++j) {
       if (fwd_at(j + 1) != fwd_at(j) || bwd_at(j + 1) != fwd_at(j)) x_layers.push_back(j);
-      if (bwd_at(j + 1) != bwd_at(j)) dx_layers.push_back(j);
+      if (bwd_at(j + 1) != bwd_at(j) && needs_dx(j + 1)) dx_layers.push_back(j);
     }
     for (int k = 0; k < n_; ++k)
       if (layer(k).activation != Activation::kNone && bwd_at(k) != fwd_at(k))
@@ -706,7 +721,8 @@ class Builder {
 
     // Parameters first: loaded once per phase, all-gathered where sharded.
     for (const Item& it : items) {
-      const bool needs_weight = !it.backward || it.layer > 0;  // backward needs W for dx
+      if (!has_params(it.layer)) continue;
+      const bool needs_weight = !it.backward || needs_dx(it.layer);  // backward needs W for dx
       if (needs_weight) ensure_full(pre_, it.layer, kWeightParam);
       if (!it.backward) ensure_full(pre_, it.layer, kBiasParam);
     }
@@ -731,20 +747,23 @@ class Builder {
       const LayerInfo& l = layer(k);
       const std::string p = prefix(k);
       if (!it.backward) {
-        namespace fo = forward_operand;
         Op f = op(OpKind::kForward, l.name);
         f.layer = k;
-        f.inputs = {input_of(k), state(k, kWeightParam).full, state(k, kBiasParam).full};
-        f.outputs = {-1, -1};
-        if (l.activation != Activation::kNone) {
-          f.outputs[fo::kPre] =
-              repeat_tensor(p + ".pre", TensorClass::kActivations, {mb_, l.out_features});
-          pre[k] = f.outputs[fo::kPre];
+        const int in = input_of(k);
+        int pre_k = -1;
+        if (has_params(k) && l.activation != Activation::kNone) {
+          pre_k = repeat_tensor(p + ".pre", TensorClass::kActivations, {mb_, l.out_features});
+          pre[k] = pre_k;
         }
         const int out = repeat_tensor(p + ".out", TensorClass::kActivations, {mb_, l.out_features});
-        f.outputs[fo::kOut] = out;
+        if (has_params(k)) {  // forward_operand: {in, weight, bias} -> {out, pre}
+          f.inputs = {in, state(k, kWeightParam).full, state(k, kBiasParam).full};
+          f.outputs = {out, pre_k};
+        } else {  // dropout_operand: {in} -> {out}
+          f.inputs = {in};
+          f.outputs = {out};
+        }
         x.at(k + 1) = out;
-        const int pre_k = f.outputs[fo::kPre];
         body_.push_back(std::move(f));
         const Slot& xs = x_slot_[static_cast<std::size_t>(k)];
         if (xs.buffer >= 0) remote_store(body_, xs.buffer, xs.row, -1, out);
@@ -769,6 +788,27 @@ class Builder {
         continue;
       }
       // Backward of layer k.
+      if (!has_params(k)) {
+        // Dropout: dx = dy * mask / (1 - rate), only when a layer before it trains.
+        if (!needs_dx(k)) continue;
+        int& dy = dx.at(k + 1);
+        if (dy < 0) {
+          const Slot& s = dx_slot_[static_cast<std::size_t>(k)];
+          POPKIT_ASSERT(s.buffer >= 0);
+          dy = repeat_tensor(p + ".dy", TensorClass::kIoSlots, {mb_, l.out_features});
+          remote_load(body_, s.buffer, s.row, -1, dy);
+        }
+        Op b = op(OpKind::kBackward, l.name);
+        b.layer = k;
+        const int dx_k = repeat_tensor(p + ".dx", TensorClass::kActivations, {mb_, l.in_features});
+        b.inputs = {dy};
+        b.outputs = {dx_k};
+        dx.at(k) = dx_k;
+        body_.push_back(std::move(b));
+        const Slot& s = dx_slot_[static_cast<std::size_t>(k - 1)];
+        if (s.buffer >= 0) remote_store(body_, s.buffer, s.row, -1, dx_k);
+        continue;
+      }
       namespace bo = backward_operand;
       Op b = op(OpKind::kBackward, l.name);
       b.layer = k;
@@ -796,7 +836,7 @@ class Builder {
         }
         b.inputs[bo::kPre] = found->second;
       }
-      if (k > 0) {
+      if (needs_dx(k)) {
         b.inputs[bo::kWeight] = state(k, kWeightParam).full;
         b.outputs[bo::kDx] =
             repeat_tensor(p + ".dx", TensorClass::kActivations, {mb_, l.in_features});
@@ -815,7 +855,7 @@ class Builder {
       b.state[bo::kGradBias] = gb;
       const int dx_k = b.outputs[bo::kDx];
       body_.push_back(std::move(b));
-      if (k > 0) {
+      if (needs_dx(k)) {
         const Slot& s = dx_slot_[static_cast<std::size_t>(k - 1)];
         if (s.buffer >= 0) remote_store(body_, s.buffer, s.row, -1, dx_k);
       }
@@ -978,6 +1018,7 @@ class Builder {
   std::unordered_map<std::string, int> tensor_of_;
   std::vector<int> fwd_phase_, bwd_phase_;
   std::vector<Slot> x_slot_, dx_slot_, pre_slot_;
+  std::vector<bool> params_before_;  // per layer: a layer before it has parameters
 
   // The phase being built.
   std::vector<Op> pre_, body_, post_;  // before, inside and after the repeat loop

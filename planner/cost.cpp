@@ -22,6 +22,9 @@ std::uint64_t act_grad_flops(Activation a) {
   return a == Activation::kGelu ? 12 : a == Activation::kRelu ? 1 : 0;
 }
 
+// Dropout per element: the mask's hash, the compare and the scale.
+constexpr std::uint64_t kDropoutFlops = 4;
+
 class Costs {
  public:
   explicit Costs(Plan& plan) : plan_(plan) {}
@@ -55,6 +58,10 @@ class Costs {
       }
       case OpKind::kForward: {
         const LayerInfo& l = layer(op.layer);
+        if (l.kind == config::LayerType::kDropout) {
+          op.flops = kDropoutFlops * u(nelms(op.inputs[dropout_operand::kIn]));
+          break;
+        }
         const std::uint64_t mb = rows(op.inputs[forward_operand::kIn]);
         const std::uint64_t outs = mb * u(l.out_features);
         // x W: 2 mb in out; + b: mb out; activation per element.
@@ -69,6 +76,10 @@ class Costs {
       }
       case OpKind::kBackward: {
         const LayerInfo& l = layer(op.layer);
+        if (l.kind == config::LayerType::kDropout) {
+          op.flops = kDropoutFlops * u(nelms(op.inputs[dropout_operand::kDy]));
+          break;
+        }
         const std::uint64_t mb = rows(op.inputs[backward_operand::kIn]);
         const std::uint64_t w = u(l.in_features) * u(l.out_features);
         const std::uint64_t outs = mb * u(l.out_features);

@@ -107,7 +107,7 @@ class Walker {
   // tensor of the plan or -1; the single tensor of alloc, free and the other
   // single-tensor kinds is never -1.
   void check_operands(const Op& op) const {
-    const OpSignature sig = op_signature(op.kind, plan_.optimizer);
+    const OpSignature sig = op_signature(op, plan_);
     auto check = [&](const std::vector<int>& got, std::span<const std::string_view> want,
                      const char* list) {
       if (got.size() != want.size())

@@ -21,6 +21,10 @@ constexpr std::array<std::string_view, 2> kLossOut{"loss", "dlogits"};
 constexpr std::array<std::string_view, 3> kBackwardIn{"in", "pre", "weight"};
 constexpr std::array<std::string_view, 1> kBackwardOut{"dx"};
 constexpr std::array<std::string_view, 3> kBackwardState{"dy", "grad_weight", "grad_bias"};
+constexpr std::array<std::string_view, 1> kIn{"in"};
+constexpr std::array<std::string_view, 1> kOut{"out"};
+constexpr std::array<std::string_view, 1> kDy{"dy"};
+constexpr std::array<std::string_view, 1> kDx{"dx"};
 constexpr std::array<std::string_view, 1> kGrad{"grad"};
 constexpr std::array<std::string_view, 3> kAdamState{"weight", "adam_m", "adam_v"};
 constexpr std::array<std::string_view, 2> kMomentumState{"weight", "momentum"};
@@ -36,10 +40,17 @@ Names optimizer_state_names(const config::Optimizer& o) {
   return kWeightOnly;
 }
 
+config::LayerType layer_kind(const Op& op, const Plan& plan) {
+  return op.layer >= 0 && static_cast<std::size_t>(op.layer) < plan.layers.size()
+             ? plan.layers[static_cast<std::size_t>(op.layer)].kind
+             : config::LayerType::kLinear;
+}
+
 }  // namespace
 
-OpSignature op_signature(OpKind kind, const config::Optimizer& optimizer) {
-  switch (kind) {
+OpSignature op_signature(const Op& op, const Plan& plan) {
+  const bool dropout = layer_kind(op, plan) == config::LayerType::kDropout;
+  switch (op.kind) {
     case OpKind::kAlloc:
     case OpKind::kZero:
     case OpKind::kRemoteLoad:
@@ -56,13 +67,15 @@ OpSignature op_signature(OpKind kind, const config::Optimizer& optimizer) {
     case OpKind::kSliceShard:
       return {kSrc, kDst, {}};
     case OpKind::kForward:
+      if (dropout) return {kIn, kOut, {}};
       return {kForwardIn, kForwardOut, {}};
     case OpKind::kLoss:
       return {kLossIn, kLossOut, {}};
     case OpKind::kBackward:
+      if (dropout) return {kDy, kDx, {}};
       return {kBackwardIn, kBackwardOut, kBackwardState};
     case OpKind::kOptimizerStep:
-      return {kGrad, {}, optimizer_state_names(optimizer)};
+      return {kGrad, {}, optimizer_state_names(plan.optimizer)};
     case OpKind::kRepeat:
       return {};
   }

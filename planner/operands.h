@@ -29,6 +29,13 @@ inline constexpr std::size_t kIn = 0, kWeight = 1, kBias = 2;
 inline constexpr std::size_t kOut = 0, kPre = 1;
 }  // namespace forward_operand
 
+// forward (dropout): inputs {in}, outputs {out}; backward (dropout): inputs {dy},
+// outputs {dx}. The mask is drawn again in backward from the same key, never stored.
+namespace dropout_operand {
+inline constexpr std::size_t kIn = 0, kOut = 0;
+inline constexpr std::size_t kDy = 0, kDx = 0;
+}  // namespace dropout_operand
+
 // loss: inputs {logits, labels}, outputs {loss, dlogits}.
 namespace loss_operand {
 inline constexpr std::size_t kLogits = 0, kLabels = 1;
@@ -50,14 +57,15 @@ inline constexpr std::size_t kGrad = 0;
 inline constexpr std::size_t kWeight = 0, kFirstState = 1;
 }  // namespace optimizer_operand
 
-// The names of an op's operand positions. An optimizer step's state follows the plan's
-// optimizer (weight, adam_m, adam_v for Adam).
+// The names of an op's operand positions. A forward or backward follows its layer's
+// kind; an optimizer step's state follows the plan's optimizer (weight, adam_m, adam_v
+// for Adam). A layer index out of range counts as linear (the walk reports it).
 struct OpSignature {
   std::span<const std::string_view> inputs;
   std::span<const std::string_view> outputs;
   std::span<const std::string_view> state;
 };
-OpSignature op_signature(OpKind kind, const config::Optimizer& optimizer);
+OpSignature op_signature(const Op& op, const Plan& plan);
 
 // The single tensor of alloc, free, zero, remote and host loads and stores, all_reduce.
 [[nodiscard]] int the_tensor(const Op& op);

@@ -55,6 +55,9 @@ constexpr Table<RetrievalMode, 2> kRetrievalModes{{{RetrievalMode::kOnePerGroup,
 constexpr Table<config::OptimizerType, 2> kOptimizerTypes{
     {{config::OptimizerType::kAdam, "adam"}, {config::OptimizerType::kSgd, "sgd"}}};
 
+constexpr Table<config::LayerType, 2> kLayerTypes{
+    {{config::LayerType::kLinear, "linear"}, {config::LayerType::kDropout, "dropout"}}};
+
 template <typename E, std::size_t N>
 std::string_view name_in(const Table<E, N>& table, E value) {
   for (const auto& [e, name] : table)
@@ -84,6 +87,8 @@ constexpr const auto& table_of() {
     return kReduceOps;
   else if constexpr (std::is_same_v<E, RetrievalMode>)
     return kRetrievalModes;
+  else if constexpr (std::is_same_v<E, config::LayerType>)
+    return kLayerTypes;
   else {
     static_assert(std::is_same_v<E, config::OptimizerType>, "no name table for this enum");
     return kOptimizerTypes;
@@ -148,6 +153,7 @@ POPKIT_ENUM(Stream)
 POPKIT_ENUM(ReduceOp)
 POPKIT_ENUM(RetrievalMode)
 POPKIT_ENUM(config::OptimizerType)
+POPKIT_ENUM(config::LayerType)
 #undef POPKIT_ENUM
 
 }  // namespace popkit::planner

@@ -78,14 +78,17 @@ struct RemoteBuffer {
   }
 };
 
-// A model layer as the engine computes it: y = act(x W + b), W of shape in x out.
+// A model layer as the engine computes it. linear: y = act(x W + b), W of shape in x
+// out. dropout: y = x * mask / (1 - rate) in training, out == in, no variables.
 struct LayerInfo {
   std::string name;
+  config::LayerType kind = config::LayerType::kLinear;
   std::int64_t in_features = 0;
   std::int64_t out_features = 0;
   Activation activation = Activation::kNone;
-  int graph = 0;  // identical layers (same in, out, activation) share one graph ...
-  int row = 0;    // ... and its buffers, one row or entry each
+  double rate = 0.0;  // dropout
+  int graph = 0;      // identical layers (same kind, in, out, activation, rate) share one graph ...
+  int row = 0;        // ... and its buffers, one row or entry each
 };
 
 // What a variable is to its layer: a parameter (weight or bias) or the optimizer's
@@ -258,6 +261,9 @@ struct Plan {
   ReplicaGrouping sharding_grouping;
   std::int64_t sharding_threshold = 0;  // 0 = sharding off
   config::Optimizer optimizer;
+  // training.seed: with the optimizer step, a sample's index in the global batch and the
+  // layer, the key of a dropout mask (PopXL's seed input, fresh for every step).
+  std::uint64_t seed = 42;
 
   std::vector<LayerInfo> layers;
   std::vector<Variable> variables;

@@ -111,14 +111,19 @@ nlohmann::json plan_to_json(const Plan& plan) {
   j["sharding_grouping"] = grouping_json(plan.sharding_grouping);
   j["sharding_threshold"] = plan.sharding_threshold;
   j["optimizer"] = optimizer_json(plan.optimizer);
+  j["seed"] = plan.seed;
   json layers = json::array();
-  for (const auto& l : plan.layers)
-    layers.push_back({{"name", l.name},
-                      {"in_features", l.in_features},
-                      {"out_features", l.out_features},
-                      {"activation", name_of(l.activation)},
-                      {"graph", l.graph},
-                      {"row", l.row}});
+  for (const auto& l : plan.layers) {
+    json jl = {{"name", l.name},
+               {"type", name_of(l.kind)},
+               {"in_features", l.in_features},
+               {"out_features", l.out_features},
+               {"activation", name_of(l.activation)},
+               {"graph", l.graph},
+               {"row", l.row}};
+    if (l.kind == config::LayerType::kDropout) jl["rate"] = l.rate;
+    layers.push_back(std::move(jl));
+  }
   j["layers"] = std::move(layers);
   json vars = json::array();
   for (const auto& v : plan.variables) {

@@ -236,6 +236,8 @@ class Reader {
   LayerInfo layer(const json& j, const std::string& path) const {
     LayerInfo l;
     l.name = string(j, path, "name");
+    l.kind = enumeration<config::LayerType>(j, path, "type");
+    if (l.kind == config::LayerType::kDropout) l.rate = number(j, path, "rate");
     l.in_features = integer(j, path, "in_features");
     l.out_features = integer(j, path, "out_features");
     l.activation = enumeration<Activation>(j, path, "activation");
@@ -383,6 +385,7 @@ Plan Reader::plan(const json& j) const {
       p.optimizer.nesterov = boolean(o, "optimizer", "nesterov");
     }
   }
+  p.seed = bytes(j, "", "seed");
   auto from = [this](auto member) { return split_ != nullptr ? &(split_->*member) : nullptr; };
   p.layers = list<LayerInfo>(j, "", "layers", from(&PlanSplit::Arrays::layers),
                              [this](const json& e, const std::string& at) { return layer(e, at); });

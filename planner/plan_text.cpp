@@ -132,7 +132,7 @@ const std::string& tensor_name(const Plan& plan, int t) {
 // "label: in a, weight b, bias c -> out d, pre e": the operands by their positions'
 // names, unused positions left out.
 void print_operands(Printer& out, const Plan& plan, const Op& op) {
-  const OpSignature sig = op_signature(op.kind, plan.optimizer);
+  const OpSignature sig = op_signature(op, plan);
   auto list = [&](const std::vector<int>& ts, std::span<const std::string_view> names) {
     std::string text;
     for (std::size_t i = 0; i < ts.size() && i < names.size(); ++i) {

@@ -18,16 +18,21 @@ namespace {
 
 constexpr std::int64_t kSide = 6;  // 6 x 6 images: 36 inputs
 
-// fc2 and fc3 are identical: they share one graph and one set of buffers.
+// Two dropout layers: every equivalence below holds with their masks (a sample's mask
+// follows the seed, the step, its index in the global batch and the layer).
 config::Config base_config(std::int64_t replicas, std::int64_t micro_batch,
                            std::int64_t accumulation) {
   config::Config c;
   c.name = "engine-test";
   c.model.input_shape = {kSide, kSide};
-  c.model.layers = {{"fc1", config::LayerType::kLinear, 16, config::Activation::kGelu},
-                    {"fc2", config::LayerType::kLinear, 16, config::Activation::kGelu},
-                    {"fc3", config::LayerType::kLinear, 16, config::Activation::kRelu},
-                    {"fc4", config::LayerType::kLinear, 10, config::Activation::kNone}};
+  using config::Activation;
+  using config::LayerType;
+  c.model.layers = {{"fc1", LayerType::kLinear, 16, Activation::kGelu},
+                    {"drop1", LayerType::kDropout, 0, Activation::kNone, 0.25},
+                    {"fc2", LayerType::kLinear, 16, Activation::kGelu},
+                    {"fc3", LayerType::kLinear, 16, Activation::kRelu},
+                    {"drop2", LayerType::kDropout, 0, Activation::kNone, 0.1},
+                    {"fc4", LayerType::kLinear, 10, Activation::kNone}};
   c.model.init.weights_std = 0.2;
   c.replication.factor = replicas;
   c.replication.groupings = {{"everyone", replicas, 1}};
@@ -40,6 +45,12 @@ config::Config base_config(std::int64_t replicas, std::int64_t micro_batch,
   c.training.optimizer.weight_decay = 1e-3;
   c.data.dataset = config::Dataset::kSynthetic;
   return c;
+}
+
+// The model without its dropout layers.
+void drop_dropout(config::Config& c) {
+  std::erase_if(c.model.layers,
+                [](const config::Layer& l) { return l.type == config::LayerType::kDropout; });
 }
 
 void shard(config::Config& c, std::int64_t threshold) {
@@ -302,9 +313,25 @@ BOOST_AUTO_TEST_CASE(replicas_are_data_parallelism) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(dropout_is_applied_in_training) {
+  // Rate 0 is the identity forward and backward: bitwise the model without the layers.
+  // Rate 0.25 and 0.1 change the training (while every mode above agrees on it).
+  config::Config with = base_config(2, 2, 3);
+  config::Config zero = with;
+  for (auto& l : zero.model.layers) l.rate = 0.0;
+  config::Config without = with;
+  drop_dropout(without);
+  const auto trained = run(with, 3);
+  BOOST_TEST(bitwise_equal(run(zero, 3), run(without, 3)));
+  BOOST_TEST(!bitwise_equal(trained, run(without, 3)));
+}
+
 BOOST_AUTO_TEST_CASE(groups_train_apart_and_replicas_of_a_group_agree) {
   // R = 4, variables grouped by stride: {0, 2} and {1, 3}, sharded inside the group.
+  // Without dropout: a mask follows a sample's index in the global batch, and replica 2
+  // of 4 holds other indices than replica 1 of the 2-replica engine below.
   config::Config c = base_config(4, 2, 2);
+  drop_dropout(c);
   c.replication.groupings = {{"pairs", 2, 2}};
   c.variables = {"pairs", config::RetrievalMode::kAllReplicas};
   c.sharding.grouping = "pairs";
@@ -314,6 +341,7 @@ BOOST_AUTO_TEST_CASE(groups_train_apart_and_replicas_of_a_group_agree) {
 
   // The same steps on a 2-replica engine fed the data of replicas 0 and 2 only.
   config::Config c2 = base_config(2, 2, 2);
+  drop_dropout(c2);
   Engine solo(planner::build_plan(c2), options());
   solo.initialize(c2.model.init);
 

@@ -305,4 +305,40 @@ BOOST_AUTO_TEST_CASE(sgd_without_momentum_keeps_no_state) {
   BOOST_TEST(p.streaming_bytes < adam.streaming_bytes);
 }
 
+BOOST_AUTO_TEST_CASE(dropout_layers_have_no_variables_and_keep_the_width) {
+  // Input dropout, then fc1, dropout, fc2: the first dropout has no backward (nothing
+  // before it trains), the second one maps dy to dx with the same mask.
+  auto c = test::tiny_standard();
+  using popkit::config::Activation;
+  using popkit::config::LayerType;
+  const auto fc = c.model.layers.back();
+  c.model.layers = {{"drop0", LayerType::kDropout, 0, Activation::kNone, 0.2},
+                    {"fc1", LayerType::kLinear, 5, Activation::kRelu},
+                    {"drop1", LayerType::kDropout, 0, Activation::kNone, 0.5},
+                    fc};
+  const Plan p = build_plan(c);
+  BOOST_TEST(p.layers[0].out_features == p.layers[0].in_features);
+  BOOST_TEST(p.layers[2].in_features == 5);
+  BOOST_TEST(p.layers[2].out_features == 5);
+  BOOST_TEST(p.layers[2].rate == 0.5);
+  BOOST_TEST(p.n_classes == fc.out_features);
+  for (const Variable& v : p.variables) BOOST_TEST(v.name.rfind("drop", 0) != 0, v.name);
+  const Lines body = test::op_lines(test::repeat_of(p.phases[0]).body);
+  const Lines forwards{"forward drop0", "forward fc1", "forward drop1", "forward fc"};
+  Lines got_forwards, got_backwards;
+  for (const auto& line : body) {
+    if (line.rfind("forward ", 0) == 0) got_forwards.push_back(line);
+    if (line.rfind("backward ", 0) == 0) got_backwards.push_back(line);
+  }
+  BOOST_TEST(got_forwards == forwards, boost::test_tools::per_element());
+  const Lines backwards{"backward fc", "backward drop1", "backward fc1"};
+  BOOST_TEST(got_backwards == backwards, boost::test_tools::per_element());
+  for (const Op& op : test::repeat_of(p.phases[0]).body)
+    if (op.layer == 2) {
+      BOOST_TEST(op.inputs.size() == 1u);
+      BOOST_TEST(op.outputs.size() == 1u);
+      BOOST_TEST(op.state.empty());
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
