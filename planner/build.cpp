@@ -719,6 +719,20 @@ class Builder {
       return t;
     };
 
+    auto output_grad_of = [&](int k) {  // dx[k + 1], loading it when it is not on device
+      int& t = dx.at(k + 1);
+      if (t >= 0) return t;
+      const Slot& s = dx_slot_[static_cast<std::size_t>(k)];
+      POPKIT_ASSERT(s.buffer >= 0);
+      t = repeat_tensor(prefix(k) + ".dy", TensorClass::kIoSlots, {mb_, layer(k).out_features});
+      remote_load(body_, s.buffer, s.row, -1, t);
+      return t;
+    };
+    auto store_input_grad = [&](int k, int t) {  // dx[k] to its buffer when a later phase reads it
+      const Slot& s = dx_slot_[static_cast<std::size_t>(k - 1)];
+      if (s.buffer >= 0) remote_store(body_, s.buffer, s.row, -1, t);
+    };
+
     // Parameters first: loaded once per phase, all-gathered where sharded.
     for (const Item& it : items) {
       if (!has_params(it.layer)) continue;
@@ -791,13 +805,7 @@ class Builder {
       if (!has_params(k)) {
         // Dropout: dx = dy * mask / (1 - rate), only when a layer before it trains.
         if (!needs_dx(k)) continue;
-        int& dy = dx.at(k + 1);
-        if (dy < 0) {
-          const Slot& s = dx_slot_[static_cast<std::size_t>(k)];
-          POPKIT_ASSERT(s.buffer >= 0);
-          dy = repeat_tensor(p + ".dy", TensorClass::kIoSlots, {mb_, l.out_features});
-          remote_load(body_, s.buffer, s.row, -1, dy);
-        }
+        const int dy = output_grad_of(k);
         Op b = op(OpKind::kBackward, l.name);
         b.layer = k;
         const int dx_k = repeat_tensor(p + ".dx", TensorClass::kActivations, {mb_, l.in_features});
@@ -805,8 +813,7 @@ class Builder {
         b.outputs = {dx_k};
         dx.at(k) = dx_k;
         body_.push_back(std::move(b));
-        const Slot& s = dx_slot_[static_cast<std::size_t>(k - 1)];
-        if (s.buffer >= 0) remote_store(body_, s.buffer, s.row, -1, dx_k);
+        store_input_grad(k, dx_k);
         continue;
       }
       namespace bo = backward_operand;
@@ -815,13 +822,7 @@ class Builder {
       b.inputs = {-1, -1, -1};
       b.outputs = {-1};
       b.state = {-1, -1, -1};
-      int& dy = dx.at(k + 1);
-      if (dy < 0) {
-        const Slot& s = dx_slot_[static_cast<std::size_t>(k)];
-        POPKIT_ASSERT(s.buffer >= 0);
-        dy = repeat_tensor(p + ".dy", TensorClass::kIoSlots, {mb_, l.out_features});
-        remote_load(body_, s.buffer, s.row, -1, dy);
-      }
+      const int dy = output_grad_of(k);
       b.state[bo::kDy] = dy;
       b.inputs[bo::kIn] = input_of(k);
       if (l.activation != Activation::kNone) {
@@ -855,10 +856,7 @@ class Builder {
       b.state[bo::kGradBias] = gb;
       const int dx_k = b.outputs[bo::kDx];
       body_.push_back(std::move(b));
-      if (needs_dx(k)) {
-        const Slot& s = dx_slot_[static_cast<std::size_t>(k - 1)];
-        if (s.buffer >= 0) remote_store(body_, s.buffer, s.row, -1, dx_k);
-      }
+      if (needs_dx(k)) store_input_grad(k, dx_k);
     }
 
     double_buffer();
