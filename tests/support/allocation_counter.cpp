@@ -1,7 +1,7 @@
-// The replacement of the global operator new behind allocation_counter.h. The library's
-// default forms (array, nothrow, sized delete) forward to these two, so replacing them
-// covers every allocation that is not over-aligned; over-aligned ones keep the library's
-// own pair and are not counted.
+// The replacement of the global operator new behind allocation_counter.h: every form
+// that is not over-aligned (plain, array, nothrow, sized delete), since a sanitizer's
+// runtime replaces each form of its own; over-aligned ones keep the library's own pair
+// and are not counted.
 #include "tests/support/allocation_counter.h"
 
 #include <cstdlib>
@@ -33,5 +33,34 @@ void operator delete(void* p) noexcept {
 }
 
 void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  ++t_allocations.count;
+  t_allocations.bytes += n;
+  return std::malloc(n == 0 ? 1 : n);
+}
+
+void* operator new[](std::size_t n) {
+  return ::operator new(n);
+}
+
+void* operator new[](std::size_t n, const std::nothrow_t& tag) noexcept {
+  return ::operator new(n, tag);
+}
+
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
   std::free(p);
 }
