@@ -253,17 +253,15 @@ struct Engine::Impl {
     namespace so = planner::shard_operand;
     // The positions of the op's kind, every operand a tensor of the plan.
     const planner::OpSignature sig = planner::op_signature(op, plan);
-    auto positions = [&](const std::vector<int>& got, std::span<const std::string_view> want,
-                         const char* list) {
-      if (got.size() != want.size())
-        throw Error("plan: {}, op '{}' ({}): {} {} but the kind takes {}", where, op.label,
-                    planner::op_kind_name(op.kind), got.size(), list, want.size());
+    if (const std::string error = planner::operand_count_error(op, plan); !error.empty())
+      throw Error("plan: {}, op '{}': {}", where, op.label, error);
+    auto positions = [&](const std::vector<int>& got, std::span<const std::string_view> want) {
       for (std::size_t i = 0; i < got.size(); ++i)
         if (got[i] >= 0) need_index(got[i], op, std::string(want[i]).c_str());
     };
-    positions(op.inputs, sig.inputs, "inputs");
-    positions(op.outputs, sig.outputs, "outputs");
-    positions(op.state, sig.state, "state operands");
+    positions(op.inputs, sig.inputs);
+    positions(op.outputs, sig.outputs);
+    positions(op.state, sig.state);
     switch (op.kind) {
       case OpKind::kAlloc:
       case OpKind::kFree:

@@ -107,18 +107,9 @@ class Walker {
   // tensor of the plan or -1; the single tensor of alloc, free and the other
   // single-tensor kinds is never -1.
   void check_operands(const Op& op) const {
+    if (const std::string error = operand_count_error(op, plan_); !error.empty()) fail(op, error);
+    for_each_operand(op, [&](int t) { tensor(t, op); });
     const OpSignature sig = op_signature(op, plan_);
-    auto check = [&](const std::vector<int>& got, std::span<const std::string_view> want,
-                     const char* list) {
-      if (got.size() != want.size())
-        fail(op, fmt::format("has {} {} but a {} takes {} ({})", got.size(), list,
-                             op_kind_name(op.kind), want.size(), fmt::join(want, ", ")));
-      for (int t : got)
-        if (t >= 0) tensor(t, op);
-    };
-    check(op.inputs, sig.inputs, "inputs");
-    check(op.outputs, sig.outputs, "outputs");
-    check(op.state, sig.state, "state operands");
     const bool single = sig.inputs.size() + sig.outputs.size() + sig.state.size() == 1 &&
                         op.kind != OpKind::kRepeat;
     if (single && the_tensor(op) < 0) fail(op, "names no tensor");

@@ -1,7 +1,11 @@
 // The operand positions of every op kind (planner/operands.h).
 #include "planner/operands.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <array>
+#include <utility>
 
 #include "config/error.h"
 #include "planner/names.h"
@@ -78,6 +82,20 @@ OpSignature op_signature(const Op& op, const Plan& plan) {
       return {kGrad, {}, optimizer_state_names(plan.optimizer)};
     case OpKind::kRepeat:
       return {};
+  }
+  return {};
+}
+
+std::string operand_count_error(const Op& op, const Plan& plan) {
+  const OpSignature sig = op_signature(op, plan);
+  const std::pair<const std::vector<int>*, std::span<const std::string_view>> lists[] = {
+      {&op.inputs, sig.inputs}, {&op.outputs, sig.outputs}, {&op.state, sig.state}};
+  const char* const names[] = {"inputs", "outputs", "state operands"};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& [got, want] = lists[i];
+    if (got->size() != want.size())
+      return fmt::format("has {} {} but a {} takes {} ({})", got->size(), names[i],
+                         op_kind_name(op.kind), want.size(), fmt::join(want, ", "));
   }
   return {};
 }

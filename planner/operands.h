@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "planner/plan.h"
@@ -66,6 +67,10 @@ struct OpSignature {
   std::span<const std::string_view> state;
 };
 OpSignature op_signature(const Op& op, const Plan& plan);
+
+// What is wrong with the lengths of the op's operand lists, or "" when each has its
+// kind's positions: "has 2 inputs but a forward takes 3 (in, weight, bias)".
+[[nodiscard]] std::string operand_count_error(const Op& op, const Plan& plan);
 
 // The single tensor of alloc, free, zero, remote and host loads and stores, all_reduce.
 [[nodiscard]] int the_tensor(const Op& op);
