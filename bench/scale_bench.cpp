@@ -156,10 +156,10 @@ void BM_ReadVariables(benchmark::State& state) {
 
 void BM_Evaluate(benchmark::State& state) {
   const config::Config c = load(deep_yaml(static_cast<int>(state.range(0)), mode_name(0)));
-  engine::Engine engine(planner::build_plan(c), one_thread_per_replica());
+  engine::Engine engine(planner::build_plan(c, planner::Program::kEval), one_thread_per_replica());
   engine.initialize(c.model.init);
   const engine::Dataset test = engine::load_dataset(c, engine::Split::kTest);
-  for (auto _ : state) benchmark::DoNotOptimize(engine.evaluate(test, 64).correct);
+  for (auto _ : state) benchmark::DoNotOptimize(engine.evaluate(test).correct);
   per_layer(state);
 }
 

@@ -20,6 +20,7 @@ struct PlanOptions {
   std::string config;
   std::string format = "text";
   std::string output;
+  bool eval = false;
   std::vector<std::string> overrides;
 };
 
@@ -28,7 +29,7 @@ int run_plan(const PlanOptions& o) {
   if (!cfg) return kExitInvalid;
   planner::Plan plan;
   try {
-    plan = planner::build_plan(*cfg);
+    plan = planner::build_plan(*cfg, o.eval ? planner::Program::kEval : planner::Program::kTrain);
   } catch (const Error& e) {
     std::cerr << "popplan: error: " << o.config << ": " << e.what() << '\n';
     return kExitInvalid;
@@ -149,6 +150,9 @@ void add_plan_verbs(Tool& tool) {
   p->add_option("config", plan->config, "the config file (YAML)")->required();
   p->add_option("--format", plan->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   p->add_option("-o,--output", plan->output, "write the plan to FILE instead of stdout");
+  p->add_flag("--eval", plan->eval,
+              "the evaluation plan instead: forward only, eval.micro_batch_size, the weights "
+              "where training keeps them, no optimizer state or gradients");
   p->add_option("--set", plan->overrides, "override a config key: --set key.path=value")
       ->allow_extra_args(false);
 

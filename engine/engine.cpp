@@ -123,7 +123,8 @@ struct Engine::Impl {
     MemoryAccount account;
     PhaseSampler sampler;
     std::unique_ptr<RemoteStore> store;
-    std::vector<double> losses;  // per accumulation step
+    std::vector<double> losses;              // per accumulation step
+    std::vector<std::vector<float>> logits;  // per repeat step (evaluation plans)
     // Time of this replica's ops in the current segment, by category (its own thread).
     std::array<double, kNumOpCategories> segment_seconds{};
     std::exception_ptr error;  // the first failure in the current segment ...
@@ -298,8 +299,13 @@ struct Engine::Impl {
       case OpKind::kHostStore: {
         const int t = planner::the_tensor(op);
         need_index(t, op, "tensor");
+        if (op.stream == Stream::kLogits) {
+          need_shape(t, op, {plan.micro_batch_size, plan.n_classes}, "the logits stream");
+          break;
+        }
         if (op.stream != Stream::kLoss || tensor(t).nelms != 1)
-          throw Error("plan: {}, op '{}': host_store takes the 1-element loss", where, op.label);
+          throw Error("plan: {}, op '{}': host_store takes the 1-element loss or the logits", where,
+                      op.label);
         break;
       }
       case OpKind::kAllGather: {
@@ -338,9 +344,6 @@ struct Engine::Impl {
         need_shape(op.inputs[fo::kBias], op, {l.out_features}, "the bias");
         need_shape(op.outputs[fo::kOut], op, {n, l.out_features}, "the layer output");
         if (pre >= 0) need_shape(pre, op, {n, l.out_features}, "the pre-activation");
-        if (pre < 0 && l.activation != config::Activation::kNone)
-          throw Error("plan: {}, op '{}': layer {} has an activation but no pre-activation tensor",
-                      where, op.label, l.name);
         break;
       }
       case OpKind::kLoss: {
@@ -514,6 +517,14 @@ struct Engine::Impl {
         return;
       case OpKind::kHostStore: {
         const int t = planner::the_tensor(op);
+        if (op.stream == Stream::kLogits) {
+          if (static_cast<std::size_t>(s) >= rep.logits.size())
+            rep.logits.resize(static_cast<std::size_t>(s) + 1);
+          const float* src = f32(rep, t, s, op);
+          rep.logits[static_cast<std::size_t>(s)].assign(src, src + tensor(t).nelms);
+          rep.host_out.fetch_add(tensor(t).nbytes, std::memory_order_relaxed);
+          return;
+        }
         if (static_cast<std::size_t>(s) >= rep.losses.size())
           rep.losses.resize(static_cast<std::size_t>(s) + 1, 0.0);
         rep.losses[static_cast<std::size_t>(s)] = *f32(rep, t, s, op);
@@ -533,11 +544,10 @@ struct Engine::Impl {
         const float* w = f32(rep, op.inputs[fo::kWeight], s, op);
         const float* b = f32(rep, op.inputs[fo::kBias], s, op);
         float* out = f32(rep, op.outputs[fo::kOut], s, op);
-        float* pre = pre_t >= 0 ? f32(rep, pre_t, s, op) : out;
-        const auto act = pre_t >= 0 ? l.activation : config::Activation::kNone;
+        float* pre = pre_t >= 0 ? f32(rep, pre_t, s, op) : out;  // none kept: act in place
         in_column_blocks(n * l.in_features, l.out_features, [&](std::int64_t j0, std::int64_t j1) {
-          kern.linear_act_forward_columns(act, x, w, b, pre, out, n, l.in_features, l.out_features,
-                                          j0, j1);
+          kern.linear_act_forward_columns(l.activation, x, w, b, pre, out, n, l.in_features,
+                                          l.out_features, j0, j1);
         });
         return;
       }
@@ -976,11 +986,11 @@ struct Engine::Impl {
     timings.setup_seconds = seconds_since(t0);
   }
 
-  double train_step(const BatchSource& source) {
+  // One execution of the plan's phases over the batch `source` serves, with their
+  // timings and memory samples.
+  void run_phases(const BatchSource& source) {
     const auto t_step = Clock::now();
     batches = &source;
-    for (auto& rep : replicas)
-      rep->losses.assign(static_cast<std::size_t>(plan.gradient_accumulation), 0.0);
     timings.phase_seconds.resize(plan.phases.size(), 0.0);
     timings.phase_category_seconds.resize(plan.phases.size());
     phase_memory.resize(plan.phases.size(),
@@ -1005,9 +1015,23 @@ struct Engine::Impl {
       throw;
     }
     batches = nullptr;
-    ++steps_done;
     ++timings.steps;
     timings.step_seconds.push_back(seconds_since(t_step));
+  }
+
+  void need_program(planner::Program want, const char* what) const {
+    if (plan.program != want)
+      throw Error("{} needs {} plan, but plan '{}' is {} plan", what,
+                  want == planner::Program::kEval ? "an evaluation" : "a training", plan.name,
+                  plan.program == planner::Program::kEval ? "an evaluation" : "a training");
+  }
+
+  double train_step(const BatchSource& source) {
+    need_program(planner::Program::kTrain, "train_step");
+    for (auto& rep : replicas)
+      rep->losses.assign(static_cast<std::size_t>(plan.gradient_accumulation), 0.0);
+    run_phases(source);
+    ++steps_done;
     last_losses.clear();
     double total = 0.0;
     std::int64_t count = 0;
@@ -1138,54 +1162,51 @@ double Engine::train_step(const BatchSource& batches) {
   return impl_->train_step(batches);
 }
 
-EvalResult Engine::evaluate(const Dataset& data, std::int64_t micro_batch_size,
-                            std::int64_t group) const {
+EvalResult Engine::evaluate(const Dataset& data) {
   const FlushDenormals mode;
-  const Impl& m = *impl_;
+  Impl& m = *impl_;
+  m.need_program(planner::Program::kEval, "evaluate");
   if (data.image_size() != m.image_size)
     throw Error("evaluate: images of {} pixels but the plan's input shape {} needs {}",
                 data.image_size(), shape_str(m.plan.input_shape), m.image_size);
-  // One pass over the variables (not one per layer): the last of a layer and role wins.
-  std::vector<std::vector<float>> weights(m.plan.layers.size()), biases(m.plan.layers.size());
-  for (const auto& v : m.plan.variables) {
-    if (v.layer < 0 || static_cast<std::size_t>(v.layer) >= m.plan.layers.size()) continue;
-    const auto l = static_cast<std::size_t>(v.layer);
-    if (v.role == VariableRole::kWeight) weights[l] = read_variable(v.name, group);
-    if (v.role == VariableRole::kBias) biases[l] = read_variable(v.name, group);
-  }
+  const auto t0 = Clock::now();
+  const std::int64_t steps = m.plan.gradient_accumulation;
+  const std::int64_t classes = m.plan.n_classes;
+  EvalBatches batches(data, m.n_replicas, steps, m.plan.micro_batch_size);
   EvalResult result;
   double loss_sum = 0.0;
-  std::vector<float> x, y, labels, dlogits;
-  for (std::int64_t first = 0; first < data.n; first += micro_batch_size) {
-    const std::int64_t n = std::min(micro_batch_size, data.n - first);
-    x.resize(static_cast<std::size_t>(n * m.image_size));
-    labels.resize(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) {
-      normalize_pixels(data.image(first + i), static_cast<std::size_t>(m.image_size),
-                       m.options.normalize_mean, m.options.normalize_std,
-                       x.data() + i * m.image_size);
-      labels[static_cast<std::size_t>(i)] = data.labels[static_cast<std::size_t>(first + i)];
-    }
-    for (std::size_t l = 0; l < m.plan.layers.size(); ++l) {
-      const auto& info = m.plan.layers[l];
-      if (info.kind == config::LayerType::kDropout) continue;  // the identity in evaluation
-      y.resize(static_cast<std::size_t>(n * info.out_features));
-      m.kern.linear_act_forward_columns(info.activation, x.data(), weights[l].data(),
-                                        biases[l].data(), y.data(), y.data(), n, info.in_features,
-                                        info.out_features, 0, info.out_features);
-      std::swap(x, y);
-    }
-    dlogits.resize(x.size());
-    loss_sum += static_cast<double>(m.kern.softmax_cross_entropy(
-                    x.data(), labels.data(), dlogits.data(), n, m.plan.n_classes)) *
-                static_cast<double>(n);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float* row = x.data() + i * m.plan.n_classes;
-      const auto best = std::max_element(row, row + m.plan.n_classes) - row;
-      if (best == static_cast<std::int64_t>(labels[static_cast<std::size_t>(i)])) ++result.correct;
+  std::vector<float> labels, dlogits;
+  for (std::int64_t b = 0; b < batches.n_batches(); ++b) {
+    batches.set_batch(b);
+    for (auto& rep : m.replicas) rep->logits.clear();
+    m.run_phases(batches);
+    // The host scores the valid rows of each micro-batch's logits, in replica and step
+    // order, so the sums do not depend on the threads.
+    for (std::int64_t r = 0; r < m.n_replicas; ++r) {
+      const auto& rep = *m.replicas[static_cast<std::size_t>(r)];
+      for (std::int64_t s = 0; s < steps; ++s) {
+        const std::int64_t n = batches.valid(r, s);
+        if (n == 0) continue;
+        if (static_cast<std::size_t>(s) >= rep.logits.size())
+          throw Error("evaluate: plan '{}' streamed no logits at step {}", m.plan.name, s);
+        const float* logits = rep.logits[static_cast<std::size_t>(s)].data();
+        const MicroBatch mb = batches.micro_batch(r, s);
+        labels.assign(mb.labels.begin(), mb.labels.begin() + n);
+        dlogits.resize(static_cast<std::size_t>(n * classes));
+        loss_sum += static_cast<double>(m.kern.softmax_cross_entropy(logits, labels.data(),
+                                                                     dlogits.data(), n, classes)) *
+                    static_cast<double>(n);
+        for (std::int64_t i = 0; i < n; ++i) {
+          const float* row = logits + i * classes;
+          if (std::max_element(row, row + classes) - row == mb.labels[static_cast<std::size_t>(i)])
+            ++result.correct;
+        }
+      }
     }
   }
   result.n = data.n;
+  result.batches = batches.n_batches();
+  result.seconds = seconds_since(t0);
   result.loss = data.n > 0 ? loss_sum / static_cast<double>(data.n) : 0.0;
   result.accuracy =
       data.n > 0 ? static_cast<double>(result.correct) / static_cast<double>(data.n) : 0.0;
@@ -1283,6 +1304,13 @@ const planner::Plan& Engine::plan() const {
 }
 int Engine::n_threads() const {
   return impl_->pool->size();
+}
+
+void copy_weights(const Engine& from, Engine& to) {
+  const planner::Plan& plan = to.plan();
+  for (const Variable& v : plan.variables)
+    for (std::int64_t g = 0; g < plan.variables_grouping.n_groups(); ++g)
+      to.write_variable(v.name, g, from.read_variable(v.name, g));
 }
 
 }  // namespace popkit::engine

@@ -8,7 +8,9 @@
 //   engine.initialize(cfg.model.init);
 //   DatasetBatches batches(train, R, A, B);
 //   for (step...) { batches.set_batch(order, step); double loss = engine.train_step(batches); }
-//   auto accuracy = engine.evaluate(test, 100).accuracy;
+//   engine::Engine eval(planner::build_plan(cfg, planner::Program::kEval), options);
+//   eval.write_variable("fc1.weight", engine.read_variable("fc1.weight"));  // every variable
+//   auto accuracy = eval.evaluate(test).accuracy;
 #pragma once
 
 #include <array>
@@ -82,6 +84,8 @@ struct EvalResult {
   std::int64_t correct = 0;
   double loss = 0.0;  // mean over samples
   double accuracy = 0.0;
+  std::int64_t batches = 0;  // executions of the evaluation plan's phases
+  double seconds = 0.0;      // wall time
 };
 
 class Engine {
@@ -101,12 +105,14 @@ class Engine {
   void initialize(const config::Init& init);
 
   // One optimizer step over the global batch `batches` serves; returns the mean loss
-  // over all replicas and accumulation steps.
+  // over all replicas and accumulation steps. A training plan only.
   double train_step(const BatchSource& batches);
 
-  // Forward only with the weights of `group`; loss and accuracy over all samples.
-  [[nodiscard]] EvalResult evaluate(const Dataset& data, std::int64_t micro_batch_size,
-                                    std::int64_t group = 0) const;
+  // Runs an evaluation plan (planner::Program::kEval) over `data`, each replica its
+  // share with its group's weights (EvalBatches), and scores the logits it streams out:
+  // loss and accuracy over all samples. Timings and memory are recorded per phase as
+  // in training, one "step" per batch.
+  EvalResult evaluate(const Dataset& data);
 
   // Full values (meta shape, flat), gathered from the shards of the group.
   [[nodiscard]] std::vector<float> read_variable(const std::string& name,
@@ -137,5 +143,10 @@ class Engine {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Writes every variable of `to`'s plan, group by group, with `from`'s values of the same
+// name: a training engine's weights into an evaluation engine (whose plan holds the
+// weights and biases only).
+void copy_weights(const Engine& from, Engine& to);
 
 }  // namespace popkit::engine

@@ -88,7 +88,7 @@ struct Slot {
 
 class Builder {
  public:
-  explicit Builder(const config::Config& c) : c_(c) {}
+  Builder(const config::Config& c, Program program) : c_(c), eval_(program == Program::kEval) {}
 
   Plan build() {
     init_plan();
@@ -98,7 +98,7 @@ class Builder {
     std::vector<std::string> names;
     plan_phases(phases, names);
     place_activations(phases);
-    if (c_.execution.mode == ExecutionMode::kStandard && c_.remote.optimizer_state) {
+    if (!eval_ && c_.execution.mode == ExecutionMode::kStandard && c_.remote.optimizer_state) {
       // The off-chip optimizer: training in one phase, then an optimizer phase that
       // loads, updates and stores the optimizer state; gradients stay on device between.
       build_phase(names[0], phases[0], /*defer_optimizer=*/true);
@@ -116,10 +116,15 @@ class Builder {
   void init_plan() {
     const auto& t = c_.training;
     p_.name = c_.name;
+    p_.program = eval_ ? Program::kEval : Program::kTrain;
     p_.replication_factor = c_.replication.factor;
-    p_.micro_batch_size = t.micro_batch_size;
-    p_.gradient_accumulation = t.gradient_accumulation;
-    p_.global_batch_size = t.micro_batch_size * t.gradient_accumulation * c_.replication.factor;
+    // Evaluation: eval.micro_batch_size (else training's), and the training repeat count,
+    // so a phased evaluation loads each layer's weights once per batch-serial loop.
+    mb_ = eval_ && c_.eval.micro_batch_size > 0 ? c_.eval.micro_batch_size : t.micro_batch_size;
+    steps_ = t.gradient_accumulation;
+    p_.micro_batch_size = mb_;
+    p_.gradient_accumulation = steps_;
+    p_.global_batch_size = mb_ * steps_ * c_.replication.factor;
     p_.input_shape = c_.model.input_shape;
     p_.mode = c_.execution.mode;
     p_.io_mode = c_.execution.io_mode;
@@ -141,8 +146,6 @@ class Builder {
     p_.sharding_threshold = sharding_on_ ? c_.sharding.threshold : 0;
     p_.optimizer = t.optimizer;
     p_.seed = t.seed;
-    mb_ = t.micro_batch_size;
-    steps_ = t.gradient_accumulation;
   }
 
   void add_layers() {
@@ -254,6 +257,7 @@ class Builder {
         pv.value = add(base, param == kWeightParam ? VariableRole::kWeight : VariableRole::kBias,
                        TensorClass::kWeights, DType::kFloat32, c_.sharding.weights,
                        c_.remote.weights, gbase);
+        if (eval_) continue;  // evaluation holds no optimizer state
         for (const OptimizerState& st : optimizer_state(c_.training.optimizer)) {
           pv.state.push_back(add(fmt::format("{}.{}", base, st.suffix),
                                  VariableRole::kOptimizerState, TensorClass::kOptimizerState,
@@ -269,6 +273,10 @@ class Builder {
   // ---- which phases ----
 
   void plan_phases(std::vector<std::vector<Item>>& phases, std::vector<std::string>& names) {
+    if (eval_) {
+      plan_eval_phases(phases, names);
+      return;
+    }
     if (c_.execution.mode == ExecutionMode::kStandard) {
       std::vector<Item> all;
       for (int k = 0; k < n_; ++k) all.push_back({k, false});
@@ -301,6 +309,27 @@ class Builder {
       check_phases(phases);
     }
     for (const auto& items : phases) names.push_back(phase_name(items));
+  }
+
+  // Evaluation: standard mode, one phase of every forward; phased, a phase per linear
+  // layer with the dropout layers before it (the identity in evaluation, they compute
+  // nothing), so each phase loads one layer's weights from their home.
+  void plan_eval_phases(std::vector<std::vector<Item>>& phases, std::vector<std::string>& names) {
+    if (c_.execution.mode == ExecutionMode::kStandard) {
+      std::vector<Item> all;
+      for (int k = 0; k < n_; ++k) all.push_back({k, false});
+      phases.push_back(all);
+      names.push_back("forward");
+      return;
+    }
+    std::vector<Item> items;
+    for (int k = 0; k < n_; ++k) {
+      items.push_back({k, false});
+      if (!has_params(k)) continue;  // validation: the last layer is linear
+      phases.push_back(items);
+      names.push_back(phase_name(items));
+      items.clear();
+    }
   }
 
   // The rules validation guarantees, checked again because the engine relies on them.
@@ -366,11 +395,12 @@ class Builder {
     // Which values cross a phase boundary.
     std::vector<int> x_layers, dx_layers, pre_layers;
     for (int j = 0; j + 1 < n_; ++j) {
-      if (fwd_at(j + 1) != fwd_at(j) || bwd_at(j + 1) != fwd_at(j)) x_layers.push_back(j);
-      if (bwd_at(j + 1) != bwd_at(j) && needs_dx(j + 1)) dx_layers.push_back(j);
+      if (fwd_at(j + 1) != fwd_at(j) || (!eval_ && bwd_at(j + 1) != fwd_at(j)))
+        x_layers.push_back(j);
+      if (!eval_ && bwd_at(j + 1) != bwd_at(j) && needs_dx(j + 1)) dx_layers.push_back(j);
     }
     for (int k = 0; k < n_; ++k)
-      if (layer(k).activation != Activation::kNone && bwd_at(k) != fwd_at(k))
+      if (!eval_ && layer(k).activation != Activation::kNone && bwd_at(k) != fwd_at(k))
         pre_layers.push_back(k);
     assign_rows("x", x_layers, x_slot_);
     assign_rows("dx", dx_layers, dx_slot_);
@@ -760,12 +790,20 @@ class Builder {
       const int k = it.layer;
       const LayerInfo& l = layer(k);
       const std::string p = prefix(k);
+      if (!it.backward && eval_ && !has_params(k)) {
+        // Dropout in evaluation: the identity, no op; its output is its input.
+        x.at(k + 1) = input_of(k);
+        const Slot& xs = x_slot_[static_cast<std::size_t>(k)];
+        if (xs.buffer >= 0) remote_store(body_, xs.buffer, xs.row, -1, x.at(k + 1));
+        continue;
+      }
       if (!it.backward) {
         Op f = op(OpKind::kForward, l.name);
         f.layer = k;
         const int in = input_of(k);
         int pre_k = -1;
-        if (has_params(k) && l.activation != Activation::kNone) {
+        // Evaluation keeps no pre-activation: nothing runs a backward.
+        if (!eval_ && has_params(k) && l.activation != Activation::kNone) {
           pre_k = repeat_tensor(p + ".pre", TensorClass::kActivations, {mb_, l.out_features});
           pre[k] = pre_k;
         }
@@ -783,7 +821,13 @@ class Builder {
         if (xs.buffer >= 0) remote_store(body_, xs.buffer, xs.row, -1, out);
         const Slot& ps = pre_slot_[static_cast<std::size_t>(k)];
         if (ps.buffer >= 0) remote_store(body_, ps.buffer, ps.row, -1, pre_k);
-        if (k == n_ - 1) {
+        if (k == n_ - 1 && eval_) {
+          // The host scores the logits (engine/engine.h, Engine::evaluate).
+          Op hs = op(OpKind::kHostStore, "logits -> host");
+          hs.stream = Stream::kLogits;
+          set_tensor(hs, out);
+          body_.push_back(std::move(hs));
+        } else if (k == n_ - 1) {
           const int labels = repeat_tensor("labels", TensorClass::kIoSlots, {mb_});
           host_load(body_, Stream::kLabels, labels);
           Op loss = op(OpKind::kLoss, "softmax_cross_entropy");
@@ -1005,6 +1049,7 @@ class Builder {
   }
 
   const config::Config& c_;
+  bool eval_ = false;  // an evaluation plan (Program::kEval)
   Plan p_;
   int n_ = 0;
   std::int64_t mb_ = 1;
@@ -1028,9 +1073,18 @@ class Builder {
 
 }  // namespace
 
-Plan build_plan(const config::Config& config) {
-  Plan plan = Builder(config).build();
-  plan.host_memory = estimate_host_memory(plan, config, dataset_sizes_from_config(config));
+Plan build_plan(const config::Config& config, Program program, const Plan* eval) {
+  Plan plan = Builder(config, program).build();
+  const DatasetSizes sizes = dataset_sizes_from_config(config);
+  if (program == Program::kEval) {
+    plan.host_memory = estimate_host_memory(plan, nullptr, config, sizes, HostUse::kEvaluate);
+  } else if (eval != nullptr) {
+    plan.host_memory = estimate_host_memory(plan, eval, config, sizes, HostUse::kTrain);
+  } else {
+    // Training evaluates too: poprun holds the evaluation plan's engine beside training's.
+    const Plan own = Builder(config, Program::kEval).build();
+    plan.host_memory = estimate_host_memory(plan, &own, config, sizes, HostUse::kTrain);
+  }
   return plan;
 }
 

@@ -7,8 +7,12 @@
 namespace popkit::planner {
 
 // Builds the phased (or standard) plan with its memory per phase, buffers, tensors and
-// cost estimate. The config must have passed validation. A plan that does not fit the
+// cost estimate: the training program, or the evaluation program (forward only, see
+// Program). The config must have passed validation. A plan that does not fit the
 // device is still returned, with fits == false and the not_fitting report filled.
-Plan build_plan(const config::Config& config);
+// A training plan's host memory counts the evaluation engine poprun runs beside it:
+// `eval` is the config's evaluation plan when the caller has it (else it is built).
+Plan build_plan(const config::Config& config, Program program = Program::kTrain,
+                const Plan* eval = nullptr);
 
 }  // namespace popkit::planner

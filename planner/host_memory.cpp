@@ -11,6 +11,7 @@
 
 #include "config/error.h"
 #include "config/units.h"
+#include "planner/optimizer_kinds.h"
 #include "planner/plan_text.h"
 
 namespace popkit::planner {
@@ -49,55 +50,68 @@ std::uint64_t datasets_bytes(const Plan& plan, const config::Config& config,
                              const DatasetSizes& data) {
   const std::uint64_t train = data.train ? held(*data.train) : 0;
   const std::uint64_t test = data.test ? held(*data.test) : 0;
-  std::uint64_t extra = test;  // evaluation's parts
+  std::uint64_t extra = 0;
   if (data.train) extra = std::max(extra, loading_copy(*data.train, plan, config));
   if (data.test) extra = std::max(extra, loading_copy(*data.test, plan, config));
   return add(add(train, test), extra);
 }
 
-// Training allocates every device tensor, and keeps each freed one's memory for its
-// next allocation; evaluation only runs `setup`, which allocates the always-live ones.
-std::uint64_t device_bytes(const Plan& plan, HostUse use) {
+// An engine allocates every device tensor of its plan, and keeps each freed one's memory
+// for its next allocation.
+std::uint64_t device_bytes(const Plan& plan) {
   std::uint64_t per_replica = 0;
-  for (const DeviceTensor& t : plan.tensors)
-    if (use == HostUse::kTrain || t.always_live) per_replica = add(per_replica, t.nbytes);
+  for (const DeviceTensor& t : plan.tensors) per_replica = add(per_replica, t.nbytes);
   return mul(per_replica, u(plan.replication_factor));
 }
 
-std::uint64_t host_buffer_bytes(const Plan& plan, const config::Config& config,
-                                const DatasetSizes& data, HostUse use) {
+std::uint64_t image_bytes(const Plan& plan) {
   std::uint64_t image = 1;
   for (const std::int64_t d : plan.input_shape) image = mul(image, u(d));
+  return image;
+}
 
-  // Evaluation: R parts at once, each with every weight and bias in float32 and its
-  // micro-batch's activations: x and y as wide as the widest layer, logits' gradient.
-  std::uint64_t weights = 0;
+// Running the evaluation plan: its batch gathered for the engine (padded micro-batches,
+// pixels and labels) and the logits it streams out, R x A x mb rows of n_classes.
+std::uint64_t evaluation_bytes(const Plan& eval) {
+  const std::uint64_t rows = u(eval.global_batch_size);
+  return add(mul(rows, add(image_bytes(eval), 1)), mul(mul(rows, u(eval.n_classes)), 4));
+}
+
+std::uint64_t copies_of(const Plan& plan) {
+  return plan.retrieval_mode == config::RetrievalMode::kAllReplicas
+             ? u(plan.replication_factor)
+             : u(plan.variables_grouping.n_groups());
+}
+
+std::uint64_t host_buffer_bytes(const Plan& plan, const Plan* eval, const config::Config& config,
+                                const DatasetSizes& data, HostUse use) {
+  const std::uint64_t copies = copies_of(plan);
+  if (use == HostUse::kEvaluate) {
+    // poprun eval holds the checkpoint it read (the weights and biases) while it
+    // evaluates; reading it holds the file's bytes beside them, the optimizer's state
+    // included, as training wrote it.
+    std::uint64_t held_weights = 0, file = 0, state_per_elem = 0;
+    for (const OptimizerState& st : optimizer_state(config.training.optimizer))
+      state_per_elem += u(dtype_size(st.dtype));
+    for (const Variable& v : plan.variables) {
+      const std::uint64_t w = mul(mul(u(v.nelms), u(dtype_size(v.dtype))), copies);
+      held_weights = add(held_weights, w);
+      file = add(file, add(w, mul(mul(u(v.nelms), state_per_elem), copies)));
+    }
+    return add(held_weights, std::max(evaluation_bytes(plan), file));
+  }
   std::uint64_t checkpoint = 0;
   std::uint64_t largest = 0;
-  const std::uint64_t copies = plan.retrieval_mode == config::RetrievalMode::kAllReplicas
-                                   ? u(plan.replication_factor)
-                                   : u(plan.variables_grouping.n_groups());
   for (const Variable& v : plan.variables) {
-    if (v.role == VariableRole::kWeight || v.role == VariableRole::kBias)
-      weights = add(weights, mul(u(v.nelms), 4));
     checkpoint = add(checkpoint, mul(mul(u(v.nelms), u(dtype_size(v.dtype))), copies));
     largest = std::max(largest, mul(u(v.nelms), 4));
   }
-  std::uint64_t widest = image;
-  for (const LayerInfo& l : plan.layers) widest = std::max(widest, u(l.out_features));
-  const std::int64_t eval_mb =
-      config.eval.micro_batch_size > 0 ? config.eval.micro_batch_size : plan.micro_batch_size;
-  const std::uint64_t activations =
-      mul(mul(u(eval_mb), add(mul(widest, 2), add(u(plan.n_classes), 1))), 4);
-  const std::uint64_t evaluation =
-      mul(add(weights, activations), std::max<std::uint64_t>(1, u(plan.replication_factor)));
-
-  // poprun eval holds the checkpoint it read while it evaluates; reading it holds the
-  // file's bytes beside the tensors.
-  if (use == HostUse::kEvaluate) return add(checkpoint, std::max(evaluation, checkpoint));
+  // Evaluating: the weights go over to the evaluation engine one variable at a time
+  // (its float copy), then the evaluation plan runs.
+  const std::uint64_t evaluation = eval ? add(largest, evaluation_bytes(*eval)) : 0;
   // Writing a checkpoint: the safetensors tensors and one variable's float copies.
   const std::uint64_t writing = add(checkpoint, mul(largest, copies));
-  const std::uint64_t batch = mul(u(plan.global_batch_size), add(image, 1));
+  const std::uint64_t batch = mul(u(plan.global_batch_size), add(image_bytes(plan), 1));
   const std::uint64_t order = data.train ? mul(u(data.train->n), 16) : 0;
   return add(add(batch, order), std::max(evaluation, writing));
 }
@@ -187,15 +201,22 @@ DatasetSizes dataset_sizes_from_config(const config::Config& config) {
           DatasetSize{config.data.synthetic_test, image}};
 }
 
-HostMemory estimate_host_memory(const Plan& plan, const config::Config& config, DatasetSizes data,
-                                HostUse use) {
-  if (use == HostUse::kEvaluate) data.train = DatasetSize{};  // not read
+HostMemory estimate_host_memory(const Plan& plan, const Plan* eval, const config::Config& config,
+                                DatasetSizes data, HostUse use) {
+  if (use == HostUse::kEvaluate) {
+    data.train = DatasetSize{};  // not read
+    eval = nullptr;              // `plan` is the evaluation plan
+  }
   HostMemory m;
   m.datasets = datasets_bytes(plan, config, data);
   m.datasets_counted = data.train.has_value() && data.test.has_value();
   m.streaming = mul(plan.streaming_bytes, u(plan.replication_factor));
-  m.device = device_bytes(plan, use);
-  m.host_buffers = host_buffer_bytes(plan, config, data, use);
+  m.device = device_bytes(plan);
+  if (eval) {
+    m.streaming = add(m.streaming, mul(eval->streaming_bytes, u(eval->replication_factor)));
+    m.device = add(m.device, device_bytes(*eval));
+  }
+  m.host_buffers = host_buffer_bytes(plan, eval, config, data, use);
   m.overhead = kHostOverhead;
   return m;
 }

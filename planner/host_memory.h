@@ -4,7 +4,7 @@
 // that fits the device can still be far too big for the host: poprun compares the two
 // before it allocates anything, and popplan shows the estimate (Plan::host_memory).
 //
-//   HostMemory need = estimate_host_memory(plan, config, {train, test});
+//   HostMemory need = estimate_host_memory(plan, &eval_plan, config, {train, test});
 //   if (auto why = host_memory_problem(need, available_host_memory()); !why.empty()) ...
 #pragma once
 
@@ -41,25 +41,27 @@ enum class HostUse {
 
 // The process's peak, all replicas together (R = replication factor), each part at its
 // own peak: the parts' peaks need not coincide (the data is read before the engine
-// allocates), so their sum errs high.
+// allocates), so their sum errs high. kTrain: `plan` is the training plan and `eval`
+// the evaluation plan whose engine poprun holds beside it (nullptr: none); kEvaluate:
+// `plan` is the evaluation plan and `eval` is ignored.
 //   datasets   train + test (n x (image + label)), plus the largest copy made on the way:
 //              the file bytes while a split is read (IDX) or the class prototypes
-//              (synthetic, 8 bytes a pixel a class), and the test set split into R parts
-//              to evaluate them in parallel
-//   streaming  R x plan.streaming_bytes (the remote buffers, zero-filled at the start)
-//   device     R x the bytes of every device tensor of the plan: the engine keeps a
+//              (synthetic, 8 bytes a pixel a class)
+//   streaming  R x streaming_bytes of each plan (the remote buffers, zero-filled)
+//   device     R x the bytes of every device tensor of each plan: an engine keeps a
 //              freed tensor's memory for its next allocation, so after the first step
-//              all of them are resident, not only the peak's (evaluation: always-live only)
+//              all of them are resident, not only the peak's
 //   host       the global batch gathered for the engine, the epoch's sample order
 //              (8 bytes a training sample, twice while the next epoch's is made), and the
-//              larger of evaluation (R parts, each with full float32 weights and its
-//              activations) and writing a checkpoint (every variable's full value per
-//              copy); poprun eval: the checkpoint it holds, and its file while read
+//              larger of evaluating (a variable's float copy on its way to the
+//              evaluation engine, the evaluation batch and its logits) and writing a
+//              checkpoint (every variable's full value per copy); poprun eval: the
+//              weights it read, and the checkpoint file while it is read
 //   overhead   kHostOverhead: code, libraries, thread stacks, the allocator's slack
 // Sets that are nullopt count 0 and clear datasets_counted. Sums saturate, so a config
 // whose sizes overflow 64 bits gives 2^64 - 1, never a small number.
-HostMemory estimate_host_memory(const Plan& plan, const config::Config& config, DatasetSizes data,
-                                HostUse use = HostUse::kTrain);
+HostMemory estimate_host_memory(const Plan& plan, const Plan* eval, const config::Config& config,
+                                DatasetSizes data, HostUse use = HostUse::kTrain);
 
 // Calibrated on the release build (glibc): poprun peaks at 4.9 MiB RSS for --help and
 // 6.8 MiB training tests/train/data/tiny.yaml (its other parts < 0.4 MiB); training

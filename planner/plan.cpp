@@ -47,8 +47,11 @@ constexpr Table<config::ExecutionMode, 2> kModes{
 constexpr Table<VariableRole, 3> kRoles{{{VariableRole::kWeight, "weight"},
                                          {VariableRole::kBias, "bias"},
                                          {VariableRole::kOptimizerState, "optimizer_state"}}};
-constexpr Table<Stream, 3> kStreams{
-    {{Stream::kImages, "images"}, {Stream::kLabels, "labels"}, {Stream::kLoss, "loss"}}};
+constexpr Table<Stream, 4> kStreams{{{Stream::kImages, "images"},
+                                     {Stream::kLabels, "labels"},
+                                     {Stream::kLoss, "loss"},
+                                     {Stream::kLogits, "logits"}}};
+constexpr Table<Program, 2> kPrograms{{{Program::kTrain, "train"}, {Program::kEval, "eval"}}};
 constexpr Table<ReduceOp, 2> kReduceOps{{{ReduceOp::kMean, "mean"}, {ReduceOp::kSum, "sum"}}};
 constexpr Table<RetrievalMode, 2> kRetrievalModes{{{RetrievalMode::kOnePerGroup, "one_per_group"},
                                                    {RetrievalMode::kAllReplicas, "all_replicas"}}};
@@ -89,6 +92,8 @@ constexpr const auto& table_of() {
     return kRetrievalModes;
   else if constexpr (std::is_same_v<E, config::LayerType>)
     return kLayerTypes;
+  else if constexpr (std::is_same_v<E, Program>)
+    return kPrograms;
   else {
     static_assert(std::is_same_v<E, config::OptimizerType>, "no name table for this enum");
     return kOptimizerTypes;
@@ -154,6 +159,7 @@ POPKIT_ENUM(ReduceOp)
 POPKIT_ENUM(RetrievalMode)
 POPKIT_ENUM(config::OptimizerType)
 POPKIT_ENUM(config::LayerType)
+POPKIT_ENUM(Program)
 #undef POPKIT_ENUM
 
 }  // namespace popkit::planner

@@ -120,7 +120,15 @@ struct Variable {
   std::int64_t entry = -1;
 };
 
-enum class Stream { kImages, kLabels, kLoss };
+// kLogits: an evaluation plan streams the last layer's output to the host, which scores
+// the valid rows of each micro-batch (a partial last micro-batch is padded).
+enum class Stream { kImages, kLabels, kLoss, kLogits };
+
+// What a plan computes. kTrain: an optimizer step per execution of its phases. kEval:
+// forward only, with the weights and biases as training keeps them (same homes, same
+// sharding) and no optimizer state or gradients; an execution of its phases evaluates
+// one batch of micro_batch_size x gradient_accumulation samples per replica.
+enum class Program { kTrain, kEval };
 enum class ReduceOp { kMean, kSum };
 
 enum class OpKind {
@@ -147,9 +155,11 @@ enum class OpKind {
 // operands are named as in planner/operands.h, which gives their positions.
 //  kHostLoad images: tensor [mb, prod(input_shape)] float32, the micro-batch of replica
 //    r at repeat step s, normalised (x - mean) / std. labels: [mb] float32 class ids.
-//  kHostStore loss: the host records the loss of (r, s).
-//  kForward: pre = in * W + b (W [in, out], b [out]); out = act(pre). A layer without
-//    activation has no pre (-1) and writes in * W + b to out.
+//  kHostStore loss: the host records the loss of (r, s). logits: [mb, n_classes], the
+//    host scores them (evaluation).
+//  kForward: pre = in * W + b (W [in, out], b [out]); out = act(pre). Without a pre
+//    tensor (-1: no activation, or an evaluation plan, which keeps nothing for a
+//    backward) it writes act(in * W + b) to out.
 //  kLoss: loss[0] = mean over the micro-batch of -log softmax(logits)[label];
 //    dlogits = (softmax(logits) - onehot(label)) / mb.
 //  kBackward: dz = dy * act'(pre) (dy itself when no activation; computed in place in
@@ -247,6 +257,7 @@ struct HostMemory {
 struct Plan {
   int version = 2;  // of the plan file format (planner/plan_read.cpp)
   std::string name;
+  Program program = Program::kTrain;
   std::int64_t replication_factor = 1;
   std::int64_t micro_batch_size = 1;
   std::int64_t gradient_accumulation = 1;

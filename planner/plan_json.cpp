@@ -97,6 +97,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
   json j;
   j["version"] = plan.version;
   j["name"] = plan.name;
+  j["program"] = name_of(plan.program);
   j["replication_factor"] = plan.replication_factor;
   j["micro_batch_size"] = plan.micro_batch_size;
   j["gradient_accumulation"] = plan.gradient_accumulation;

@@ -356,6 +356,8 @@ Plan Reader::plan(const json& j) const {
                                 version, kPlanVersion));
   p.version = static_cast<int>(version);
   p.name = string(j, "", "name");
+  // Training plans written before evaluation had plans of its own have no "program".
+  p.program = j.contains("program") ? enumeration<Program>(j, "", "program") : Program::kTrain;
   p.replication_factor = integer(j, "", "replication_factor");
   p.micro_batch_size = integer(j, "", "micro_batch_size");
   p.gradient_accumulation = integer(j, "", "gradient_accumulation");

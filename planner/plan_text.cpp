@@ -225,8 +225,8 @@ nlohmann::json grouping_to_json(const ReplicaGrouping& g) {
 
 void print_plan(std::ostream& stream, const Plan& plan) {
   Printer out(stream);
-  out.print("Plan {} (plan format {})\n", plan.name.empty() ? "(unnamed)" : plan.name,
-            plan.version);
+  out.print("{} {} (plan format {})\n", plan.program == Program::kEval ? "Evaluation plan" : "Plan",
+            plan.name.empty() ? "(unnamed)" : plan.name, plan.version);
   out.print("  replicas {}, micro-batch {}, gradient accumulation {}, global batch {}\n",
             plan.replication_factor, plan.micro_batch_size, plan.gradient_accumulation,
             plan.global_batch_size);
@@ -282,7 +282,8 @@ void print_plan(std::ostream& stream, const Plan& plan) {
                  t.double_buffer >= 0 ? tensor_name(plan, t.double_buffer) : "-"});
   tensors.print(out);
 
-  out.put("\nSchedule (per optimizer step)\n");
+  out.put(plan.program == Program::kEval ? "\nSchedule (per evaluation batch)\n"
+                                         : "\nSchedule (per optimizer step)\n");
   out.put("  setup (once):\n");
   print_ops(out, plan, plan.setup, "    ");
   for (std::size_t p = 0; p < plan.phases.size(); ++p) {

@@ -44,15 +44,22 @@ std::vector<Cell> memory_cells(const std::string& phase, const std::string& sour
   return row;
 }
 
-Table phase_table(const Source& s) {
+// The training plan's phases, or (eval) the evaluation plan's of a run that evaluated.
+Table phase_table(const Source& s, bool eval) {
   const bool run = s.kind == SourceKind::kRun;
+  const std::vector<PhaseRecord>& phases = eval ? s.record.eval->phases : s.record.phases;
   Table t;
-  t.key = "memory";
-  t.title = "Device memory per replica by phase: " + source_title(s);
+  t.key = eval ? "eval_memory" : "memory";
+  t.title = fmt::format("Device memory per replica by {}phase: {}", eval ? "evaluation " : "",
+                        source_title(s));
   const PlanSummary& p = s.record.plan;
+  const std::uint64_t peak = eval ? s.record.eval->peak_bytes : p.peak_bytes;
   t.notes.push_back(fmt::format("device memory {} per replica; planned peak {} ({})",
-                                format_bytes(p.memory_per_replica), format_bytes(p.peak_bytes),
-                                p.fits ? "fits" : "does not fit"));
+                                format_bytes(p.memory_per_replica), format_bytes(peak),
+                                peak <= p.memory_per_replica ? "fits" : "does not fit"));
+  if (eval)
+    t.notes.push_back(fmt::format("evaluation micro-batch {}, {} samples a batch",
+                                  s.record.eval->micro_batch_size, s.record.eval->batch_size));
   t.columns = {{"phase", "Phase", false},
                {"source", "Source", false},
                {"always_live", "Always-live", true},
@@ -68,13 +75,12 @@ Table phase_table(const Source& s) {
     t.columns.push_back({key, title, true});
   }
   bool identical = true;
-  for (const PhaseRecord& ph : s.record.phases) identical = identical && all_equal(ph.measured);
-  const std::size_t n_replicas =
-      run && !s.record.phases.empty() ? s.record.phases.front().measured.size() : 0;
+  for (const PhaseRecord& ph : phases) identical = identical && all_equal(ph.measured);
+  const std::size_t n_replicas = run && !phases.empty() ? phases.front().measured.size() : 0;
   if (run && identical && n_replicas > 1) {
     t.notes.push_back(fmt::format("measured: identical on all {} replicas", n_replicas));
   }
-  for (const PhaseRecord& ph : s.record.phases) {
+  for (const PhaseRecord& ph : phases) {
     const Memory* planned = run ? &ph.planned : nullptr;
     t.rows.push_back(memory_cells(ph.name, "planned", ph.planned, planned));
     if (!run || ph.measured.empty()) continue;
@@ -118,7 +124,9 @@ Table streaming_table(const Source& s) {
 Report memory_report(const std::vector<Source>& sources) {
   Report report;
   for (const Source& s : sources) {
-    report.tables.push_back(phase_table(s));
+    // An evaluation-only run (poprun eval) has no training phases.
+    if (!s.record.phases.empty() || !s.record.eval) report.tables.push_back(phase_table(s, false));
+    if (s.record.eval) report.tables.push_back(phase_table(s, true));
     report.tables.push_back(streaming_table(s));
   }
   return report;

@@ -178,17 +178,37 @@ BytesMoved planned_bytes_moved(const planner::Plan& plan) {
   return b;
 }
 
-RunRecord record_from_plan(const planner::Plan& plan) {
-  RunRecord r;
-  r.name = plan.name;
-  r.plan = plan_summary(plan);
+namespace {
+
+std::vector<PhaseRecord> planned_phases(const planner::Plan& plan) {
+  std::vector<PhaseRecord> out;
   for (const planner::Phase& phase : plan.phases) {
     PhaseRecord p;
     p.name = phase.name;
     p.planned = memory_from_phase(phase.memory);
     p.planned_seconds = phase.estimated_seconds;
-    r.phases.push_back(std::move(p));
+    out.push_back(std::move(p));
   }
+  return out;
+}
+
+}  // namespace
+
+EvalRecord eval_record_from_plan(const planner::Plan& plan) {
+  EvalRecord e;
+  e.micro_batch_size = plan.micro_batch_size;
+  e.batch_size = plan.global_batch_size;
+  e.peak_bytes = plan.peak_bytes;
+  e.estimated_samples_per_second = plan.estimated_samples_per_second;
+  e.phases = planned_phases(plan);
+  return e;
+}
+
+RunRecord record_from_plan(const planner::Plan& plan) {
+  RunRecord r;
+  r.name = plan.name;
+  r.plan = plan_summary(plan);
+  r.phases = planned_phases(plan);
   r.streaming_planned = plan.streaming_bytes;
   r.bytes_planned = planned_bytes_moved(plan);
   return r;
@@ -225,9 +245,11 @@ Environment current_environment(std::int64_t n_threads) {
   return e;
 }
 
-nlohmann::json run_record_to_json(const RunRecord& r) {
+namespace {
+
+json phases_to_json(const std::vector<PhaseRecord>& records) {
   json phases = json::array();
-  for (const PhaseRecord& p : r.phases) {
+  for (const PhaseRecord& p : records) {
     json measured = json::array();
     for (const Memory& m : p.measured) measured.push_back(memory_to_json(m));
     phases.push_back({{"name", p.name},
@@ -237,6 +259,63 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
                       {"measured_seconds", p.measured_seconds},
                       {"measured_seconds_by_kind", seconds_to_json(p.measured_by_kind)}});
   }
+  return phases;
+}
+
+std::vector<PhaseRecord> phases_from_json(const JsonReader& top, RunSplit* split) {
+  std::vector<PhaseRecord> out;
+  for (const JsonReader& p : top.array("phases")) {
+    PhaseRecord phase;
+    phase.name = p.string("name");
+    phase.planned = memory_from_json(p.object("planned_memory"));
+    const nlohmann::json& measured = p.value("measured_memory");
+    if (split != nullptr && planner::is_placeholder(measured)) {
+      phase.measured = split->measured_memory().take(measured, p.field("measured_memory"));
+    } else {
+      for (const JsonReader& m : p.array("measured_memory")) {
+        phase.measured.push_back(memory_from_json(m));
+      }
+    }
+    phase.planned_seconds = p.number("planned_seconds");
+    phase.measured_seconds = p.number("measured_seconds");
+    phase.measured_by_kind = seconds_from_json(p.object("measured_seconds_by_kind"));
+    out.push_back(std::move(phase));
+  }
+  return out;
+}
+
+json eval_to_json(const EvalRecord& e) {
+  return {{"micro_batch_size", e.micro_batch_size},
+          {"batch_size", e.batch_size},
+          {"peak_bytes", e.peak_bytes},
+          {"estimated_samples_per_second", e.estimated_samples_per_second},
+          {"phases", phases_to_json(e.phases)},
+          {"n_samples", e.n_samples},
+          {"evaluations", e.evaluations},
+          {"batches", e.batches},
+          {"seconds", e.seconds},
+          {"samples_per_second", e.samples_per_second}};
+}
+
+EvalRecord eval_from_json(const JsonReader& r, RunSplit* split) {
+  EvalRecord e;
+  e.micro_batch_size = r.integer("micro_batch_size");
+  e.batch_size = r.integer("batch_size");
+  e.peak_bytes = r.bytes("peak_bytes");
+  e.estimated_samples_per_second = r.number("estimated_samples_per_second");
+  e.phases = phases_from_json(r, split);
+  e.n_samples = r.integer("n_samples");
+  e.evaluations = r.integer("evaluations");
+  e.batches = r.integer("batches");
+  e.seconds = r.number("seconds");
+  e.samples_per_second = r.number("samples_per_second");
+  return e;
+}
+
+}  // namespace
+
+nlohmann::json run_record_to_json(const RunRecord& r) {
+  const json phases = phases_to_json(r.phases);
   json test = nullptr;
   if (r.test) {
     test = {
@@ -278,11 +357,14 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
   // Run files from before kernels were recorded have none: written only when known, so
   // such a file reads and writes back unchanged.
   if (!e.kernels.empty()) out["environment"]["kernels"] = e.kernels;
+  if (r.eval) out["eval"] = eval_to_json(*r.eval);
   return out;
 }
 
 std::optional<std::uint64_t> RunSplit::begin_array(const planner::JsonPath& path) {
-  if (path.matches({"phases", "[]", "measured_memory"})) return measured_memory_.begin(path);
+  if (path.matches({"phases", "[]", "measured_memory"}) ||
+      path.matches({"eval", "phases", "[]", "measured_memory"}))
+    return measured_memory_.begin(path);
   return std::nullopt;
 }
 
@@ -308,23 +390,8 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
   r.name = top.string("name");
   r.config = top.value("config");
   r.plan = plan_summary_from_json(top.object("plan"));
-  for (const JsonReader& p : top.array("phases")) {
-    PhaseRecord phase;
-    phase.name = p.string("name");
-    phase.planned = memory_from_json(p.object("planned_memory"));
-    const nlohmann::json& measured = p.value("measured_memory");
-    if (split != nullptr && planner::is_placeholder(measured)) {
-      phase.measured = split->measured_memory().take(measured, p.field("measured_memory"));
-    } else {
-      for (const JsonReader& m : p.array("measured_memory")) {
-        phase.measured.push_back(memory_from_json(m));
-      }
-    }
-    phase.planned_seconds = p.number("planned_seconds");
-    phase.measured_seconds = p.number("measured_seconds");
-    phase.measured_by_kind = seconds_from_json(p.object("measured_seconds_by_kind"));
-    r.phases.push_back(std::move(phase));
-  }
+  r.phases = phases_from_json(top, split);
+  if (top.has("eval")) r.eval = eval_from_json(top.object("eval"), split);
   const JsonReader streaming = top.object("streaming_memory");
   r.streaming_planned = streaming.bytes("planned");
   r.streaming_measured = streaming.bytes_list("measured");

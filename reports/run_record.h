@@ -68,6 +68,22 @@ struct TestResult {
   std::int64_t n_samples = 0;
 };
 
+// Evaluation runs a plan of its own (planner::Program::kEval): its phases, planned and
+// as measured over the batches of the evaluations run (times: mean per batch), and its
+// speed. A batch is one execution of the phases: batch_size samples, all replicas.
+struct EvalRecord {
+  std::int64_t micro_batch_size = 1;
+  std::int64_t batch_size = 1;
+  std::uint64_t peak_bytes = 0;  // planned, per replica
+  double estimated_samples_per_second = 0.0;
+  std::vector<PhaseRecord> phases;
+  std::int64_t n_samples = 0;       // per evaluation (the test set)
+  std::int64_t evaluations = 0;     // run
+  std::int64_t batches = 0;         // per evaluation
+  double seconds = 0.0;             // wall time of the last evaluation
+  double samples_per_second = 0.0;  // n_samples / seconds, of the last evaluation
+};
+
 struct CheckpointRecord {
   std::string path;
   std::int64_t step = 0;
@@ -118,8 +134,9 @@ struct RunRecord {
   std::vector<double> loss;  // per optimizer step: mean over micro-batches and replicas
   Throughput throughput;
   std::optional<TestResult> test;
-  BytesMoved bytes_planned;   // per replica per optimizer step
-  BytesMoved bytes_measured;  // per replica per optimizer step (mean)
+  std::optional<EvalRecord> eval;  // absent when no evaluation plan ran (older files)
+  BytesMoved bytes_planned;        // per replica per optimizer step
+  BytesMoved bytes_measured;       // per replica per optimizer step (mean)
   std::vector<CheckpointRecord> checkpoints;
   Environment environment;
 };
@@ -131,6 +148,8 @@ Memory memory_from_phase(const planner::PhaseMemory& m);
 // measurements to.
 PlanSummary plan_summary(const planner::Plan& plan);
 RunRecord record_from_plan(const planner::Plan& plan);
+// The planned half of an evaluation plan's record.
+EvalRecord eval_record_from_plan(const planner::Plan& plan);
 
 // Bytes moved per replica per optimizer step as the plan counts them (its phases' ops).
 BytesMoved planned_bytes_moved(const planner::Plan& plan);

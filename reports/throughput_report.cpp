@@ -38,18 +38,24 @@ Table summary_table(const Source& s) {
     if (run) row.push_back(std::move(measured));
     t.rows.push_back(std::move(row));
   };
-  add("samples/s (median)", rate_cell(r.plan.estimated_samples_per_second),
-      rate_cell(r.throughput.median));
-  add("time per step (median)", seconds_cell(r.plan.estimated_step_seconds),
-      seconds_cell(step_seconds(s)));
+  // poprun eval: a run that only evaluated has no training figures.
+  const bool trained = !run || !r.phases.empty() || !r.eval;
+  if (trained) {
+    add("samples/s (median)", rate_cell(r.plan.estimated_samples_per_second),
+        rate_cell(r.throughput.median));
+    add("time per step (median)", seconds_cell(r.plan.estimated_step_seconds),
+        seconds_cell(step_seconds(s)));
+  }
   if (!run) return t;
-  t.notes.push_back(fmt::format("{} steps, the first {} not counted (warm-up)",
-                                r.step_seconds.size(), r.throughput.warmup_steps));
-  add("samples/s (min)", Cell{}, rate_cell(r.throughput.min));
-  add("samples/s (max)", Cell{}, rate_cell(r.throughput.max));
-  double total = 0.0;
-  for (double x : r.step_seconds) total += x;
-  add("total step time", Cell{}, seconds_cell(total));
+  if (trained) {
+    t.notes.push_back(fmt::format("{} steps, the first {} not counted (warm-up)",
+                                  r.step_seconds.size(), r.throughput.warmup_steps));
+    add("samples/s (min)", Cell{}, rate_cell(r.throughput.min));
+    add("samples/s (max)", Cell{}, rate_cell(r.throughput.max));
+    double total = 0.0;
+    for (double x : r.step_seconds) total += x;
+    add("total step time", Cell{}, seconds_cell(total));
+  }
   if (!r.loss.empty()) add("final training loss", Cell{}, plain_cell(r.loss.back(), 4));
   if (r.test) {
     add("test accuracy", Cell{},
@@ -57,14 +63,26 @@ Table summary_table(const Source& s) {
     add("test loss", Cell{}, plain_cell(r.test->loss, 4));
     add("test samples", Cell{}, count_cell(r.test->n_samples));
   }
+  if (r.eval) {
+    add("evaluation samples/s", rate_cell(r.eval->estimated_samples_per_second),
+        rate_cell(r.eval->samples_per_second));
+    add("evaluation time", Cell{}, seconds_cell(r.eval->seconds));
+    t.notes.push_back(
+        fmt::format("evaluation: the last of {}, {} samples in {} batches of {} (micro-batch {})",
+                    r.eval->evaluations, r.eval->n_samples, r.eval->batches, r.eval->batch_size,
+                    r.eval->micro_batch_size));
+  }
   return t;
 }
 
-Table phase_table(const Source& s) {
+// The training plan's phases, or (eval) the evaluation plan's of a run that evaluated.
+Table phase_table(const Source& s, bool eval) {
   const bool run = s.kind == SourceKind::kRun;
+  const std::vector<PhaseRecord>& phases = eval ? s.record.eval->phases : s.record.phases;
   Table t;
-  t.key = "phase_times";
-  t.title = "Time per optimizer step by phase: " + s.file;
+  t.key = eval ? "eval_phase_times" : "phase_times";
+  t.title = (eval ? "Time per evaluation batch by phase: " : "Time per optimizer step by phase: ") +
+            s.file;
   t.columns = {{"phase", "Phase", false}, {"planned", "Planned", true}};
   if (run) {
     t.columns.insert(t.columns.end(), {{"measured", "Measured", true},
@@ -75,7 +93,7 @@ Table phase_table(const Source& s) {
   }
   PhaseRecord total;
   total.name = "total";
-  for (const PhaseRecord& p : s.record.phases) {
+  for (const PhaseRecord& p : phases) {
     std::vector<Cell> row{Cell{p.name, {}}, seconds_cell(p.planned_seconds)};
     if (run) {
       row.insert(
@@ -129,8 +147,9 @@ Report throughput_report(const std::vector<Source>& sources) {
   Report report;
   for (const Source& s : sources) {
     report.tables.push_back(summary_table(s));
-    report.tables.push_back(phase_table(s));
-    report.tables.push_back(bytes_table(s));
+    if (!s.record.phases.empty() || !s.record.eval) report.tables.push_back(phase_table(s, false));
+    if (s.record.eval) report.tables.push_back(phase_table(s, true));
+    if (!s.record.phases.empty() || !s.record.eval) report.tables.push_back(bytes_table(s));
   }
   return report;
 }

@@ -1,4 +1,5 @@
-// Global batches gathered from a dataset into [A, R, B] order.
+// Global batches gathered from a dataset into [A, R, B] order, and the test set's
+// shares for evaluation.
 #include "engine/data/batch_source.h"
 
 #include <algorithm>
@@ -36,17 +37,81 @@ void DatasetBatches::set_batch(const std::vector<std::int64_t>& order, std::int6
                                                          static_cast<std::size_t>(g)));
 }
 
+namespace {
+
+// Rows [first, first + micro) of gathered pixels (image_size bytes a row) and labels.
+MicroBatch rows(const std::vector<std::uint8_t>& pixels, const std::vector<std::uint8_t>& labels,
+                std::int64_t first, std::int64_t micro, std::int64_t image_size) {
+  const auto at = static_cast<std::size_t>(first);
+  const auto n = static_cast<std::size_t>(micro);
+  const auto size = static_cast<std::size_t>(image_size);
+  MicroBatch mb;
+  mb.size = micro;
+  mb.pixels = std::span<const std::uint8_t>(pixels).subspan(at * size, n * size);
+  mb.labels = std::span<const std::uint8_t>(labels).subspan(at, n);
+  return mb;
+}
+
+}  // namespace
+
 MicroBatch DatasetBatches::micro_batch(std::int64_t replica, std::int64_t step) const {
   // sample = (s * R + r) * B + i
-  const auto first = static_cast<std::size_t>((step * replicas_ + replica) * micro_);
+  return rows(pixels_, labels_, (step * replicas_ + replica) * micro_, micro_, data_->image_size());
+}
+
+EvalBatches::EvalBatches(const Dataset& data, std::int64_t replicas, std::int64_t steps,
+                         std::int64_t micro_batch_size)
+    : data_(&data), replicas_(replicas), steps_(steps), micro_(micro_batch_size) {
+  if (replicas < 1 || steps < 1 || micro_batch_size < 1)
+    throw Error("evaluation batches of {} replicas x {} steps x {} samples", replicas, steps,
+                micro_batch_size);
+  const auto rows = static_cast<std::size_t>(replicas * steps * micro_batch_size);
+  pixels_.resize(rows * static_cast<std::size_t>(data.image_size()));
+  labels_.resize(rows);
+}
+
+std::int64_t EvalBatches::share_begin(std::int64_t replica) const {
+  return data_->n * replica / replicas_;
+}
+
+std::int64_t EvalBatches::n_batches() const {
+  const std::int64_t largest = (data_->n + replicas_ - 1) / replicas_;
+  const std::int64_t per_batch = steps_ * micro_;
+  return (largest + per_batch - 1) / per_batch;
+}
+
+std::int64_t EvalBatches::valid(std::int64_t replica, std::int64_t step) const {
+  const std::int64_t share = share_begin(replica + 1) - share_begin(replica);
+  const std::int64_t first = (batch_ * steps_ + step) * micro_;
+  return std::clamp<std::int64_t>(share - first, 0, micro_);
+}
+
+void EvalBatches::set_batch(std::int64_t index) {
+  if (index < 0 || index >= n_batches())
+    throw Error("evaluation batch {} out of range ({} batches)", index, n_batches());
+  batch_ = index;
   const auto size = static_cast<std::size_t>(data_->image_size());
-  MicroBatch mb;
-  mb.size = micro_;
-  mb.pixels = std::span<const std::uint8_t>(pixels_).subspan(
-      first * size, static_cast<std::size_t>(micro_) * size);
-  mb.labels =
-      std::span<const std::uint8_t>(labels_).subspan(first, static_cast<std::size_t>(micro_));
-  return mb;
+  std::size_t row = 0;
+  for (std::int64_t r = 0; r < replicas_; ++r) {
+    for (std::int64_t s = 0; s < steps_; ++s) {
+      const std::int64_t n = valid(r, s);
+      const std::int64_t first = share_begin(r) + (batch_ * steps_ + s) * micro_;
+      for (std::int64_t i = 0; i < micro_; ++i, ++row) {
+        auto dst = pixels_.begin() + static_cast<std::ptrdiff_t>(row * size);
+        if (i < n) {
+          std::copy_n(data_->image(first + i), size, dst);
+          labels_[row] = data_->labels[static_cast<std::size_t>(first + i)];
+        } else {
+          std::fill_n(dst, size, std::uint8_t{0});
+          labels_[row] = 0;
+        }
+      }
+    }
+  }
+}
+
+MicroBatch EvalBatches::micro_batch(std::int64_t replica, std::int64_t step) const {
+  return rows(pixels_, labels_, (replica * steps_ + step) * micro_, micro_, data_->image_size());
 }
 
 }  // namespace popkit::engine

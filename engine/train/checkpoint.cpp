@@ -12,6 +12,7 @@
 #include <set>
 
 #include "config/error.h"
+#include "planner/optimizer_kinds.h"
 
 namespace popkit::train {
 namespace {
@@ -69,6 +70,19 @@ std::vector<float> to_floats(const SafeTensor& t) {
 bool restored(const Variable& v, Restore what) {
   return what == Restore::kEverything || v.role == VariableRole::kWeight ||
          v.role == VariableRole::kBias;
+}
+
+// An evaluation plan holds no optimizer state: in a training checkpoint, "<param>.<suffix>"
+// of the plan's optimizer is skipped, not refused.
+bool is_training_state(const std::string& base, const planner::Plan& plan,
+                       const std::map<std::string, const Variable*>& variables) {
+  if (plan.program != planner::Program::kEval) return false;
+  const std::size_t dot = base.rfind('.');
+  if (dot == std::string::npos || !variables.contains(base.substr(0, dot))) return false;
+  const std::string_view suffix = std::string_view(base).substr(dot + 1);
+  for (const planner::OptimizerState& st : planner::optimizer_state(plan.optimizer))
+    if (st.suffix == suffix) return true;
+  return false;
 }
 
 // "fc1.weight@group2" -> {"fc1.weight", "group", 2}; a plain name has copy 0.
@@ -190,6 +204,7 @@ LoadedCheckpoint check_checkpoint(SafeTensorsFile file, const std::string& path,
     const auto parts = split_name(name);
     const auto it = parts ? variables.find(parts->base) : variables.end();
     if (it == variables.end()) {
+      if (parts && is_training_state(parts->base, plan, variables)) continue;
       unexpected.push_back(name);
       continue;
     }
@@ -220,7 +235,9 @@ LoadedCheckpoint check_checkpoint(SafeTensorsFile file, const std::string& path,
   // on unnoticed, an Inf gives a NaN loss. Values are checked as the engine will hold
   // them (float32), so an F64 beyond float32's range counts as Inf.
   for (const auto& [name, t] : f.tensors) {
-    const Variable& v = *variables.at(split_name(name)->base);
+    const auto found = variables.find(split_name(name)->base);
+    if (found == variables.end()) continue;  // training state an evaluation plan skips
+    const Variable& v = *found->second;
     if (!restored(v, what)) continue;
     const std::vector<float> values = to_floats(t);
     const auto n_bad =

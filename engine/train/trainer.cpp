@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <future>
 #include <limits>
 
 #include "config/error.h"
@@ -92,21 +91,56 @@ void check_test_set(const engine::Dataset& test) {
 }
 
 // Refuses, before anything large is allocated, a run this machine cannot hold: the
-// datasets' sizes come from the config or the IDX headers, the rest from the plan.
-void check_host_memory(const planner::Plan& plan, const config::Config& config, bool training) {
+// datasets' sizes come from the config or the IDX headers, the rest from the plans
+// (training: `plan` and the evaluation plan `eval`; evaluation: `plan` alone).
+void check_host_memory(const planner::Plan& plan, const planner::Plan* eval,
+                       const config::Config& config) {
+  const bool training = plan.program == planner::Program::kTrain;
   planner::DatasetSizes data;
   if (training) data.train = engine::peek_dataset_size(config, engine::Split::kTrain);
   data.test = engine::peek_dataset_size(config, engine::Split::kTest);
   const planner::HostMemory need = planner::estimate_host_memory(
-      plan, config, data, training ? planner::HostUse::kTrain : planner::HostUse::kEvaluate);
+      plan, eval, config, data, training ? planner::HostUse::kTrain : planner::HostUse::kEvaluate);
   if (const std::string why = planner::host_memory_problem(need, planner::available_host_memory());
       !why.empty())
     throw Error("{}; POPKIT_HOST_MEMORY=SIZE overrides what poprun takes as available", why);
 }
 
-std::int64_t eval_micro_batch(const config::Config& config) {
-  return config.eval.micro_batch_size > 0 ? config.eval.micro_batch_size
-                                          : config.training.micro_batch_size;
+// Each phase's measured memory (per replica, the largest over the steps) and time (mean
+// per step: an optimizer step, or an evaluation batch).
+void add_phase_measurements(std::vector<reports::PhaseRecord>& phases,
+                            const engine::Engine& engine) {
+  const engine::Timings& t = engine.timings();
+  const engine::MemoryReport memory = engine.memory_report();
+  const auto steps = static_cast<double>(std::max<std::int64_t>(1, t.steps));
+  for (std::size_t p = 0; p < phases.size(); ++p) {
+    auto& phase = phases[p];
+    phase.measured.clear();
+    if (p < memory.phases.size())
+      for (const auto& m : memory.phases[p])
+        phase.measured.push_back(reports::memory_from_phase(m));
+    if (p < t.phase_seconds.size()) phase.measured_seconds = t.phase_seconds[p] / steps;
+  }
+  for (std::size_t p = 0; p < phases.size() && p < t.phase_category_seconds.size(); ++p) {
+    const auto& c = t.phase_category_seconds[p];
+    const auto per_step = [&](engine::OpCategory k) {
+      return c[static_cast<std::size_t>(k)] / steps;
+    };
+    phases[p].measured_by_kind = {
+        per_step(engine::OpCategory::kCompute), per_step(engine::OpCategory::kCollective),
+        per_step(engine::OpCategory::kRemote), per_step(engine::OpCategory::kHostIo)};
+  }
+}
+
+// The evaluation engine's measurements; `last` is its last evaluation.
+void add_eval_measurements(reports::EvalRecord& record, const engine::Engine& eval,
+                           const engine::EvalResult& last, std::int64_t evaluations) {
+  add_phase_measurements(record.phases, eval);
+  record.n_samples = last.n;
+  record.evaluations = evaluations;
+  record.batches = last.batches;
+  record.seconds = last.seconds;
+  record.samples_per_second = last.seconds > 0 ? static_cast<double>(last.n) / last.seconds : 0.0;
 }
 
 // The measured half of the run file.
@@ -114,24 +148,7 @@ void add_measurements(reports::RunRecord& record, const engine::Engine& engine,
                       const std::vector<double>& losses) {
   const engine::Timings& t = engine.timings();
   const engine::MemoryReport memory = engine.memory_report();
-  const auto steps = static_cast<double>(std::max<std::int64_t>(1, t.steps));
-  for (std::size_t p = 0; p < record.phases.size(); ++p) {
-    auto& phase = record.phases[p];
-    phase.measured.clear();
-    if (p < memory.phases.size())
-      for (const auto& m : memory.phases[p])
-        phase.measured.push_back(reports::memory_from_phase(m));
-    if (p < t.phase_seconds.size()) phase.measured_seconds = t.phase_seconds[p] / steps;
-  }
-  for (std::size_t p = 0; p < record.phases.size() && p < t.phase_category_seconds.size(); ++p) {
-    const auto& c = t.phase_category_seconds[p];
-    const auto per_step = [&](engine::OpCategory k) {
-      return c[static_cast<std::size_t>(k)] / steps;
-    };
-    record.phases[p].measured_by_kind = {
-        per_step(engine::OpCategory::kCompute), per_step(engine::OpCategory::kCollective),
-        per_step(engine::OpCategory::kRemote), per_step(engine::OpCategory::kHostIo)};
-  }
+  add_phase_measurements(record.phases, engine);
   record.streaming_measured = memory.streaming_bytes;
   record.step_seconds = t.step_seconds;
   record.loss = losses;
@@ -152,12 +169,14 @@ void add_measurements(reports::RunRecord& record, const engine::Engine& engine,
   record.environment.kernels = engine::kernels_in_use();
 }
 
-planner::Plan plan_of(const config::Config& config) {
-  planner::Plan plan = planner::build_plan(config);
+planner::Plan plan_of(const config::Config& config,
+                      planner::Program program = planner::Program::kTrain,
+                      const planner::Plan* eval = nullptr) {
+  planner::Plan plan = planner::build_plan(config, program, eval);
   if (!plan.fits)
-    throw Error("the plan of '{}' does not fit: phase '{}' needs {} more than the {} per replica",
-                config.name, plan.not_fitting.phase,
-                reports::format_bytes(plan.not_fitting.bytes_over),
+    throw Error("the {}plan of '{}' does not fit: phase '{}' needs {} more than the {} per replica",
+                program == planner::Program::kEval ? "evaluation " : "", config.name,
+                plan.not_fitting.phase, reports::format_bytes(plan.not_fitting.bytes_over),
                 reports::format_bytes(plan.memory_per_replica));
   return plan;
 }
@@ -168,40 +187,9 @@ std::string default_run_file(const config::Config& config) {
   return (fs::path("runs") / (config.name.empty() ? "run" : config.name) / "run.json").string();
 }
 
-engine::EvalResult evaluate_test_set(const engine::Engine& engine, const engine::Dataset& test,
-                                     std::int64_t micro_batch_size) {
+engine::EvalResult evaluate_test_set(engine::Engine& eval, const engine::Dataset& test) {
   check_test_set(test);
-  const planner::Plan& plan = engine.plan();
-  const std::int64_t parts = std::max<std::int64_t>(1, std::min(plan.replication_factor, test.n));
-  std::vector<std::future<engine::EvalResult>> results;
-  for (std::int64_t r = 0; r < parts; ++r) {
-    const std::int64_t first = test.n * r / parts;
-    const std::int64_t last = test.n * (r + 1) / parts;
-    results.push_back(std::async(std::launch::async, [&, r, first, last] {
-      engine::Dataset part;
-      part.name = test.name;
-      part.n = last - first;
-      part.rows = test.rows;
-      part.cols = test.cols;
-      part.images.assign(
-          test.images.begin() + static_cast<std::ptrdiff_t>(first * test.image_size()),
-          test.images.begin() + static_cast<std::ptrdiff_t>(last * test.image_size()));
-      part.labels.assign(test.labels.begin() + first, test.labels.begin() + last);
-      return engine.evaluate(part, micro_batch_size, plan.variables_grouping.group_of(r));
-    }));
-  }
-  engine::EvalResult total;
-  double loss_sum = 0.0;
-  for (auto& f : results) {
-    const engine::EvalResult r = f.get();
-    total.n += r.n;
-    total.correct += r.correct;
-    loss_sum += r.loss * static_cast<double>(r.n);
-  }
-  if (total.n > 0) {
-    total.loss = loss_sum / static_cast<double>(total.n);
-    total.accuracy = static_cast<double>(total.correct) / static_cast<double>(total.n);
-  }
+  const engine::EvalResult total = eval.evaluate(test);
   // As in training (engine check_finite): a NaN or Inf loss is a failure, not a result.
   // The loss is >= 0, so the mean is finite exactly when every micro-batch's loss is.
   if (!std::isfinite(total.loss))
@@ -212,7 +200,8 @@ engine::EvalResult evaluate_test_set(const engine::Engine& engine, const engine:
 
 TrainResult train(const config::Config& config, const TrainOptions& options, Progress& progress) {
   TrainResult result;
-  planner::Plan planned = plan_of(config);
+  planner::Plan eval_planned = plan_of(config, planner::Program::kEval);
+  planner::Plan planned = plan_of(config, planner::Program::kTrain, &eval_planned);
 
   // Outputs first: a path that cannot be written fails before any data is read.
   const std::string run_file =
@@ -225,7 +214,7 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
           : fs::path(run_file.empty() ? default_run_file(config) : run_file).parent_path();
   if (!run_file.empty()) check_run_file_path(run_file);
   ensure_writable_dir(checkpoint_dir, "checkpoint");
-  check_host_memory(planned, config, /*training=*/true);
+  check_host_memory(planned, &eval_planned, config);
 
   // Checkpoints next: a bad one fails before the data is read.
   const std::string init_from =
@@ -266,6 +255,15 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
                         engine_options(config, options.n_threads, options.io_overlap));
   const planner::Plan& plan = engine.plan();
   engine.initialize(config.model.init);
+  // Evaluation runs its own plan on its own engine, the weights copied over each time.
+  engine::Engine eval_engine(std::move(eval_planned),
+                             engine_options(config, options.n_threads, options.io_overlap));
+  std::int64_t evaluations = 0;
+  const auto evaluate = [&] {
+    engine::copy_weights(engine, eval_engine);
+    ++evaluations;
+    return evaluate_test_set(eval_engine, test_set);
+  };
 
   CheckpointState state;
   state.shuffle = config.data.shuffle;
@@ -307,7 +305,6 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
   const Limits limits = limits_of(config, options);
   const std::int64_t first_step = state.step;
   const std::int64_t total = total_steps(limits, state.step, state.data, steps_per_epoch, g);
-  const std::int64_t eval_mb = eval_micro_batch(config);
 
   reports::RunRecord record = reports::record_from_plan(plan);
   record.config = resolved_config_json(config);
@@ -351,7 +348,7 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
                      seconds_since(t0), g, loss});
     if (state.data.epoch != epoch && config.eval.every > 0 &&
         state.data.epoch % config.eval.every == 0) {
-      last_eval = evaluate_test_set(engine, test_set, eval_mb);
+      last_eval = evaluate();
       last_eval_step = state.step;
       progress.note(fmt::format("epoch {}: test accuracy {:.2f}% ({}/{}), loss {:.4f}",
                                 state.data.epoch, 100.0 * last_eval->accuracy, last_eval->correct,
@@ -368,10 +365,13 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
 
   if (last_checkpoint_step != state.step) checkpoint();
   if (!result.interrupted) {
-    result.test = last_eval_step == state.step && last_eval
-                      ? *last_eval
-                      : evaluate_test_set(engine, test_set, eval_mb);
+    result.test = last_eval_step == state.step && last_eval ? *last_eval : evaluate();
     record.test = reports::TestResult{result.test->accuracy, result.test->loss, result.test->n};
+  }
+  if (last_eval || result.test) {
+    record.eval = reports::eval_record_from_plan(eval_engine.plan());
+    add_eval_measurements(*record.eval, eval_engine, result.test ? *result.test : *last_eval,
+                          evaluations);
   }
   add_measurements(record, engine, losses);
   result.measured_peak_bytes = engine.memory_report().peak_bytes;
@@ -390,12 +390,12 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
 }
 
 EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions& options) {
-  planner::Plan planned = plan_of(config);
+  planner::Plan planned = plan_of(config, planner::Program::kEval);
   if (!options.run_file.empty()) {
     check_run_file_path(options.run_file);
     remove_stale_temporaries(std::nullopt, options.run_file);
   }
-  check_host_memory(planned, config, /*training=*/false);
+  check_host_memory(planned, nullptr, config);
   const LoadedCheckpoint ckpt = read_checkpoint(options.checkpoint, planned, Restore::kWeights);
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
   check_dataset(test_set, planned);
@@ -406,7 +406,7 @@ EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions&
   restore_checkpoint(engine, ckpt, options.checkpoint, Restore::kWeights);
   EvalOutcome out;
   try {
-    out.test = evaluate_test_set(engine, test_set, eval_micro_batch(config));
+    out.test = evaluate_test_set(engine, test_set);
   } catch (const Error& e) {
     throw Error("{}: {}", options.checkpoint, e.what());
   }
@@ -415,7 +415,11 @@ EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions&
   out.record.test = reports::TestResult{out.test.accuracy, out.test.loss, out.test.n};
   out.record.environment = reports::current_environment(engine.n_threads());
   out.record.environment.kernels = engine::kernels_in_use();
-  for (auto& phase : out.record.phases) phase.measured.clear();
+  // No training ran: the run's phases are the evaluation plan's, under "eval".
+  out.record.phases.clear();
+  out.record.bytes_planned = {};
+  out.record.eval = reports::eval_record_from_plan(plan);
+  add_eval_measurements(*out.record.eval, engine, out.test, 1);
   if (!options.run_file.empty()) reports::write_run_file(out.record, options.run_file);
   return out;
 }

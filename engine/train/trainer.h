@@ -61,11 +61,11 @@ struct TrainResult {
 
 TrainResult train(const config::Config& config, const TrainOptions& options, Progress& progress);
 
-// The test set's loss and accuracy: split into R contiguous parts, part r evaluated with
-// the weights of replica r's group in micro-batches of eval.micro_batch_size (or the
-// training one), the parts in parallel.
-engine::EvalResult evaluate_test_set(const engine::Engine& engine, const engine::Dataset& test,
-                                     std::int64_t micro_batch_size);
+// The test set's loss and accuracy on an engine of the config's evaluation plan
+// (planner::Program::kEval): each replica evaluates a contiguous share with its group's
+// weights, in micro-batches of eval.micro_batch_size (or the training one). A NaN or Inf
+// loss is an error.
+engine::EvalResult evaluate_test_set(engine::Engine& eval, const engine::Dataset& test);
 
 struct EvalOptions {
   std::string checkpoint;  // required
@@ -78,8 +78,9 @@ struct EvalOutcome {
   reports::RunRecord record;
 };
 
-// Loads the checkpoint's weights into the config's plan and evaluates the test set;
-// writes a run file with the result when asked.
+// Loads the checkpoint's weights into the config's evaluation plan and evaluates the
+// test set; writes a run file with the result when asked (its "eval" holds the plan's
+// phases, planned and measured).
 EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions& options);
 
 // "runs/<config name>/run.json"

@@ -486,7 +486,11 @@ BOOST_AUTO_TEST_CASE(training_lowers_the_loss) {
   const double last = (losses[33] + losses[34] + losses[35]) / 3;
   BOOST_TEST_MESSAGE("loss " << first << " -> " << last);
   BOOST_TEST(last < 0.5 * first);
-  const auto eval = e.evaluate(train_set(), 50);
+  config::Config ec = c;
+  ec.eval.micro_batch_size = 50;
+  Engine evaluator(planner::build_plan(ec, planner::Program::kEval), options());
+  copy_weights(e, evaluator);
+  const auto eval = evaluator.evaluate(train_set());
   BOOST_TEST(eval.n == train_set().n);
   BOOST_TEST(eval.accuracy > 0.8);
   BOOST_TEST(e.timings().steps == 36);

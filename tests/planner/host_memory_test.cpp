@@ -44,36 +44,48 @@ BOOST_AUTO_TEST_SUITE(host_memory)
 BOOST_AUTO_TEST_CASE(counted_by_hand) {
   const config::Config c = test::tiny_standard();
   const Plan plan = build_plan(c);
-  const HostMemory m = estimate_host_memory(plan, c, {DatasetSize{100, 4}, DatasetSize{10, 4}});
+  const Plan eval = build_plan(c, Program::kEval);
+  const HostMemory m =
+      estimate_host_memory(plan, &eval, c, {DatasetSize{100, 4}, DatasetSize{10, 4}});
   // Held: 100 x (4 + 1) + 10 x (4 + 1); the largest copy is the training file's bytes
-  // while it is read (500 + the IDX headers 16 + 8), more than evaluation's 50.
+  // while it is read (500 + the IDX headers 16 + 8).
   BOOST_TEST(m.datasets == 500u + 50u + 524u);
   BOOST_TEST(m.datasets_counted);
   BOOST_TEST(m.streaming == 0u);  // standard mode, nothing remote
   std::uint64_t device = 0;
   for (const auto& t : plan.tensors) device += t.nbytes;
-  BOOST_TEST(m.device == device);
+  // The evaluation engine beside training's: fc.weight 48, fc.bias 12, the images
+  // [2, 4] 32 and the logits [2, 3] 24 bytes.
+  BOOST_TEST(m.device == device + 48u + 12u + 32u + 24u);
   // Global batch 4 x 5 + order 100 x 16 + max(evaluation, checkpoint):
-  //   evaluation: weights (12 + 3) x 4 + activations 2 x (2 x 4 + 3 + 1) x 4 = 156
+  //   evaluation: fc.weight's copy 48 + its batch 4 x (4 + 1) + logits 4 x 3 x 4 = 116
   //   checkpoint: (weight, bias, Adam m and v) 15 x 4 x 3 + fc.weight's copy 48 = 228
   BOOST_TEST(m.host_buffers == 20u + 1600u + 228u);
+  // poprun eval: the evaluation engine alone, the weights it read (15 x 4) and the
+  // checkpoint file while it is read (15 x 4 x 3, Adam's state too).
+  const HostMemory e = estimate_host_memory(
+      eval, nullptr, c, {DatasetSize{100, 4}, DatasetSize{10, 4}}, HostUse::kEvaluate);
+  BOOST_TEST(e.device == 48u + 12u + 32u + 24u);
+  BOOST_TEST(e.datasets == 50u + 50u + 24u);  // the test set and its file while read
+  BOOST_TEST(e.host_buffers == 60u + 180u);
   BOOST_TEST(m.overhead == kHostOverhead);
   BOOST_TEST(m.total() == m.datasets + m.device + m.host_buffers + kHostOverhead);
   // Synthetic data: the loading copy is the class prototypes (3 classes x 4 pixels x 8).
   config::Config synthetic = c;
   synthetic.data.dataset = config::Dataset::kSynthetic;
-  BOOST_TEST(
-      estimate_host_memory(plan, synthetic, {DatasetSize{100, 4}, DatasetSize{10, 4}}).datasets ==
-      500u + 50u + 96u);
+  BOOST_TEST(estimate_host_memory(plan, &eval, synthetic, {DatasetSize{100, 4}, DatasetSize{10, 4}})
+                 .datasets == 500u + 50u + 96u);
 }
 
 BOOST_AUTO_TEST_CASE(device_and_streaming_memory_count_every_replica) {
   const config::Config c = test::mnist_phased();  // R = 2, weights and state remote
   const Plan plan = build_plan(c);
-  const HostMemory m = estimate_host_memory(plan, c, {});
-  BOOST_TEST(m.streaming == 2 * plan.streaming_bytes);
+  const Plan eval = build_plan(c, Program::kEval);
+  const HostMemory m = estimate_host_memory(plan, &eval, c, {});
+  BOOST_TEST(m.streaming == 2 * (plan.streaming_bytes + eval.streaming_bytes));
   std::uint64_t device = 0;
   for (const auto& t : plan.tensors) device += t.nbytes;
+  for (const auto& t : eval.tensors) device += t.nbytes;
   BOOST_TEST(m.device == 2 * device);
   // Data read from files is not known to the planner.
   BOOST_TEST(!m.datasets_counted);
@@ -100,7 +112,8 @@ BOOST_AUTO_TEST_CASE(sizes_beyond_64_bits_saturate) {
   c.data.dataset = config::Dataset::kSynthetic;
   const Plan plan = build_plan(c);
   const auto huge = std::numeric_limits<std::int64_t>::max();
-  const HostMemory m = estimate_host_memory(plan, c, {DatasetSize{huge, huge}, DatasetSize{1, 4}});
+  const HostMemory m =
+      estimate_host_memory(plan, nullptr, c, {DatasetSize{huge, huge}, DatasetSize{1, 4}});
   BOOST_TEST(m.datasets == std::numeric_limits<std::uint64_t>::max());
   BOOST_TEST(m.total() == std::numeric_limits<std::uint64_t>::max());
 }

@@ -39,7 +39,7 @@ jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[2])))
 PY
 # The host memory poprun needs: data read from files is left out, synthetic data counted;
 # a run this machine could not hold is a warning (the plan may run elsewhere), exit 0.
-grep -qF "host memory of poprun on a CPU 60.07 MiB + the datasets (streaming memory 10.02 MiB, device memory 19.58 MiB, host buffers 10.47 MiB, overhead 20.00 MiB)" <<<"$out" \
+grep -qF "host memory of poprun on a CPU 76.78 MiB + the datasets (streaming memory 17.32 MiB, device memory 28.98 MiB, host buffers 10.47 MiB, overhead 20.00 MiB)" <<<"$out" \
   || fail "plan text lacks the host memory line: $(grep -F 'host memory' <<<"$out")"
 /usr/bin/python3 - "$tmp/plan.json" <<'PY' || fail "plan.json host_memory"
 import json, sys
@@ -48,13 +48,34 @@ assert h["datasets_counted"] is False and h["datasets"] == 0, h
 assert h["total"] == h["streaming"] + h["device"] + h["host_buffers"] + h["overhead"], h
 PY
 synthetic=$(popplan plan "$src/examples/mnist.yaml" --set data.dataset=synthetic) || fail "synthetic plan"
-grep -qF "host memory of poprun on a CPU 69.18 MiB (datasets 8.98 MiB, streaming memory 10.02 MiB" <<<"$synthetic" \
+grep -qF "host memory of poprun on a CPU 84.45 MiB (datasets 7.55 MiB, streaming memory 17.32 MiB" <<<"$synthetic" \
   || fail "synthetic plan: $(grep -F 'host memory' <<<"$synthetic")"
 set +e
 POPKIT_HOST_MEMORY=1MiB popplan plan "$src/examples/mnist.yaml" >/dev/null 2>"$tmp/small.err"
 rc=$?
 set -e
 [ "$rc" = 0 ] || fail "a plan too big for this machine exited $rc, want 0"
-grep -qF "popplan: warning: poprun would refuse this run here: the run needs 60.07 MiB of host memory besides its datasets (streaming memory 10.02 MiB, device memory 19.58 MiB, host buffers 10.47 MiB, overhead 20.00 MiB) but this machine has 1.00 MiB available (POPKIT_HOST_MEMORY)" "$tmp/small.err" \
+grep -qF "popplan: warning: poprun would refuse this run here: the run needs 76.78 MiB of host memory besides its datasets (streaming memory 17.32 MiB, device memory 28.98 MiB, host buffers 10.47 MiB, overhead 20.00 MiB) but this machine has 1.00 MiB available (POPKIT_HOST_MEMORY)" "$tmp/small.err" \
   || fail "no host memory warning: $(cat "$tmp/small.err")"
+# The evaluation plan: forward only, eval.micro_batch_size, a phase per layer when phased,
+# the logits to the host; no optimizer state, no gradients, no backward.
+ev=$(popplan plan "$src/examples/mnist.yaml" --eval) || fail "plan --eval exited $?"
+for want in "Evaluation plan mnist-phased-rts" "micro-batch 80, gradient accumulation 4" \
+            "Schedule (per evaluation batch)" "phase 1: fc1 forward" "phase 4: fc4 forward" \
+            "host_store      logits -> host"; do
+  grep -qF -- "$want" <<<"$ev" || fail "eval plan text lacks '$want'"
+done
+for unwanted in "backward" "optimizer_step" "adam" "loss" "gradient_accumulators    "; do
+  ! grep -qF -- "$unwanted" <<<"$(sed -n '/^Schedule/,$p' <<<"$ev")" || fail "eval plan has '$unwanted'"
+done
+popplan plan "$src/examples/mnist.yaml" --eval --format json -o "$tmp/eval.json" || fail "eval json"
+/usr/bin/python3 - "$src/schemas/plan.schema.json" "$tmp/eval.json" <<'PY' || fail "eval plan.json"
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+plan = json.load(open(sys.argv[2]))
+jsonschema.Draft202012Validator(schema).validate(plan)
+assert plan["program"] == "eval", plan["program"]
+assert all(v["role"] != "optimizer_state" for v in plan["variables"])
+PY
+popreport memory "$tmp/eval.json" | grep -qF "fc4 forward" || fail "popreport memory of an eval plan"
 echo "popplan plan: ok"

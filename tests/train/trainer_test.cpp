@@ -3,10 +3,10 @@
 // notes, init_from and eval, signals, bad output folders and data, and run files that
 // validate against schemas/run.schema.json.
 #include <boost/test/unit_test.hpp>
-#include <limits>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "config/error.h"
 #include "engine/io/safetensors.h"
@@ -230,6 +230,12 @@ BOOST_AUTO_TEST_CASE(eval_and_init_from_use_the_checkpoint_weights) {
   BOOST_TEST(outcome.test.correct == trained.test->correct);
   BOOST_TEST(outcome.test.loss == trained.test->loss);
   BOOST_TEST(validate_run_file(eval.run_file) == 0);
+  // The run file of an evaluation: no training phases, the evaluation plan's measured.
+  BOOST_TEST(outcome.record.phases.empty());
+  BOOST_REQUIRE(outcome.record.eval.has_value());
+  BOOST_TEST(outcome.record.eval->evaluations == 1);
+  for (const auto& phase : outcome.record.eval->phases)
+    for (const auto& m : phase.measured) BOOST_TEST(m.peak == phase.planned.peak, phase.name);
 
   // Starting from the trained weights with a fresh optimizer: the first step's loss is
   // the trained model's, far below a fresh start's.
@@ -427,6 +433,22 @@ BOOST_AUTO_TEST_CASE(run_file_is_valid_and_holds_the_measurements) {
   BOOST_TEST(rec.checkpoints.back().step == 32);
   BOOST_TEST(rec.bytes_measured.host > 0u);
   BOOST_TEST(rec.streaming_measured.size() == 2u);
+  // Evaluation ran its own plan: its phases measured as planned, and its speed.
+  BOOST_REQUIRE(rec.eval.has_value());
+  const planner::Plan eval_plan = planner::build_plan(tiny_config(), planner::Program::kEval);
+  BOOST_REQUIRE_EQUAL(rec.eval->phases.size(), eval_plan.phases.size());
+  for (std::size_t p = 0; p < eval_plan.phases.size(); ++p) {
+    const auto& phase = rec.eval->phases[p];
+    BOOST_TEST(phase.name == eval_plan.phases[p].name);
+    BOOST_TEST(phase.planned.peak == eval_plan.phases[p].memory.peak);
+    BOOST_TEST(phase.measured.size() == 2u);
+    for (const auto& m : phase.measured) BOOST_TEST(m.peak == phase.planned.peak, phase.name);
+    BOOST_TEST(phase.measured_seconds > 0.0);
+  }
+  BOOST_TEST(rec.eval->n_samples == rec.test->n_samples);
+  BOOST_TEST(rec.eval->evaluations >= 1);
+  BOOST_TEST(rec.eval->samples_per_second > 0.0);
+  BOOST_TEST(rec.eval->batch_size == eval_plan.global_batch_size);
   // An interrupted run writes a valid run file too, without a test result.
   std::int64_t counter = 0;
   TrainOptions stop;
