@@ -1,20 +1,18 @@
 // Every kernel level this CPU runs (engine/kernels) against a naive reference in double,
 // at the shapes that take each path (the small-batch kernels for n <= 8, Eigen's GEMM
-// above; column ranges that end inside a packet), and the choice of level itself.
+// above; column ranges that end inside a packet), and the choice of level itself. The
+// awkward sizes, with tolerances from rounding bounds, and the optimizers' kernels:
+// kernel_sizes_test.cpp and kernel_sizes_optimizer_test.cpp.
 #include "engine/kernels/kernels.h"
 
-#include <Eigen/Core>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include "engine/tensor/adam.h"
-#include "engine/tensor/adam_step.h"
 #include "engine/tensor/init.h"
 #include "engine/tensor/layers.h"
-#include "engine/tensor/sgd.h"
 
 using namespace popkit::engine;
 using popkit::config::Activation;
@@ -212,72 +210,6 @@ BOOST_AUTO_TEST_CASE(activations_loss_and_elementwise_match_the_reference) {
       x = dy0;
       k->divide(x.data(), 3.0f, n);
       for (std::size_t i = 0; i < x.size(); ++i) BOOST_TEST(x[i] == dy0[i] / 3.0f);
-    }
-  }
-}
-
-BOOST_AUTO_TEST_CASE(adam_matches_the_reference) {
-  const std::int64_t n = 1037;  // not a multiple of any packet or block
-  AdamParams p;
-  p.lr = 0.01f;
-  p.weight_decay = 0.1f;
-  p.bias_correction = true;
-  const auto w0 = random_floats(n, 11), g = random_floats(n, 12), m0 = random_floats(n, 13, 0.1);
-  std::vector<float> v0(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < v0.size(); ++i) v0[i] = std::abs(m0[i]);
-  for (const Kernels* k : runnable_levels()) {
-    BOOST_TEST_CONTEXT(k->level) {
-      std::vector<float> w(w0), m(m0), v(v0);
-      k->adam_step(w.data(), g.data(), m.data(), v.data(), n, 3, p);
-      std::vector<Eigen::half> mh(m0.size());
-      for (std::size_t i = 0; i < mh.size(); ++i) mh[i] = Eigen::half(m0[i]);
-      std::vector<float> wh(w0), vh(v0);
-      k->adam_step_half_m(wh.data(), g.data(), mh.data(), vh.data(), n, 3, p);
-      const double c1 = 1 - std::pow(0.9, 3), c2 = 1 - std::pow(0.999, 3);
-      for (std::size_t i = 0; i < w.size(); ++i) {
-        const double mi = 0.9 * m0[i] + 0.1 * g[i];
-        const double vi = 0.999 * v0[i] + 0.001 * double(g[i]) * g[i];
-        const double wi = w0[i] - 0.01 * ((mi / c1) / (std::sqrt(vi / c2) + 1e-5) + 0.1 * w0[i]);
-        check_near(m[i], mi, 1.0, "m");
-        check_near(v[i], vi, 1.0, "v");
-        check_near(w[i], wi, 1.0, "w");
-        // float16 m: within float16 rounding of m, and the update follows the stored value.
-        const double mhi = 0.9 * double(float(Eigen::half(m0[i]))) + 0.1 * g[i];
-        BOOST_TEST(std::abs(double(float(mh[i])) - mhi) <= 1e-3 * std::abs(mhi) + 1e-7);
-        check_near(vh[i], vi, 1.0, "v (float16 m)");
-      }
-    }
-  }
-}
-
-BOOST_AUTO_TEST_CASE(sgd_matches_the_reference) {
-  // Awkward sizes: one element, less than a packet, a packet and one, past every block.
-  for (const std::int64_t n : {1, 7, 17, 513}) {
-    const auto w0 = random_floats(n, 21), g = random_floats(n, 22), b0 = random_floats(n, 23);
-    for (const bool nesterov : {false, true}) {
-      for (const double mu : {0.0, 0.9}) {
-        if (nesterov && mu == 0.0) continue;
-        const SgdParams p{0.05f, static_cast<float>(mu), 0.01f, nesterov};
-        for (const Kernels* k : runnable_levels()) {
-          BOOST_TEST_CONTEXT(k->level << ", n " << n << ", momentum " << mu << ", nesterov "
-                                      << nesterov) {
-            std::vector<float> w(w0), b(b0);
-            k->sgd_step(w.data(), g.data(), mu != 0.0 ? b.data() : nullptr, n, p);
-            for (std::size_t i = 0; i < w.size(); ++i) {
-              const double d = double(g[i]) + 0.01 * w0[i];
-              double step = d;
-              if (mu != 0.0) {
-                const double bi = mu * b0[i] + d;
-                check_near(b[i], bi, 2.0, "momentum buffer");
-                step = nesterov ? d + mu * bi : bi;
-              } else {
-                BOOST_TEST(b[i] == b0[i]);  // no buffer: untouched
-              }
-              check_near(w[i], w0[i] - 0.05 * step, 2.0, "w");
-            }
-          }
-        }
-      }
     }
   }
 }
