@@ -3,10 +3,10 @@
 // notes, init_from and eval, signals, bad output folders and data, and run files that
 // validate against schemas/run.schema.json.
 #include <boost/test/unit_test.hpp>
-#include <limits>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "config/error.h"
 #include "engine/io/safetensors.h"
@@ -426,6 +426,9 @@ BOOST_AUTO_TEST_CASE(run_file_is_valid_and_holds_the_measurements) {
   BOOST_TEST(rec.checkpoints.size() == 4u);  // steps 10, 20, 30 and the end, 32
   BOOST_TEST(rec.checkpoints.back().step == 32);
   BOOST_TEST(rec.bytes_measured.host > 0u);
+  BOOST_TEST(rec.bytes_measured.collective > 0u);
+  // The collectives count what they copy, the planner what its cost model says they copy.
+  BOOST_TEST(rec.bytes_measured.collective == rec.bytes_planned.collective);
   BOOST_TEST(rec.streaming_measured.size() == 2u);
   // An interrupted run writes a valid run file too, without a test result.
   std::int64_t counter = 0;
