@@ -40,18 +40,33 @@ class Costs {
       case OpKind::kRemoteStore:
         op.remote_bytes = bytes(the_tensor(op));
         break;
+      // Collectives, as the engine's backends run them: direct exchanges within a group of
+      // G members (engine/runtime/collectives.h). Each byte a member sends is a byte
+      // another receives, so a group moves twice what it sends; members move different
+      // bytes when a tensor does not split evenly, and the plan, one for every replica,
+      // holds the mean over the G members, rounded down. The mean does not depend on
+      // where the chunks are cut.
       case OpKind::kAllGather: {
-        // Each replica sends its shard to G-1 peers' rings and receives G-1 shards.
+        // Every member's shard, truncated to the full tensor, goes to the G-1 others: the
+        // group sends (G-1) full tensors.
         const std::uint64_t g = u(op.grouping.group_size);
-        op.collective_bytes = 2 * (g - 1) * bytes(op.inputs[shard_operand::kSrc]);
+        op.collective_bytes = 2 * (g - 1) * bytes(op.outputs[shard_operand::kDst]) / g;
         break;
       }
       case OpKind::kReduceScatter: {
+        // The member holding shard k receives slice k (the part inside the tensor) from the
+        // G-1 others of its group in `grouping`; a group of G holds G / S copies of each of
+        // the S slices, so it sends (G-1) (G / S) times the scattered bytes.
         const std::uint64_t g = u(op.grouping.group_size);
-        op.collective_bytes = 2 * (g - 1) * bytes(op.inputs[shard_operand::kSrc]) / g;
+        const std::uint64_t s = u(op.shard_grouping.group_size);
+        const std::uint64_t scattered = std::min(bytes(op.inputs[shard_operand::kSrc]),
+                                                 s * bytes(op.outputs[shard_operand::kDst]));
+        op.collective_bytes = 2 * (g - 1) * scattered / s;
         break;
       }
       case OpKind::kAllReduce: {
+        // The owner of each chunk receives it from the G-1 others and sends the sum back to
+        // them: the group sends 2 (G-1) tensors.
         const std::uint64_t g = u(op.grouping.group_size);
         op.collective_bytes = 4 * (g - 1) * bytes(the_tensor(op)) / g;
         break;

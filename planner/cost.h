@@ -1,7 +1,9 @@
 // The cost model: per op, per replica, the FLOPs and the bytes it moves (host, remote,
-// collective), then a time estimate from a device profile. Collectives are priced as
-// rings: all-reduce moves 2(G-1)/G of the tensor each way, reduce-scatter and
-// all-gather (G-1)/G; sent and received overlap on the links.
+// collective), then a time estimate from a device profile. Collectives move what the
+// engine's direct algorithms move (engine/runtime/collectives.h), sent + received, the
+// mean over a group's G members rounded down to the byte: all-reduce 4 (G-1) / G of the
+// tensor, all-gather 2 (G-1) / G of the full tensor, reduce-scatter 2 (G-1) / S of the
+// scattered tensor (S shards); sent and received overlap on the links.
 #pragma once
 
 #include <cstdint>

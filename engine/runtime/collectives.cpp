@@ -1,12 +1,15 @@
-// The in-process backend: all replicas live in this process. Reductions run over
-// chunks of the elements, each chunk summed in replica order straight into a
-// destination (the first member's buffer for an all-reduce, the shard for a
-// reduce-scatter), so there is no scratch and no extra copy; chunks are independent, so
-// they run in parallel on the engine's pool and the result is the same for any chunking.
+// The in-process backend: all replicas live in this process. It runs the direct
+// algorithms of collectives.h as a multi-process backend runs them with point-to-point
+// messages, and counts every copy from one replica's buffer into another's as bytes the
+// one sent and the other received. Work runs over pieces of 64 KiB of each chunk, in
+// parallel on the engine's pool; every element is summed in replica order, so the result
+// is the same for any cut and any thread count.
 #include "engine/runtime/collectives.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "config/error.h"
@@ -19,37 +22,64 @@ namespace {
 class InProcessCollectives final : public Collectives {
  public:
   InProcessCollectives(std::int64_t r, ThreadPool* pool)
-      : factor_(r), bytes_(static_cast<std::size_t>(r)), pool_(pool) {}
+      : factor_(r),
+        sent_(static_cast<std::size_t>(r)),
+        received_(static_cast<std::size_t>(r)),
+        pool_(pool) {}
 
   void all_reduce(const ReplicaGrouping& g, ReduceOp op,
                   std::span<const ReplicaBuffer> tensors) override {
     const auto by_replica = index(tensors, "all_reduce");
-    struct Task {
-      std::vector<const float*> src;
-      std::vector<float*> dst;
+    struct Task {  // one owner chunk of one group
+      std::vector<std::int64_t> members;
+      std::vector<const float*> src;  // the members' chunks, in replica order
+      std::vector<float*> dst;        // the same chunks, written with the result
+      std::size_t owner;              // rank of the member that owns the chunk
       std::int64_t n;
     };
-    std::vector<Task> groups;
+    std::vector<Task> chunks;
     for (std::int64_t group = 0; group < g.n_groups(); ++group) {
       const auto members = g.members(group);
       const std::int64_t n = by_replica[static_cast<std::size_t>(members[0])]->nelms;
       check_same(by_replica, members, n, "all_reduce");
-      Task t{{}, {}, n};
-      for (const auto m : members) {
-        const ReplicaBuffer& b = *by_replica[static_cast<std::size_t>(m)];
-        check_float(b);
-        t.src.push_back(reinterpret_cast<const float*>(b.data));
-        t.dst.push_back(reinterpret_cast<float*>(b.data));
-        count(m, ring_bytes(2, b.nelms * 4, g.group_size));
+      for (const auto m : members) check_float(*by_replica[static_cast<std::size_t>(m)]);
+      if (members.size() < 2) continue;  // the sum or mean of one tensor is itself
+      const auto size = static_cast<std::int64_t>(members.size());
+      for (std::int64_t k = 0; k < size; ++k) {
+        const OwnerChunk c = owner_chunk(n, size, k);
+        if (c.n == 0) continue;
+        Task t{members, {}, {}, static_cast<std::size_t>(k), c.n};
+        for (const auto m : members) {
+          auto* x =
+              reinterpret_cast<float*>(by_replica[static_cast<std::size_t>(m)]->data) + c.first;
+          t.src.push_back(x);
+          t.dst.push_back(x);
+        }
+        chunks.push_back(std::move(t));
       }
-      groups.push_back(std::move(t));
     }
-    // x_m0 = ((x_m0 + x_m1) + x_m2) ... [/ G], chunk by chunk, then copied to the others.
-    for_chunks(groups, [&](const Task& t, std::int64_t i0, std::int64_t i1) {
-      sum_into(t.dst[0] + i0, t.src, i0, i1, op);
-      for (std::size_t k = 1; k < t.dst.size(); ++k)
-        std::memcpy(t.dst[k] + i0, t.dst[0] + i0,
-                    static_cast<std::size_t>(i1 - i0) * sizeof(float));
+    for_chunks(chunks, [&](const Task& t, std::int64_t i0, std::int64_t i1) {
+      const auto nbytes = static_cast<std::size_t>(i1 - i0) * sizeof(float);
+      const std::int64_t owner = t.members[t.owner];
+      float* own = t.dst[t.owner] + i0;
+      // The owner receives the piece from every other member and sums in replica order,
+      // ((x_m0 + x_m1) + x_m2) ... [/ G]; summed in place when the owner is the first term,
+      // else through scratch, since its own term comes later in the order.
+      if (t.owner == 0) {
+        sum_into(own, t.src, i0, i1, op);
+      } else {
+        thread_local std::vector<float> scratch;
+        scratch.resize(static_cast<std::size_t>(kPiece));
+        sum_into(scratch.data(), t.src, i0, i1, op);
+        std::memcpy(own, scratch.data(), nbytes);
+      }
+      for (const auto m : t.members) moved(m, owner, nbytes);
+      // Then sends the result to every other member.
+      for (std::size_t k = 0; k < t.dst.size(); ++k) {
+        if (k == t.owner) continue;
+        std::memcpy(t.dst[k] + i0, own, nbytes);
+        moved(owner, t.members[k], nbytes);
+      }
     });
   }
 
@@ -59,8 +89,10 @@ class InProcessCollectives final : public Collectives {
     const auto src_of = index(src, "reduce_scatter");
     const auto dst_of = index(dst, "reduce_scatter");
     struct Task {
+      std::vector<std::int64_t> members;
       std::vector<const float*> src;  // the shard's slice of the group's tensors, in replica order
-      float* dst;                     // one member's shard
+      std::int64_t to;                // the member holding the shard
+      float* dst;                     // its shard
       std::int64_t n_dst;
       std::int64_t n;  // elements of the shard to reduce (the rest is padding)
     };
@@ -83,15 +115,18 @@ class InProcessCollectives final : public Collectives {
         std::vector<const float*> from;  // none when the shard is all padding
         if (avail > 0)
           for (const float* x : srcs) from.push_back(x + offset);
-        shards.push_back({std::move(from), reinterpret_cast<float*>(d.data), d.nelms, avail});
-        count(m, ring_bytes(1, n * 4, g.group_size));
+        shards.push_back(
+            {members, std::move(from), m, reinterpret_cast<float*>(d.data), d.nelms, avail});
       }
     }
-    for (const Task& t : shards)  // zero past the end
+    for (const Task& t : shards)  // zero past the end: padding, nothing received
       if (t.n < t.n_dst)
         std::memset(t.dst + t.n, 0, static_cast<std::size_t>(t.n_dst - t.n) * sizeof(float));
+    // The member holding a shard receives its slice from every other member of the group.
     for_chunks(shards, [&](const Task& t, std::int64_t i0, std::int64_t i1) {
       sum_into(t.dst + i0, t.src, i0, i1, op);
+      for (const auto m : t.members)
+        moved(m, t.to, static_cast<std::size_t>(i1 - i0) * sizeof(float));
     });
   }
 
@@ -100,6 +135,7 @@ class InProcessCollectives final : public Collectives {
     const auto src_of = index(src, "all_gather");
     const auto dst_of = index(dst, "all_gather");
     struct Task {  // one shard into one member's full tensor
+      std::int64_t from, to;
       const std::byte* src;
       std::byte* dst;
       std::int64_t n;  // bytes, truncated to the destination
@@ -121,16 +157,17 @@ class InProcessCollectives final : public Collectives {
                       d.nelms, members.size(), total / e);
         for (std::size_t k = 0; k < members.size(); ++k) {
           const std::size_t at = k * shard_bytes;
-          if (at >= want) break;
-          copies.push_back({src_of[static_cast<std::size_t>(members[k])]->data, d.data + at,
+          if (at >= want) break;  // the padded tail is not moved
+          copies.push_back({members[k], m, src_of[static_cast<std::size_t>(members[k])]->data,
+                            d.data + at,
                             static_cast<std::int64_t>(std::min(shard_bytes, want - at))});
         }
-        count(m, shard_bytes * static_cast<std::uint64_t>(g.group_size - 1));
       }
     }
     parallel(static_cast<std::int64_t>(copies.size()), [&](std::int64_t i) {
       const Task& t = copies[static_cast<std::size_t>(i)];
       std::memcpy(t.dst, t.src, static_cast<std::size_t>(t.n));
+      moved(t.from, t.to, static_cast<std::size_t>(t.n));
     });
   }
 
@@ -149,22 +186,21 @@ class InProcessCollectives final : public Collectives {
   }
 
   [[nodiscard]] CollectiveBytes bytes(std::int64_t replica) const override {
-    return bytes_[static_cast<std::size_t>(replica)];
+    const auto r = static_cast<std::size_t>(replica);
+    return {sent_[r].load(std::memory_order_relaxed), received_[r].load(std::memory_order_relaxed)};
   }
 
  private:
+  static constexpr std::int64_t kPiece = 16384;  // 64 KiB of float: the sums stay in L2
+
   static std::size_t elem_size(DType t) { return static_cast<std::size_t>(planner::dtype_size(t)); }
 
-  // Each way: k (G-1) nbytes / G  (a ring: k = 1 reduce-scatter, k = 2 all-reduce), as
-  // the planner's cost model counts it.
-  static std::uint64_t ring_bytes(std::int64_t k, std::int64_t nbytes, std::int64_t g) {
-    return static_cast<std::uint64_t>(k * (g - 1) * nbytes / g);
-  }
-
-  void count(std::int64_t replica, std::uint64_t each_way) {
-    auto& b = bytes_[static_cast<std::size_t>(replica)];
-    b.sent += each_way;
-    b.received += each_way;
+  // Bytes copied from replica `from`'s buffer into replica `to`'s (pieces run on several
+  // threads at once, hence atomics; the totals do not depend on the order).
+  void moved(std::int64_t from, std::int64_t to, std::size_t nbytes) {
+    if (from == to) return;
+    sent_[static_cast<std::size_t>(from)].fetch_add(nbytes, std::memory_order_relaxed);
+    received_[static_cast<std::size_t>(to)].fetch_add(nbytes, std::memory_order_relaxed);
   }
 
   // Buffers by replica; every replica must be present exactly once (in-process).
@@ -217,16 +253,15 @@ class InProcessCollectives final : public Collectives {
       kern.divide(out, static_cast<float>(x.size()), n);
   }
 
-  // fn(task, i0, i1) over chunks of every task's `n` elements, on the pool when there is one.
+  // fn(task, i0, i1) over pieces of every task's `n` elements, on the pool when there is one.
   template <typename Task, typename Fn>
   void for_chunks(const std::vector<Task>& tasks, const Fn& fn) {
-    constexpr std::int64_t kChunk = 16384;  // 64 KiB of float: the sums stay in L2
-    std::vector<std::pair<std::size_t, std::int64_t>> chunks;  // (task, first element)
+    std::vector<std::pair<std::size_t, std::int64_t>> pieces;  // (task, first element)
     for (std::size_t t = 0; t < tasks.size(); ++t)
-      for (std::int64_t i = 0; i < tasks[t].n; i += kChunk) chunks.emplace_back(t, i);
-    parallel(static_cast<std::int64_t>(chunks.size()), [&](std::int64_t c) {
-      const auto [t, i0] = chunks[static_cast<std::size_t>(c)];
-      fn(tasks[t], i0, std::min(tasks[t].n, i0 + kChunk));
+      for (std::int64_t i = 0; i < tasks[t].n; i += kPiece) pieces.emplace_back(t, i);
+    parallel(static_cast<std::int64_t>(pieces.size()), [&](std::int64_t c) {
+      const auto [t, i0] = pieces[static_cast<std::size_t>(c)];
+      fn(tasks[t], i0, std::min(tasks[t].n, i0 + kPiece));
     });
   }
 
@@ -251,11 +286,16 @@ class InProcessCollectives final : public Collectives {
   }
 
   std::int64_t factor_;
-  std::vector<CollectiveBytes> bytes_;
+  std::vector<std::atomic<std::uint64_t>> sent_, received_;
   ThreadPool* pool_;
 };
 
 }  // namespace
+
+OwnerChunk owner_chunk(std::int64_t n, std::int64_t group_size, std::int64_t rank) {
+  const std::int64_t q = n / group_size, r = n % group_size;
+  return {rank * q + std::min(rank, r), q + (rank < r ? 1 : 0)};
+}
 
 std::unique_ptr<Collectives> make_in_process_collectives(std::int64_t replication_factor,
                                                          ThreadPool* pool) {

@@ -7,6 +7,17 @@
 //
 // RTS layout (plan.h): a shard is flat, n = ceil(nelms / S) elements; rank k holds
 // elements [k n, (k+1) n) of the flat tensor, zero past the end.
+//
+// Every backend runs the same direct algorithms, so the bytes each replica sends and
+// receives are the same whatever the backend (G members in a group):
+//  all_reduce: the flat tensor is cut into G owner chunks (owner_chunk below); the member
+//    of rank k receives chunk k from each of the G-1 others, sums in replica order, and
+//    sends the result back to each of them.
+//  reduce_scatter: the member holding shard k receives slice k (truncated to the tensor,
+//    padding is zeroed, not sent) from each other member of its group in `grouping`.
+//  all_gather: each member receives every other member's shard, truncated to its
+//    destination (a padded tail is not sent); its own shard is a local copy.
+//  slice_shard: local, nothing moves.
 #pragma once
 
 #include <cstddef>
@@ -54,11 +65,22 @@ class Collectives {
   virtual void slice_shard(const ReplicaGrouping& grouping, std::span<const ReplicaBuffer> src,
                            std::span<const ReplicaBuffer> dst) = 0;
 
-  // Bytes replica r has sent and received so far, each way as a ring moves them and the
-  // planner counts them: all-reduce 2 (G-1) n / G, reduce-scatter (G-1) n / G of the
-  // full tensor's n bytes, all-gather (G-1) shards; a group of one moves nothing.
+  // Bytes replica r has sent to and received from other replicas so far, counted from
+  // the copies the algorithms above make; a copy within one replica counts nothing. When a
+  // tensor does not split evenly, members of a group move different bytes; the planner's
+  // cost model (planner/cost.h) gives the mean over a group's members.
   [[nodiscard]] virtual CollectiveBytes bytes(std::int64_t replica) const = 0;
 };
+
+// The all_reduce chunk that the member of rank k owns, of n elements over G members:
+// with n = q G + r, it starts at k q + min(k, r) and holds q + (k < r ? 1 : 0) elements,
+// so chunks differ by one element at most and none is empty while n >= G. Every backend
+// cuts the same way, so each replica's byte counts do not depend on the backend.
+struct OwnerChunk {
+  std::int64_t first = 0;
+  std::int64_t n = 0;
+};
+OwnerChunk owner_chunk(std::int64_t n, std::int64_t group_size, std::int64_t rank);
 
 class ThreadPool;
 

@@ -137,12 +137,201 @@ BOOST_AUTO_TEST_CASE(slice_shard_takes_own_slice) {
 BOOST_AUTO_TEST_CASE(bytes_are_counted_per_replica) {
   auto c = make_in_process_collectives(4);
   PerReplica t = filled(4, 6, 1.0f);
-  c->all_reduce({4, 2, 1}, ReduceOp::kMean, t.buffers());  // G = 2: 2 (G-1) 24 bytes / G
+  c->all_reduce({4, 2, 1}, ReduceOp::kMean, t.buffers());  // G = 2: 12 bytes each way twice
   BOOST_TEST(c->bytes(0).sent == 24u);
   BOOST_TEST(c->bytes(3).received == 24u);
   PerReplica one = filled(4, 6, 1.0f);
   c->all_reduce({4, 1, 1}, ReduceOp::kMean, one.buffers());  // groups of one move nothing
   BOOST_TEST(c->bytes(0).sent == 24u);
+  PerReplica shard = filled(4, 6, 1.0f);
+  auto full = filled(4, 6);
+  c->all_gather({4, 1, 1}, shard.buffers(), full.buffers());  // a local copy
+  c->slice_shard({4, 2, 1}, full.buffers(), filled(4, 3).buffers());
+  BOOST_TEST(c->bytes(0).sent == 24u);
+  BOOST_TEST(c->bytes(0).received == 24u);
+}
+
+// The bytes each replica sent and received, in replica order.
+struct Moved {
+  std::vector<std::uint64_t> sent, received;
+};
+
+Moved moved_by(const Collectives& c, std::int64_t replicas) {
+  Moved m;
+  for (std::int64_t r = 0; r < replicas; ++r) {
+    m.sent.push_back(c.bytes(r).sent);
+    m.received.push_back(c.bytes(r).received);
+  }
+  return m;
+}
+
+// x[r][i] = r + i / 8: every replica and element different, sums exact in float.
+PerReplica ramp(std::int64_t replicas, std::int64_t n) {
+  PerReplica t = filled(replicas, n);
+  for (std::size_t r = 0; r < t.values.size(); ++r)
+    for (std::size_t i = 0; i < t.values[r].size(); ++i)
+      t.values[r][i] = static_cast<float>(r) + static_cast<float>(i) / 8.0f;
+  return t;
+}
+
+using U = std::vector<std::uint64_t>;
+
+BOOST_AUTO_TEST_CASE(owner_chunks_differ_by_one_element_at_most) {
+  // (first, n) per rank. 10 over 4: 3 3 2 2; 3 over 4: 1 1 1 0; 8 over 4: 2 each.
+  const auto chunks = [](std::int64_t n, std::int64_t g) {
+    std::vector<std::int64_t> out;
+    for (std::int64_t k = 0; k < g; ++k) {
+      const OwnerChunk c = owner_chunk(n, g, k);
+      out.insert(out.end(), {c.first, c.n});
+    }
+    return out;
+  };
+  using I = std::vector<std::int64_t>;
+  BOOST_TEST(chunks(10, 4) == (I{0, 3, 3, 3, 6, 2, 8, 2}), boost::test_tools::per_element());
+  BOOST_TEST(chunks(3, 4) == (I{0, 1, 1, 1, 2, 1, 3, 0}), boost::test_tools::per_element());
+  BOOST_TEST(chunks(8, 4) == (I{0, 2, 2, 2, 4, 2, 6, 2}), boost::test_tools::per_element());
+}
+
+// all_reduce over owner chunks of s_k bytes of an n-byte tensor: member k receives its
+// chunk from G-1 others and sends them the result, and sends every other chunk to its
+// owner and receives the result: sent = received = (n - s_k) + (G-1) s_k.
+BOOST_AUTO_TEST_CASE(all_reduce_moves_each_owner_chunk_in_and_out) {
+  {
+    // G = 3, 10 floats: chunks of 4 3 3 elements, 16 12 12 bytes; 40 + s_k.
+    auto c = make_in_process_collectives(3);
+    PerReplica t = ramp(3, 10);
+    c->all_reduce({3, 3, 1}, ReduceOp::kSum, t.buffers());
+    const Moved m = moved_by(*c, 3);
+    BOOST_TEST(m.sent == (U{56, 52, 52}), boost::test_tools::per_element());
+    BOOST_TEST(m.received == (U{56, 52, 52}), boost::test_tools::per_element());
+    for (const auto& v : t.values)
+      for (std::size_t i = 0; i < v.size(); ++i)
+        BOOST_TEST(v[i] == 3.0f + 3.0f * static_cast<float>(i) / 8.0f);
+  }
+  {
+    // G = 4, 10 floats: 12 12 8 8 bytes; 40 + 2 s_k.
+    auto c = make_in_process_collectives(4);
+    PerReplica t = ramp(4, 10);
+    c->all_reduce({4, 4, 1}, ReduceOp::kSum, t.buffers());
+    const Moved m = moved_by(*c, 4);
+    BOOST_TEST(m.sent == (U{64, 64, 56, 56}), boost::test_tools::per_element());
+    BOOST_TEST(m.received == (U{64, 64, 56, 56}), boost::test_tools::per_element());
+  }
+  {
+    // G = 4, 3 floats: 4 4 4 0 bytes, the last member owns nothing; 12 + 2 s_k.
+    auto c = make_in_process_collectives(4);
+    PerReplica t = ramp(4, 3);
+    c->all_reduce({4, 4, 1}, ReduceOp::kMean, t.buffers());
+    const Moved m = moved_by(*c, 4);
+    BOOST_TEST(m.sent == (U{20, 20, 20, 12}), boost::test_tools::per_element());
+    BOOST_TEST(m.received == (U{20, 20, 20, 12}), boost::test_tools::per_element());
+    for (const auto& v : t.values)
+      BOOST_TEST(v == (std::vector<float>{1.5f, 1.625f, 1.75f}), boost::test_tools::per_element());
+  }
+  {
+    // G = 2 with stride, groups {0,2} {1,3}, 5 floats: 12 and 8 bytes; always n = 20.
+    auto c = make_in_process_collectives(4);
+    PerReplica t = ramp(4, 5);
+    c->all_reduce({4, 2, 2}, ReduceOp::kSum, t.buffers());
+    const Moved m = moved_by(*c, 4);
+    BOOST_TEST(m.sent == (U{20, 20, 20, 20}), boost::test_tools::per_element());
+    BOOST_TEST(m.received == (U{20, 20, 20, 20}), boost::test_tools::per_element());
+    BOOST_TEST(t.values[2][4] == 2.0f + 2 * 0.5f);
+    BOOST_TEST(t.values[3][4] == 4.0f + 2 * 0.5f);
+  }
+}
+
+// reduce_scatter: the member holding slice k receives it (a_k bytes inside the tensor)
+// from the other G-1, and sends every other member its slice.
+BOOST_AUTO_TEST_CASE(reduce_scatter_moves_each_slice_to_its_holder) {
+  {
+    // G = S = 3, 10 floats, shards of 4: slices of 16 16 8 bytes (2 zeros of padding).
+    // received = 2 a_k, sent = 40 - a_k.
+    auto c = make_in_process_collectives(3);
+    PerReplica src = ramp(3, 10);
+    auto dst = filled(3, 4);
+    c->reduce_scatter({3, 3, 1}, {3, 3, 1}, ReduceOp::kSum, src.buffers(), dst.buffers());
+    const Moved m = moved_by(*c, 3);
+    BOOST_TEST(m.received == (U{32, 32, 16}), boost::test_tools::per_element());
+    BOOST_TEST(m.sent == (U{24, 24, 32}), boost::test_tools::per_element());
+    BOOST_TEST(dst.values[2] == (std::vector<float>{6, 6.375f, 0, 0}),
+               boost::test_tools::per_element());
+  }
+  {
+    // Reduced over G = 4, sharded over S = 2 with stride (shard groups {0,2} {1,3}: rank 0
+    // for replicas 0 and 1, rank 1 for 2 and 3), 5 floats, shards of 3: slices of 12 and 8
+    // bytes. received = 3 a_k; sent = (12 + 12 + 8 + 8) - a_k.
+    auto c = make_in_process_collectives(4);
+    PerReplica src = ramp(4, 5);
+    auto dst = filled(4, 3);
+    c->reduce_scatter({4, 4, 1}, {4, 2, 2}, ReduceOp::kSum, src.buffers(), dst.buffers());
+    const Moved m = moved_by(*c, 4);
+    BOOST_TEST(m.received == (U{36, 36, 24, 24}), boost::test_tools::per_element());
+    BOOST_TEST(m.sent == (U{28, 28, 32, 32}), boost::test_tools::per_element());
+    BOOST_TEST(dst.values[1] == (std::vector<float>{6, 6.5f, 7}), boost::test_tools::per_element());
+    BOOST_TEST(dst.values[3] == (std::vector<float>{7.5f, 8, 0}), boost::test_tools::per_element());
+  }
+}
+
+// all_gather: each member's shard (a_k bytes inside the destination) goes to the other
+// G-1: sent = (G-1) a_k, received = n - a_k.
+BOOST_AUTO_TEST_CASE(all_gather_moves_each_shard_to_the_others) {
+  {
+    // G = 3, 10 floats from shards of 4: 16 16 8 bytes.
+    auto c = make_in_process_collectives(3);
+    PerReplica src = ramp(3, 4);
+    auto dst = filled(3, 10);
+    c->all_gather({3, 3, 1}, src.buffers(), dst.buffers());
+    const Moved m = moved_by(*c, 3);
+    BOOST_TEST(m.sent == (U{32, 32, 16}), boost::test_tools::per_element());
+    BOOST_TEST(m.received == (U{24, 24, 32}), boost::test_tools::per_element());
+    BOOST_TEST(dst.values[1][9] == 2.125f);
+  }
+  {
+    // G = 4, 5 floats from shards of 2: 8 8 4 0 bytes; the last shard is all padding.
+    auto c = make_in_process_collectives(4);
+    PerReplica src = ramp(4, 2);
+    auto dst = filled(4, 5);
+    c->all_gather({4, 4, 1}, src.buffers(), dst.buffers());
+    const Moved m = moved_by(*c, 4);
+    BOOST_TEST(m.sent == (U{24, 24, 12, 0}), boost::test_tools::per_element());
+    BOOST_TEST(m.received == (U{12, 12, 16, 20}), boost::test_tools::per_element());
+  }
+  {
+    // G = 2 with stride, groups {0,2} {1,3}, 5 floats from shards of 3: 12 and 8 bytes.
+    auto c = make_in_process_collectives(4);
+    PerReplica src = ramp(4, 3);
+    auto dst = filled(4, 5);
+    c->all_gather({4, 2, 2}, src.buffers(), dst.buffers());
+    const Moved m = moved_by(*c, 4);
+    BOOST_TEST(m.sent == (U{12, 12, 8, 8}), boost::test_tools::per_element());
+    BOOST_TEST(m.received == (U{8, 8, 12, 12}), boost::test_tools::per_element());
+  }
+}
+
+// Tensors of several 64 KiB pieces: the same values (replica order) and the same counts on
+// one thread and on three.
+BOOST_AUTO_TEST_CASE(pieces_on_the_pool_give_the_same_values_and_bytes) {
+  constexpr std::int64_t kN = 3 * 16384 + 5;  // owner chunks of 16386 16386 16385 floats
+  std::vector<float> want(static_cast<std::size_t>(kN));
+  const PerReplica x = ramp(3, kN);
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    float s = x.values[0][i];
+    s += x.values[1][i];
+    s += x.values[2][i];
+    want[i] = s / 3.0f;
+  }
+  const std::uint64_t s0 = 16386 * 4, s2 = 16385 * 4, n = kN * 4;
+  for (int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    auto c = make_in_process_collectives(3, &pool);
+    PerReplica t = x;
+    c->all_reduce({3, 3, 1}, ReduceOp::kMean, t.buffers());
+    for (const auto& v : t.values) BOOST_TEST(v == want);
+    const Moved m = moved_by(*c, 3);
+    BOOST_TEST(m.sent == (U{n + s0, n + s0, n + s2}), boost::test_tools::per_element());
+    BOOST_TEST(m.received == m.sent, boost::test_tools::per_element());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(mismatched_sizes_are_an_error) {

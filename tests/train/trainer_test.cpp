@@ -432,6 +432,9 @@ BOOST_AUTO_TEST_CASE(run_file_is_valid_and_holds_the_measurements) {
   BOOST_TEST(rec.checkpoints.size() == 4u);  // steps 10, 20, 30 and the end, 32
   BOOST_TEST(rec.checkpoints.back().step == 32);
   BOOST_TEST(rec.bytes_measured.host > 0u);
+  BOOST_TEST(rec.bytes_measured.collective > 0u);
+  // The collectives count what they copy, the planner what its cost model says they copy.
+  BOOST_TEST(rec.bytes_measured.collective == rec.bytes_planned.collective);
   BOOST_TEST(rec.streaming_measured.size() == 2u);
   // Evaluation ran its own plan: its phases measured as planned, and its speed.
   BOOST_REQUIRE(rec.eval.has_value());
