@@ -18,11 +18,11 @@
 
 #include "config/error.h"
 #include "engine/kernels/kernels.h"
+#include "engine/layer_kinds.h"
 #include "engine/runtime/float_mode.h"
 #include "engine/runtime/memory_account.h"
 #include "engine/runtime/remote_store.h"
 #include "engine/runtime/thread_pool.h"
-#include "engine/tensor/dropout.h"
 #include "engine/tensor/init.h"
 #include "engine/tensor/layers.h"
 #include "engine/tensor/optimizer.h"
@@ -168,6 +168,51 @@ struct Engine::Impl {
       variable_index.emplace(plan.variables[i].name, static_cast<int>(i));
   }
 
+  // ---- the layer kinds' view (engine/layer_kinds.h) -----------------------------------
+
+  class Checks final : public OpChecks {
+   public:
+    Checks(const Impl& m, const Op& op) : m_(m), op_(op) {}
+    std::int64_t rows(int t, const char* what) const override { return m_.rows_of(t, op_, what); }
+    void shape(int t, const std::vector<std::int64_t>& want, const char* what) const override {
+      m_.need_shape(t, op_, want, what);
+    }
+    [[noreturn]] void fail(const std::string& message) const override {
+      throw Error("plan: {}, op '{}': {}", m_.where, op_.label, message);
+    }
+
+   private:
+    const Impl& m_;
+    const Op& op_;
+  };
+
+  // Replica r at repeat step s holds the global batch's samples (s R + r) B + i (the host
+  // arrays' layout, engine/data/batch_source.h).
+  class Run final : public OpRun {
+   public:
+    Run(Impl& m, Replica& rep, const Op& op, std::int64_t r, std::int64_t s)
+        : m_(m), rep_(rep), op_(op), s_(s) {
+      seed = m.plan.seed;
+      optimizer_step = m.steps_done + 1;
+      first_sample = (s * m.n_replicas + r) * m.plan.micro_batch_size;
+      repeat_step = s;
+    }
+    float* f32(int t) const override { return m_.f32(rep_, t, s_, op_); }
+    std::int64_t rows(int t) const override { return m_.tensor(t).shape[0]; }
+    void in_column_blocks(
+        std::int64_t rows_x_inner, std::int64_t n_cols,
+        const std::function<void(std::int64_t, std::int64_t)>& fn) const override {
+      m_.in_column_blocks(rows_x_inner, n_cols, fn);
+    }
+    const Kernels& kernels() const override { return m_.kern; }
+
+   private:
+    Impl& m_;
+    Replica& rep_;
+    const Op& op_;
+    std::int64_t s_;
+  };
+
   // ---- plan checks -------------------------------------------------------------------
 
   const DeviceTensor& tensor(int t) const { return plan.tensors[static_cast<std::size_t>(t)]; }
@@ -236,20 +281,8 @@ struct Engine::Impl {
     return d.shape[0];
   }
 
-  // Dropout maps [n, width] to [n, width], forward (in -> out) and backward (dy -> dx).
-  void check_dropout(const Op& op, const planner::LayerInfo& l, int from, int to) const {
-    const std::int64_t n = rows_of(from, op, "the dropout input");
-    need_shape(from, op, {n, l.in_features}, "the dropout input");
-    need_shape(to, op, {n, l.in_features}, "the dropout output");
-    if (l.in_features != l.out_features || !(l.rate >= 0 && l.rate < 1))
-      throw Error("plan: {}, op '{}': dropout layer {} has {} -> {} features and rate {}", where,
-                  op.label, l.name, l.in_features, l.out_features, l.rate);
-  }
-
   void check_op(const Op& op) {
-    namespace fo = planner::forward_operand;
     namespace lo = planner::loss_operand;
-    namespace bo = planner::backward_operand;
     namespace oo = planner::optimizer_operand;
     namespace so = planner::shard_operand;
     // The positions of the op's kind, every operand a tensor of the plan.
@@ -332,18 +365,7 @@ struct Engine::Impl {
       }
       case OpKind::kForward: {
         const auto& l = layer_of(op);
-        if (l.kind == config::LayerType::kDropout) {
-          check_dropout(op, l, op.inputs[planner::dropout_operand::kIn],
-                        op.outputs[planner::dropout_operand::kOut]);
-          break;
-        }
-        const int in = op.inputs[fo::kIn], pre = op.outputs[fo::kPre];
-        const std::int64_t n = rows_of(in, op, "the layer input");
-        need_shape(in, op, {n, l.in_features}, "the layer input");
-        need_shape(op.inputs[fo::kWeight], op, {l.in_features, l.out_features}, "the weight");
-        need_shape(op.inputs[fo::kBias], op, {l.out_features}, "the bias");
-        need_shape(op.outputs[fo::kOut], op, {n, l.out_features}, "the layer output");
-        if (pre >= 0) need_shape(pre, op, {n, l.out_features}, "the pre-activation");
+        layer_kernel(l.kind).check_forward(op, l, Checks(*this, op));
         break;
       }
       case OpKind::kLoss: {
@@ -360,29 +382,7 @@ struct Engine::Impl {
       }
       case OpKind::kBackward: {
         const auto& l = layer_of(op);
-        if (l.kind == config::LayerType::kDropout) {
-          check_dropout(op, l, op.inputs[planner::dropout_operand::kDy],
-                        op.outputs[planner::dropout_operand::kDx]);
-          break;
-        }
-        const int dy = op.state[bo::kDy], dx = op.outputs[bo::kDx], pre = op.inputs[bo::kPre];
-        const std::int64_t n = rows_of(dy, op, "the output gradient");
-        need_shape(dy, op, {n, l.out_features}, "the output gradient");
-        need_shape(op.inputs[bo::kIn], op, {n, l.in_features}, "the layer input");
-        need_shape(op.state[bo::kGradWeight], op, {l.in_features, l.out_features},
-                   "the weight gradient");
-        need_shape(op.state[bo::kGradBias], op, {l.out_features}, "the bias gradient");
-        if (dx >= 0) {  // dx = dz W^T needs the weight; the first layer has neither
-          need_shape(dx, op, {n, l.in_features}, "the input gradient");
-          need_shape(op.inputs[bo::kWeight], op, {l.in_features, l.out_features}, "the weight");
-        }
-        if (l.activation != config::Activation::kNone) {
-          if (pre < 0)
-            throw Error(
-                "plan: {}, op '{}': layer {} has an activation but no pre-activation tensor", where,
-                op.label, l.name);
-          need_shape(pre, op, {n, l.out_features}, "the pre-activation");
-        }
+        layer_kernel(l.kind).check_backward(op, l, Checks(*this, op));
         break;
       }
       case OpKind::kOptimizerStep: {
@@ -532,23 +532,8 @@ struct Engine::Impl {
         return;
       }
       case OpKind::kForward: {
-        namespace fo = planner::forward_operand;
         const auto& l = layer_of(op);
-        if (l.kind == config::LayerType::kDropout) {
-          dropout(op, l, rep, r, s);
-          return;
-        }
-        const int in = op.inputs[fo::kIn], pre_t = op.outputs[fo::kPre];
-        const std::int64_t n = tensor(in).shape[0];
-        const float* x = f32(rep, in, s, op);
-        const float* w = f32(rep, op.inputs[fo::kWeight], s, op);
-        const float* b = f32(rep, op.inputs[fo::kBias], s, op);
-        float* out = f32(rep, op.outputs[fo::kOut], s, op);
-        float* pre = pre_t >= 0 ? f32(rep, pre_t, s, op) : out;  // none kept: act in place
-        in_column_blocks(n * l.in_features, l.out_features, [&](std::int64_t j0, std::int64_t j1) {
-          kern.linear_act_forward_columns(l.activation, x, w, b, pre, out, n, l.in_features,
-                                          l.out_features, j0, j1);
-        });
+        layer_kernel(l.kind).forward(op, l, Run(*this, rep, op, r, s));
         return;
       }
       case OpKind::kLoss: {
@@ -566,33 +551,8 @@ struct Engine::Impl {
         return;
       }
       case OpKind::kBackward: {
-        namespace bo = planner::backward_operand;
         const auto& l = layer_of(op);
-        if (l.kind == config::LayerType::kDropout) {
-          dropout(op, l, rep, r, s);  // dx = dy with the same mask
-          return;
-        }
-        const int dy = op.state[bo::kDy], dx_t = op.outputs[bo::kDx];
-        const std::int64_t n = tensor(dy).shape[0];
-        const std::int64_t in = l.in_features, out = l.out_features;
-        float* dz = f32(rep, dy, s, op);  // dz = dy act'(pre), in place in dy
-        if (l.activation != config::Activation::kNone)
-          kern.activation_backward(l.activation, f32(rep, op.inputs[bo::kPre], s, op), dz, n * out);
-        if (dx_t >= 0) {
-          const float* w = f32(rep, op.inputs[bo::kWeight], s, op);
-          float* dx = f32(rep, dx_t, s, op);
-          in_column_blocks(n * out, in, [&](std::int64_t i0, std::int64_t i1) {
-            kern.linear_dx_columns(dz, w, dx, n, in, out, i0, i1);
-          });
-        }
-        // The running mean's g/(s+1) as x^T (dz/(s+1)): dz is no longer needed.
-        if (s > 0) kern.divide(dz, static_cast<float>(s + 1), n * out);
-        const float* x = f32(rep, op.inputs[bo::kIn], s, op);
-        float* gw = f32(rep, op.state[bo::kGradWeight], s, op);
-        float* gb = f32(rep, op.state[bo::kGradBias], s, op);
-        in_column_blocks(n * in, out, [&](std::int64_t j0, std::int64_t j1) {
-          kern.linear_grad_columns(dz, x, gw, gb, n, in, out, s, j0, j1);
-        });
+        layer_kernel(l.kind).backward(op, l, Run(*this, rep, op, r, s));
         return;
       }
       case OpKind::kOptimizerStep: {
@@ -624,19 +584,6 @@ struct Engine::Impl {
       default:
         POPKIT_ASSERT(false);
     }
-  }
-
-  // Forward (in -> out) and backward (dy -> dx) of a dropout layer: the mask of the
-  // sample at row i is keyed by (seed, optimizer step, its index in the global batch,
-  // layer); replica r at accumulation step s holds samples (s R + r) B + i (the host
-  // arrays' layout, engine/data/batch_source.h).
-  void dropout(const Op& op, const planner::LayerInfo& l, Replica& rep, std::int64_t r,
-               std::int64_t s) {
-    const int from = op.inputs[0], to = op.outputs[0];
-    const std::int64_t n = tensor(from).shape[0];
-    const std::int64_t first_sample = (s * n_replicas + r) * plan.micro_batch_size;
-    dropout_rows(f32(rep, from, s, op), f32(rep, to, s, op), n, l.in_features, l.rate, plan.seed,
-                 steps_done + 1, first_sample, op.layer);
   }
 
   void host_load(const Op& op, Replica& rep, std::int64_t r, std::int64_t s) {

@@ -18,6 +18,7 @@
 #include "planner/cost.h"
 #include "planner/device_profile.h"
 #include "planner/host_memory.h"
+#include "planner/layer_kinds.h"
 #include "planner/memory.h"
 #include "planner/names.h"
 #include "planner/operands.h"
@@ -160,10 +161,9 @@ class Builder {
       info.name = l.name;
       info.kind = l.type;
       info.in_features = in;
-      const bool dropout = l.type == config::LayerType::kDropout;
-      info.out_features = dropout ? in : l.out_features;  // dropout keeps the width
-      info.activation = dropout ? Activation::kNone : l.activation;
-      info.rate = dropout ? l.rate : 0.0;
+      info.out_features = layer_kind(l.type).keeps_width ? in : l.out_features;
+      info.activation = l.activation;
+      info.rate = l.rate;
       const auto key = std::make_tuple(static_cast<int>(info.kind), in, info.out_features,
                                        static_cast<int>(info.activation), info.rate);
       auto [it, added] = graph_of.emplace(key, static_cast<int>(graph_layers_.size()));
@@ -195,8 +195,9 @@ class Builder {
   }
 
   const LayerInfo& layer(int k) const { return p_.layers[static_cast<std::size_t>(k)]; }
-  // Linear layers have a weight and a bias; dropout has no variables.
-  bool has_params(int k) const { return layer(k).kind == config::LayerType::kLinear; }
+  const LayerKind& kind(int k) const { return layer_kind(layer(k).kind); }
+  // A weight and a bias (linear), or no variables (dropout): layer_kinds.h.
+  bool has_params(int k) const { return kind(k).has_params; }
   bool needs_dx(int k) const { return params_before_[static_cast<std::size_t>(k)]; }
   std::int64_t n_shards() const { return p_.sharding_grouping.group_size; }
 
@@ -790,7 +791,7 @@ class Builder {
       const int k = it.layer;
       const LayerInfo& l = layer(k);
       const std::string p = prefix(k);
-      if (!it.backward && eval_ && !has_params(k)) {
+      if (!it.backward && eval_ && kind(k).identity_in_eval) {
         // Dropout in evaluation: the identity, no op; its output is its input.
         x.at(k + 1) = input_of(k);
         const Slot& xs = x_slot_[static_cast<std::size_t>(k)];
@@ -811,7 +812,7 @@ class Builder {
         if (has_params(k)) {  // forward_operand: {in, weight, bias} -> {out, pre}
           f.inputs = {in, state(k, kWeightParam).full, state(k, kBiasParam).full};
           f.outputs = {out, pre_k};
-        } else {  // dropout_operand: {in} -> {out}
+        } else {  // without parameters: {in} -> {out}
           f.inputs = {in};
           f.outputs = {out};
         }
@@ -847,7 +848,7 @@ class Builder {
       }
       // Backward of layer k.
       if (!has_params(k)) {
-        // Dropout: dx = dy * mask / (1 - rate), only when a layer before it trains.
+        // Dropout (dx = dy * mask / (1 - rate)), only when a layer before it trains.
         if (!needs_dx(k)) continue;
         const int dy = output_grad_of(k);
         Op b = op(OpKind::kBackward, l.name);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "planner/layer_kinds.h"
 #include "planner/operands.h"
 #include "planner/optimizer_kinds.h"
 
@@ -12,18 +13,6 @@ namespace {
 std::uint64_t u(std::int64_t v) {
   return static_cast<std::uint64_t>(v);
 }
-
-// FLOPs per element of an activation and of its derivative (tanh-GELU: a cubic, a tanh
-// and a few products).
-std::uint64_t act_flops(Activation a) {
-  return a == Activation::kGelu ? 8 : a == Activation::kRelu ? 1 : 0;
-}
-std::uint64_t act_grad_flops(Activation a) {
-  return a == Activation::kGelu ? 12 : a == Activation::kRelu ? 1 : 0;
-}
-
-// Dropout per element: the mask's hash, the compare and the scale.
-constexpr std::uint64_t kDropoutFlops = 4;
 
 class Costs {
  public:
@@ -72,16 +61,9 @@ class Costs {
         break;
       }
       case OpKind::kForward: {
+        // Every kind's first input is the layer's input (layer_kinds.h).
         const LayerInfo& l = layer(op.layer);
-        if (l.kind == config::LayerType::kDropout) {
-          op.flops = kDropoutFlops * u(nelms(op.inputs[dropout_operand::kIn]));
-          break;
-        }
-        const std::uint64_t mb = rows(op.inputs[forward_operand::kIn]);
-        const std::uint64_t outs = mb * u(l.out_features);
-        // x W: 2 mb in out; + b: mb out; activation per element.
-        op.flops =
-            2 * mb * u(l.in_features) * u(l.out_features) + outs + outs * act_flops(l.activation);
+        op.flops = layer_kind(l.kind).forward_flops(l, rows(op.inputs[0]));
         break;
       }
       case OpKind::kLoss: {
@@ -90,19 +72,10 @@ class Costs {
         break;
       }
       case OpKind::kBackward: {
+        // Every kind's first input is the layer's input or the output's gradient, both
+        // a micro-batch of rows, and its first output the input's gradient.
         const LayerInfo& l = layer(op.layer);
-        if (l.kind == config::LayerType::kDropout) {
-          op.flops = kDropoutFlops * u(nelms(op.inputs[dropout_operand::kDy]));
-          break;
-        }
-        const std::uint64_t mb = rows(op.inputs[backward_operand::kIn]);
-        const std::uint64_t w = u(l.in_features) * u(l.out_features);
-        const std::uint64_t outs = mb * u(l.out_features);
-        op.flops = 2 * mb * w                                                   // in^T dz
-                   + (op.outputs[backward_operand::kDx] >= 0 ? 2 * mb * w : 0)  // dz W^T
-                   + outs  // column sums for the bias
-                   + outs * act_grad_flops(l.activation) +
-                   3 * (w + u(l.out_features));  // running mean of the accumulators
+        op.flops = layer_kind(l.kind).backward_flops(l, rows(op.inputs[0]), op.outputs[0] >= 0);
         break;
       }
       case OpKind::kOptimizerStep:

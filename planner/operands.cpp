@@ -8,43 +8,21 @@
 #include <utility>
 
 #include "config/error.h"
+#include "planner/layer_kinds.h"
 #include "planner/names.h"
+#include "planner/optimizer_kinds.h"
 
 namespace popkit::planner {
 namespace {
 
-using Names = std::span<const std::string_view>;
-
 constexpr std::array<std::string_view, 1> kTensor{"tensor"};
 constexpr std::array<std::string_view, 1> kSrc{"src"};
 constexpr std::array<std::string_view, 1> kDst{"dst"};
-constexpr std::array<std::string_view, 3> kForwardIn{"in", "weight", "bias"};
-constexpr std::array<std::string_view, 2> kForwardOut{"out", "pre"};
 constexpr std::array<std::string_view, 2> kLossIn{"logits", "labels"};
 constexpr std::array<std::string_view, 2> kLossOut{"loss", "dlogits"};
-constexpr std::array<std::string_view, 3> kBackwardIn{"in", "pre", "weight"};
-constexpr std::array<std::string_view, 1> kBackwardOut{"dx"};
-constexpr std::array<std::string_view, 3> kBackwardState{"dy", "grad_weight", "grad_bias"};
-constexpr std::array<std::string_view, 1> kIn{"in"};
-constexpr std::array<std::string_view, 1> kOut{"out"};
-constexpr std::array<std::string_view, 1> kDy{"dy"};
-constexpr std::array<std::string_view, 1> kDx{"dx"};
 constexpr std::array<std::string_view, 1> kGrad{"grad"};
-constexpr std::array<std::string_view, 3> kAdamState{"weight", "adam_m", "adam_v"};
-constexpr std::array<std::string_view, 2> kMomentumState{"weight", "momentum"};
-constexpr std::array<std::string_view, 1> kWeightOnly{"weight"};
 
-Names optimizer_state_names(const config::Optimizer& o) {
-  switch (o.type) {
-    case config::OptimizerType::kAdam:
-      return kAdamState;
-    case config::OptimizerType::kSgd:
-      return o.momentum != 0.0 ? Names(kMomentumState) : Names(kWeightOnly);
-  }
-  return kWeightOnly;
-}
-
-config::LayerType layer_kind(const Op& op, const Plan& plan) {
+config::LayerType layer_type(const Op& op, const Plan& plan) {
   return op.layer >= 0 && static_cast<std::size_t>(op.layer) < plan.layers.size()
              ? plan.layers[static_cast<std::size_t>(op.layer)].kind
              : config::LayerType::kLinear;
@@ -53,7 +31,7 @@ config::LayerType layer_kind(const Op& op, const Plan& plan) {
 }  // namespace
 
 OpSignature op_signature(const Op& op, const Plan& plan) {
-  const bool dropout = layer_kind(op, plan) == config::LayerType::kDropout;
+  const LayerKind& kind = planner::layer_kind(layer_type(op, plan));
   switch (op.kind) {
     case OpKind::kAlloc:
     case OpKind::kZero:
@@ -71,15 +49,13 @@ OpSignature op_signature(const Op& op, const Plan& plan) {
     case OpKind::kSliceShard:
       return {kSrc, kDst, {}};
     case OpKind::kForward:
-      if (dropout) return {kIn, kOut, {}};
-      return {kForwardIn, kForwardOut, {}};
+      return {kind.forward_inputs, kind.forward_outputs, {}};
     case OpKind::kLoss:
       return {kLossIn, kLossOut, {}};
     case OpKind::kBackward:
-      if (dropout) return {kDy, kDx, {}};
-      return {kBackwardIn, kBackwardOut, kBackwardState};
+      return {kind.backward_inputs, kind.backward_outputs, kind.backward_state};
     case OpKind::kOptimizerStep:
-      return {kGrad, {}, optimizer_state_names(plan.optimizer)};
+      return {kGrad, {}, optimizer_step_state(plan.optimizer)};
     case OpKind::kRepeat:
       return {};
   }

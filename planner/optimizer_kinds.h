@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -21,6 +22,10 @@ struct OptimizerState {
 // the weight. Adam: the first moment (first_order_dtype) and the second (float32).
 // SGD: a momentum buffer when momentum != 0 (torch.optim.SGD keeps none without).
 std::vector<OptimizerState> optimizer_state(const config::Optimizer& optimizer);
+
+// The optimizer step's state operands (planner/operands.h): "weight", then the
+// suffixes of optimizer_state().
+std::span<const std::string_view> optimizer_step_state(const config::Optimizer& optimizer);
 
 // FLOPs of one step per element of the parameter.
 std::uint64_t optimizer_flops_per_element(const config::Optimizer& optimizer);

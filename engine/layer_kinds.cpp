@@ -1,0 +1,131 @@
+// The engine's layer kinds (layer_kinds.h): linear and dropout. Operand positions are
+// planner/operands.h's; what each op computes is planner/plan.h's contract.
+#include "engine/layer_kinds.h"
+
+#include <fmt/format.h>
+
+#include "config/error.h"
+#include "engine/tensor/dropout.h"
+#include "planner/operands.h"
+
+namespace popkit::engine {
+namespace {
+
+using planner::LayerInfo;
+using planner::Op;
+
+// ---- linear: y = act(x W + b) ------------------------------------------------------
+
+void linear_check_forward(const Op& op, const LayerInfo& l, const OpChecks& c) {
+  namespace fo = planner::forward_operand;
+  const int in = op.inputs[fo::kIn], pre = op.outputs[fo::kPre];
+  const std::int64_t n = c.rows(in, "the layer input");
+  c.shape(in, {n, l.in_features}, "the layer input");
+  c.shape(op.inputs[fo::kWeight], {l.in_features, l.out_features}, "the weight");
+  c.shape(op.inputs[fo::kBias], {l.out_features}, "the bias");
+  c.shape(op.outputs[fo::kOut], {n, l.out_features}, "the layer output");
+  if (pre >= 0) c.shape(pre, {n, l.out_features}, "the pre-activation");
+}
+
+void linear_check_backward(const Op& op, const LayerInfo& l, const OpChecks& c) {
+  namespace bo = planner::backward_operand;
+  const int dy = op.state[bo::kDy], dx = op.outputs[bo::kDx], pre = op.inputs[bo::kPre];
+  const std::int64_t n = c.rows(dy, "the output gradient");
+  c.shape(dy, {n, l.out_features}, "the output gradient");
+  c.shape(op.inputs[bo::kIn], {n, l.in_features}, "the layer input");
+  c.shape(op.state[bo::kGradWeight], {l.in_features, l.out_features}, "the weight gradient");
+  c.shape(op.state[bo::kGradBias], {l.out_features}, "the bias gradient");
+  if (dx >= 0) {  // dx = dz W^T needs the weight; the first layer has neither
+    c.shape(dx, {n, l.in_features}, "the input gradient");
+    c.shape(op.inputs[bo::kWeight], {l.in_features, l.out_features}, "the weight");
+  }
+  if (l.activation != config::Activation::kNone) {
+    if (pre < 0)
+      c.fail(fmt::format("layer {} has an activation but no pre-activation tensor", l.name));
+    c.shape(pre, {n, l.out_features}, "the pre-activation");
+  }
+}
+
+void linear_forward(const Op& op, const LayerInfo& l, const OpRun& run) {
+  namespace fo = planner::forward_operand;
+  const int in = op.inputs[fo::kIn], pre_t = op.outputs[fo::kPre];
+  const std::int64_t n = run.rows(in);
+  const float* x = run.f32(in);
+  const float* w = run.f32(op.inputs[fo::kWeight]);
+  const float* b = run.f32(op.inputs[fo::kBias]);
+  float* out = run.f32(op.outputs[fo::kOut]);
+  float* pre = pre_t >= 0 ? run.f32(pre_t) : out;  // none kept: the activation in place
+  const Kernels& k = run.kernels();
+  run.in_column_blocks(n * l.in_features, l.out_features, [&](std::int64_t j0, std::int64_t j1) {
+    k.linear_act_forward_columns(l.activation, x, w, b, pre, out, n, l.in_features, l.out_features,
+                                 j0, j1);
+  });
+}
+
+void linear_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
+  namespace bo = planner::backward_operand;
+  const int dy = op.state[bo::kDy], dx_t = op.outputs[bo::kDx];
+  const std::int64_t n = run.rows(dy);
+  const std::int64_t in = l.in_features, out = l.out_features;
+  const std::int64_t s = run.repeat_step;
+  const Kernels& k = run.kernels();
+  float* dz = run.f32(dy);  // dz = dy act'(pre), in place in dy
+  if (l.activation != config::Activation::kNone)
+    k.activation_backward(l.activation, run.f32(op.inputs[bo::kPre]), dz, n * out);
+  if (dx_t >= 0) {
+    const float* w = run.f32(op.inputs[bo::kWeight]);
+    float* dx = run.f32(dx_t);
+    run.in_column_blocks(n * out, in, [&](std::int64_t i0, std::int64_t i1) {
+      k.linear_dx_columns(dz, w, dx, n, in, out, i0, i1);
+    });
+  }
+  // The running mean's g/(s+1) as x^T (dz/(s+1)): dz is no longer needed.
+  if (s > 0) k.divide(dz, static_cast<float>(s + 1), n * out);
+  const float* x = run.f32(op.inputs[bo::kIn]);
+  float* gw = run.f32(op.state[bo::kGradWeight]);
+  float* gb = run.f32(op.state[bo::kGradBias]);
+  run.in_column_blocks(n * in, out, [&](std::int64_t j0, std::int64_t j1) {
+    k.linear_grad_columns(dz, x, gw, gb, n, in, out, s, j0, j1);
+  });
+}
+
+// ---- dropout: y = x * mask / (1 - rate) --------------------------------------------
+
+// Forward (in -> out) and backward (dy -> dx) map [n, width] to [n, width].
+void dropout_check(const Op& op, const LayerInfo& l, const OpChecks& c) {
+  const int from = op.inputs[0], to = op.outputs[0];
+  const std::int64_t n = c.rows(from, "the dropout input");
+  c.shape(from, {n, l.in_features}, "the dropout input");
+  c.shape(to, {n, l.in_features}, "the dropout output");
+  if (l.in_features != l.out_features || !(l.rate >= 0 && l.rate < 1))
+    c.fail(fmt::format("dropout layer {} has {} -> {} features and rate {}", l.name, l.in_features,
+                       l.out_features, l.rate));
+}
+
+// The mask of the sample at row i is keyed by (seed, optimizer step, its index in the
+// global batch, layer); the backward draws the same mask again.
+void dropout_run(const Op& op, const LayerInfo& l, const OpRun& run) {
+  const int from = op.inputs[0], to = op.outputs[0];
+  dropout_rows(run.f32(from), run.f32(to), run.rows(from), l.in_features, l.rate, run.seed,
+               run.optimizer_step, run.first_sample, op.layer);
+}
+
+const LayerKernel kLinear{config::LayerType::kLinear, linear_check_forward, linear_check_backward,
+                          linear_forward, linear_backward};
+const LayerKernel kDropout{config::LayerType::kDropout, dropout_check, dropout_check, dropout_run,
+                           dropout_run};
+
+}  // namespace
+
+const LayerKernel& layer_kernel(config::LayerType type) {
+  switch (type) {
+    case config::LayerType::kLinear:
+      return kLinear;
+    case config::LayerType::kDropout:
+      return kDropout;
+  }
+  POPKIT_ASSERT(false);
+  return kLinear;
+}
+
+}  // namespace popkit::engine

@@ -1,0 +1,61 @@
+// The engine's layer kinds, each defined in one place (layer_kinds.cpp): the checks of
+// its forward and backward ops against the layer's shapes, and the kernels that run
+// them (planner/layer_kinds.h has the same kinds' operands and costs). The interpreter
+// (engine.cpp) finds a kind here by the layer's type and knows nothing of what it does.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/kernels.h"
+#include "planner/plan.h"
+
+namespace popkit::engine {
+
+// What a kind's checks ask of the plan's tensors. Failures name the phase and the op.
+class OpChecks {
+ public:
+  virtual ~OpChecks() = default;
+  // The rows of a matrix tensor.
+  [[nodiscard]] virtual std::int64_t rows(int tensor, const char* what) const = 0;
+  // The tensor is float32 of shape `want`.
+  virtual void shape(int tensor, const std::vector<std::int64_t>& want, const char* what) const = 0;
+  [[noreturn]] virtual void fail(const std::string& message) const = 0;
+};
+
+// One replica running one op at one repeat step.
+class OpRun {
+ public:
+  virtual ~OpRun() = default;
+  [[nodiscard]] virtual float* f32(int tensor) const = 0;
+  [[nodiscard]] virtual std::int64_t rows(int tensor) const = 0;
+  // fn(j0, j1) over column blocks of [0, n_cols), on the pool when one replica has the
+  // threads and the work (rows x inner x cols) is large enough; the blocks depend on
+  // the shapes only.
+  virtual void in_column_blocks(
+      std::int64_t rows_x_inner, std::int64_t n_cols,
+      const std::function<void(std::int64_t, std::int64_t)>& fn) const = 0;
+  [[nodiscard]] virtual const Kernels& kernels() const = 0;
+  // The random key of the op's rows (PopXL's seed input): training.seed, the optimizer
+  // step being run (from 1), and the index in the global batch of the op's first row.
+  std::uint64_t seed = 0;
+  std::int64_t optimizer_step = 0;
+  std::int64_t first_sample = 0;
+  std::int64_t repeat_step = 0;  // s of the enclosing repeat (0 outside one)
+};
+
+struct LayerKernel {
+  config::LayerType type;
+  void (*check_forward)(const planner::Op& op, const planner::LayerInfo& layer,
+                        const OpChecks& checks);
+  void (*check_backward)(const planner::Op& op, const planner::LayerInfo& layer,
+                         const OpChecks& checks);
+  void (*forward)(const planner::Op& op, const planner::LayerInfo& layer, const OpRun& run);
+  void (*backward)(const planner::Op& op, const planner::LayerInfo& layer, const OpRun& run);
+};
+
+const LayerKernel& layer_kernel(config::LayerType type);
+
+}  // namespace popkit::engine

@@ -1,0 +1,86 @@
+// The layer kinds' table (layer_kinds.h): linear and dropout.
+#include "planner/layer_kinds.h"
+
+#include <array>
+
+#include "config/error.h"
+
+namespace popkit::planner {
+namespace {
+
+constexpr std::array<std::string_view, 3> kParamForwardIn{"in", "weight", "bias"};
+constexpr std::array<std::string_view, 2> kParamForwardOut{"out", "pre"};
+constexpr std::array<std::string_view, 3> kParamBackwardIn{"in", "pre", "weight"};
+constexpr std::array<std::string_view, 3> kParamBackwardState{"dy", "grad_weight", "grad_bias"};
+constexpr std::array<std::string_view, 1> kIn{"in"};
+constexpr std::array<std::string_view, 1> kOut{"out"};
+constexpr std::array<std::string_view, 1> kDy{"dy"};
+constexpr std::array<std::string_view, 1> kDx{"dx"};
+
+// FLOPs per element of an activation and of its derivative (tanh-GELU: a cubic, a tanh
+// and a few products).
+std::uint64_t act_flops(Activation a) {
+  return a == Activation::kGelu ? 8 : a == Activation::kRelu ? 1 : 0;
+}
+std::uint64_t act_grad_flops(Activation a) {
+  return a == Activation::kGelu ? 12 : a == Activation::kRelu ? 1 : 0;
+}
+std::uint64_t u(std::int64_t v) {
+  return static_cast<std::uint64_t>(v);
+}
+
+// linear: y = act(x W + b).
+std::uint64_t linear_forward_flops(const LayerInfo& l, std::uint64_t rows) {
+  const std::uint64_t outs = rows * u(l.out_features);
+  // x W: 2 rows in out; + b: rows out; activation per element.
+  return 2 * rows * u(l.in_features) * u(l.out_features) + outs + outs * act_flops(l.activation);
+}
+std::uint64_t linear_backward_flops(const LayerInfo& l, std::uint64_t rows, bool dx) {
+  const std::uint64_t w = u(l.in_features) * u(l.out_features);
+  const std::uint64_t outs = rows * u(l.out_features);
+  return 2 * rows * w               // in^T dz
+         + (dx ? 2 * rows * w : 0)  // dz W^T
+         + outs                     // column sums for the bias
+         + outs * act_grad_flops(l.activation) +
+         3 * (w + u(l.out_features));  // running mean of the accumulators
+}
+
+// dropout: per element, the mask's hash, the compare and the scale.
+constexpr std::uint64_t kDropoutFlops = 4;
+std::uint64_t dropout_forward_flops(const LayerInfo& l, std::uint64_t rows) {
+  return kDropoutFlops * rows * u(l.in_features);
+}
+std::uint64_t dropout_backward_flops(const LayerInfo& l, std::uint64_t rows, bool) {
+  return kDropoutFlops * rows * u(l.in_features);
+}
+
+const LayerKind kLinear{
+    config::LayerType::kLinear,
+    /*has_params=*/true,
+    /*keeps_width=*/false,
+    /*identity_in_eval=*/false, kParamForwardIn,      kParamForwardOut,     kParamBackwardIn, kDx,
+    kParamBackwardState,        linear_forward_flops, linear_backward_flops};
+
+// Inverted dropout: scaled by 1 / (1 - rate) in training, the identity in evaluation.
+// The mask is drawn again in backward from the same key, never stored.
+const LayerKind kDropout{
+    config::LayerType::kDropout,
+    /*has_params=*/false,
+    /*keeps_width=*/true,
+    /*identity_in_eval=*/true,   kIn, kOut, kDy, kDx, {}, dropout_forward_flops,
+    dropout_backward_flops};
+
+}  // namespace
+
+const LayerKind& layer_kind(config::LayerType type) {
+  switch (type) {
+    case config::LayerType::kLinear:
+      return kLinear;
+    case config::LayerType::kDropout:
+      return kDropout;
+  }
+  POPKIT_ASSERT(false);
+  return kLinear;
+}
+
+}  // namespace popkit::planner

@@ -1,0 +1,36 @@
+// The planner's layer kinds, each defined in one place (layer_kinds.cpp): the names of
+// its forward and backward operands, whether it has parameters and keeps its width,
+// what evaluation does with it, and its FLOPs. The builder, the operand walk (plan
+// files, the memory walk, the engine's checks) and the cost model ask this table, so a
+// new kind of the same shape (parameters {weight, bias} or none) adds an entry here and
+// touches no generic code.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "planner/plan.h"
+
+namespace popkit::planner {
+
+struct LayerKind {
+  config::LayerType type;
+  // A weight [in, out] and a bias [out], trained by the optimizer. With parameters a
+  // forward is {in, weight, bias} -> {out, pre} and a backward {in, pre, weight} -> {dx}
+  // with state {dy, grad_weight, grad_bias} (operands.h); without, {in} -> {out} and
+  // {dy} -> {dx}.
+  bool has_params = false;
+  bool keeps_width = false;       // out_features == in_features
+  bool identity_in_eval = false;  // evaluation plans emit no op: its output is its input
+  std::span<const std::string_view> forward_inputs, forward_outputs;
+  std::span<const std::string_view> backward_inputs, backward_outputs, backward_state;
+  // FLOPs of one forward or backward op on `rows` samples; dx: the backward computes
+  // the input's gradient.
+  std::uint64_t (*forward_flops)(const LayerInfo& layer, std::uint64_t rows);
+  std::uint64_t (*backward_flops)(const LayerInfo& layer, std::uint64_t rows, bool dx);
+};
+
+const LayerKind& layer_kind(config::LayerType type);
+
+}  // namespace popkit::planner
