@@ -212,7 +212,10 @@ struct Op {
   std::uint64_t flops = 0;
   std::uint64_t host_bytes = 0;
   std::uint64_t remote_bytes = 0;
-  std::uint64_t collective_bytes = 0;  // sent + received
+  // Sent + received by the direct algorithms of engine/runtime/collectives.h, the mean
+  // over the group's members rounded down (members of a group whose size does not
+  // divide the tensor move a chunk more or less than the mean).
+  std::uint64_t collective_bytes = 0;
 };
 
 // Memory per replica in one phase. Live bytes are sampled at the phase's start and
