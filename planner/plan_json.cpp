@@ -122,7 +122,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
                {"activation", name_of(l.activation)},
                {"graph", l.graph},
                {"row", l.row}};
-    if (l.kind == config::LayerType::kDropout) jl["rate"] = l.rate;
+    if (l.rate != 0.0) jl["rate"] = l.rate;  // a kind's attribute (dropout's), when set
     layers.push_back(std::move(jl));
   }
   j["layers"] = std::move(layers);

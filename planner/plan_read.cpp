@@ -237,7 +237,7 @@ class Reader {
     LayerInfo l;
     l.name = string(j, path, "name");
     l.kind = enumeration<config::LayerType>(j, path, "type");
-    if (l.kind == config::LayerType::kDropout) l.rate = number(j, path, "rate");
+    if (j.contains("rate")) l.rate = number(j, path, "rate");
     l.in_features = integer(j, path, "in_features");
     l.out_features = integer(j, path, "out_features");
     l.activation = enumeration<Activation>(j, path, "activation");
