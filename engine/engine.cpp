@@ -1138,6 +1138,12 @@ EvalResult Engine::evaluate(const Dataset& data) {
           throw Error("evaluate: plan '{}' streamed no logits at step {}", m.plan.name, s);
         const float* logits = rep.logits[static_cast<std::size_t>(s)].data();
         const MicroBatch mb = batches.micro_batch(r, s);
+        for (std::int64_t i = 0; i < n; ++i)
+          if (mb.labels[static_cast<std::size_t>(i)] >= classes)
+            throw Error(
+                "evaluate: label {} of replica {}'s sample {} at step {} is not a class "
+                "below {}",
+                mb.labels[static_cast<std::size_t>(i)], r, i, s, classes);
         labels.assign(mb.labels.begin(), mb.labels.begin() + n);
         dlogits.resize(static_cast<std::size_t>(n * classes));
         loss_sum += static_cast<double>(m.kern.softmax_cross_entropy(logits, labels.data(),

@@ -301,6 +301,15 @@ BOOST_AUTO_TEST_CASE(measured_equals_planned_per_phase_and_replica) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_label_beyond_the_classes_is_refused) {
+  // 12 classes of data for a model of 10: the scoring would read past the logits.
+  const engine::Dataset data = engine::make_synthetic(30, kSide, kSide, 11, 0.8, 0, 12);
+  Engine e(planner::build_plan(model(2), Program::kEval), options());
+  BOOST_CHECK_EXCEPTION((void)e.evaluate(data), Error, [](const Error& err) {
+    return std::string(err.what()).find("is not a class below 10") != std::string::npos;
+  });
+}
+
 BOOST_AUTO_TEST_CASE(each_program_runs_only_its_own_verb) {
   const config::Config c = model(2);
   Engine eval(planner::build_plan(c, Program::kEval), options());

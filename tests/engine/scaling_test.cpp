@@ -35,7 +35,8 @@ AllocationCount engine_work(int n_layers, config::ExecutionMode mode) {
   const config::Config config = test::deep_model(n_layers, mode);
   const planner::Plan plan = planner::build_plan(config);
   const planner::Plan eval_plan = planner::build_plan(config, planner::Program::kEval);
-  const engine::Dataset data = engine::make_synthetic(8, 4, 4, 7, 0.3);
+  const engine::Dataset data =
+      engine::make_synthetic(8, 4, 4, 7, 0.3, 0, 4);  // the model's 4 classes
   return count_allocations([&] {
     engine::Engine engine(plan, one_thread());
     engine.initialize(config.model.init);
