@@ -24,9 +24,9 @@
 #include "config/load.h"
 #include "engine/data/dataset.h"
 #include "engine/engine.h"
-#include "engine/train/resolved_config.h"
 #include "planner/build.h"
 #include "reports/run_record.h"
+#include "runner/resolved_config.h"
 
 namespace {
 
@@ -121,8 +121,8 @@ void BM_Setup(benchmark::State& state) {
       init_s += seconds_since(t);
       t = Clock::now();
       reports::RunRecord record = reports::record_from_plan(plan);
-      record.config = train::resolved_config_json(c);
-      benchmark::DoNotOptimize(train::config_hash(c));
+      record.config = runner::resolved_config_json(c);
+      benchmark::DoNotOptimize(runner::config_hash(c));
       record_s += seconds_since(t);
       state.PauseTiming();  // the teardown is not setup
     }
@@ -138,7 +138,7 @@ void BM_Setup(benchmark::State& state) {
   per_layer(state);
 }
 
-// Every variable read by name as checkpoints do (train::make_checkpoint), then written
+// Every variable read by name as checkpoints do (runner::make_checkpoint), then written
 // back as a restore does.
 void BM_ReadVariables(benchmark::State& state) {
   const config::Config c = load(deep_yaml(static_cast<int>(state.range(0)), mode_name(0)));

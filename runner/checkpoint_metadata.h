@@ -9,9 +9,9 @@
 #include <map>
 #include <string>
 
-#include "engine/train/data_order.h"
+#include "runner/data_order.h"
 
-namespace popkit::train {
+namespace popkit::runner {
 
 inline constexpr const char* kCheckpointFormat = "popkit-checkpoint";
 inline constexpr int kCheckpointVersion = 1;
@@ -60,4 +60,4 @@ void check_format_version(const std::map<std::string, std::string>& metadata,
 CheckpointMetadata parse_checkpoint_metadata(const std::map<std::string, std::string>& metadata,
                                              const std::string& name);
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

@@ -6,7 +6,7 @@
 
 #include <csignal>
 
-namespace popkit::train {
+namespace popkit::runner {
 
 // Installs the handlers for its lifetime and restores the previous ones after.
 class StopSignals {
@@ -25,4 +25,4 @@ class StopSignals {
   struct sigaction old_term_ {};
 };
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

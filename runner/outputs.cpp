@@ -1,5 +1,5 @@
 // Output paths checked before the first step; stale temporaries removed. See outputs.h.
-#include "engine/train/outputs.h"
+#include "runner/outputs.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -13,7 +13,7 @@
 #include "config/error.h"
 #include "config/output_file.h"
 
-namespace popkit::train {
+namespace popkit::runner {
 namespace {
 
 namespace fs = std::filesystem;
@@ -153,4 +153,4 @@ std::vector<std::string> remove_stale_temporaries(const std::optional<fs::path>&
   return removed;
 }
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

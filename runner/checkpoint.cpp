@@ -1,4 +1,4 @@
-#include "engine/train/checkpoint.h"
+#include "runner/checkpoint.h"
 
 #include <zlib.h>
 
@@ -14,7 +14,7 @@
 #include "config/error.h"
 #include "planner/optimizer_kinds.h"
 
-namespace popkit::train {
+namespace popkit::runner {
 namespace {
 
 static_assert(std::endian::native == std::endian::little,
@@ -298,4 +298,4 @@ void restore_checkpoint(engine::Engine& engine, const LoadedCheckpoint& checkpoi
   if (what == Restore::kEverything) engine.set_steps_done(checkpoint.state.step);
 }
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

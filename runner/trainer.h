@@ -2,8 +2,8 @@
 // evaluates on the test set, checkpoints, resumes, and fills the run file.
 //
 //   auto config = config::load_config_file("examples/quick.yaml").config;
-//   train::Progress progress(std::cerr, train::ProgressStyle::kLines);
-//   auto result = train::train(*config, {.steps = 10}, progress);
+//   runner::Progress progress(std::cerr, runner::ProgressStyle::kLines);
+//   auto result = runner::train(*config, {.steps = 10}, progress);
 //   // result.test->accuracy, result.run_file, result.checkpoint
 //
 // Batch rules: a global batch is micro_batch_size × gradient_accumulation ×
@@ -20,11 +20,11 @@
 
 #include "config/config.h"
 #include "engine/engine.h"
-#include "engine/train/data_order.h"
-#include "engine/train/progress.h"
 #include "reports/run_record.h"
+#include "runner/data_order.h"
+#include "runner/progress.h"
 
-namespace popkit::train {
+namespace popkit::runner {
 
 struct TrainOptions {
   // How long: when either is given, exactly these limits (the run stops at the first
@@ -86,4 +86,4 @@ EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions&
 // "runs/<config name>/run.json"
 std::string default_run_file(const config::Config& config);
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/train/trainer.h"
+#include "runner/trainer.h"
 
-namespace popkit::train {
+namespace popkit::runner {
 
 inline constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
 
@@ -38,4 +38,4 @@ int run_eval_command(const EvalCommand& command, std::ostream& out, std::ostream
 // replica planned and measured, where the run file and the checkpoint are.
 void print_train_summary(std::ostream& out, const TrainResult& result);
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

@@ -1,4 +1,4 @@
-#include "engine/train/trainer.h"
+#include "runner/trainer.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,14 +9,14 @@
 
 #include "config/error.h"
 #include "engine/kernels/kernels.h"
-#include "engine/train/checkpoint.h"
-#include "engine/train/outputs.h"
-#include "engine/train/resolved_config.h"
 #include "planner/build.h"
 #include "planner/host_memory.h"
 #include "reports/units.h"
+#include "runner/checkpoint.h"
+#include "runner/outputs.h"
+#include "runner/resolved_config.h"
 
-namespace popkit::train {
+namespace popkit::runner {
 namespace {
 
 namespace fs = std::filesystem;
@@ -424,4 +424,4 @@ EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions&
   return out;
 }
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace popkit::train {
+namespace popkit::runner {
 
 // Creates `dir` (and its parents) and proves it writable with a probe file. Throws
 // popkit::Error "DIR: cannot create the WHAT folder: REASON" or "DIR: cannot write to
@@ -35,4 +35,4 @@ void check_checkpoint_paths(const std::filesystem::path& dir, std::int64_t first
 std::vector<std::string> remove_stale_temporaries(
     const std::optional<std::filesystem::path>& checkpoint_dir, const std::string& run_file);
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

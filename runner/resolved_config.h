@@ -9,11 +9,11 @@
 
 #include "config/config.h"
 
-namespace popkit::train {
+namespace popkit::runner {
 
 nlohmann::json resolved_config_json(const config::Config& config);
 
 // FNV-1a 64 of resolved_config_json(config).dump(), as 16 hex digits.
 std::string config_hash(const config::Config& config);
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

@@ -1,5 +1,5 @@
 // Checkpoint metadata: written from the run's state, read back with range checks.
-#include "engine/train/checkpoint_metadata.h"
+#include "runner/checkpoint_metadata.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 
 #include "config/error.h"
 
-namespace popkit::train {
+namespace popkit::runner {
 namespace {
 
 class Reader {
@@ -165,4 +165,4 @@ CheckpointMetadata parse_checkpoint_metadata(const std::map<std::string, std::st
   return out;
 }
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

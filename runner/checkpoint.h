@@ -15,9 +15,9 @@
 
 #include "engine/engine.h"
 #include "engine/io/safetensors.h"
-#include "engine/train/checkpoint_metadata.h"
+#include "runner/checkpoint_metadata.h"
 
-namespace popkit::train {
+namespace popkit::runner {
 
 // The safetensors content of a checkpoint of `engine` (metadata and checksum included).
 engine::SafeTensorsFile make_checkpoint(const engine::Engine& engine, const CheckpointState& state);
@@ -59,4 +59,4 @@ LoadedCheckpoint check_checkpoint(engine::SafeTensorsFile file, const std::strin
 void restore_checkpoint(engine::Engine& engine, const LoadedCheckpoint& checkpoint,
                         const std::string& path, Restore what);
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

@@ -1,4 +1,4 @@
-#include "engine/train/commands.h"
+#include "runner/commands.h"
 
 #include <fmt/format.h>
 
@@ -6,10 +6,10 @@
 #include <csignal>
 
 #include "config/load.h"
-#include "engine/train/stop_signal.h"
 #include "reports/units.h"
+#include "runner/stop_signal.h"
 
-namespace popkit::train {
+namespace popkit::runner {
 namespace {
 
 constexpr int kExitOk = 0;
@@ -82,4 +82,4 @@ int run_eval_command(const EvalCommand& command, std::ostream& out, std::ostream
   return kExitOk;
 }
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

@@ -1,4 +1,4 @@
-#include "engine/train/resolved_config.h"
+#include "runner/resolved_config.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include "planner/names.h"
 #include "planner/plan_json.h"
 
-namespace popkit::train {
+namespace popkit::runner {
 namespace {
 
 using nlohmann::json;
@@ -124,4 +124,4 @@ std::string config_hash(const config::Config& config) {
   return fmt::format("{:016x}", h);
 }
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

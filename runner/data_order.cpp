@@ -1,11 +1,11 @@
-#include "engine/train/data_order.h"
+#include "runner/data_order.h"
 
 #include <numeric>
 #include <utility>
 
 #include "engine/tensor/random.h"
 
-namespace popkit::train {
+namespace popkit::runner {
 
 using engine::splitmix64;
 
@@ -32,4 +32,4 @@ DataPosition advance(DataPosition p, std::int64_t n, std::int64_t global_batch_s
   return p;
 }
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

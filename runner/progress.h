@@ -10,7 +10,7 @@
 #include <ostream>
 #include <string>
 
-namespace popkit::train {
+namespace popkit::runner {
 
 enum class ProgressStyle { kNone, kLines, kBar };
 
@@ -50,4 +50,4 @@ class Progress {
   std::chrono::steady_clock::time_point last_draw_{};
 };
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

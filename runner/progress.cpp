@@ -1,4 +1,4 @@
-#include "engine/train/progress.h"
+#include "runner/progress.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 
 #include "reports/units.h"
 
-namespace popkit::train {
+namespace popkit::runner {
 namespace {
 
 constexpr int kBarWidth = 24;
@@ -79,4 +79,4 @@ void Progress::finish() {
   bar_open_ = false;
 }
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace popkit::train {
+namespace popkit::runner {
 
 // Where training stands in the data; stored in a checkpoint's metadata.
 struct DataPosition {
@@ -36,4 +36,4 @@ std::vector<std::int64_t> epoch_order(std::int64_t n, std::uint64_t seed, std::i
 // is left of this one does not fill a global batch, so a position is always canonical.
 DataPosition advance(DataPosition p, std::int64_t n, std::int64_t global_batch_size);
 
-}  // namespace popkit::train
+}  // namespace popkit::runner

@@ -1,6 +1,6 @@
-#include "engine/train/stop_signal.h"
+#include "runner/stop_signal.h"
 
-namespace popkit::train {
+namespace popkit::runner {
 namespace {
 
 volatile std::sig_atomic_t g_received = 0;
@@ -33,4 +33,4 @@ void StopSignals::clear() {
   g_received = 0;
 }
 
-}  // namespace popkit::train
+}  // namespace popkit::runner
