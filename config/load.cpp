@@ -16,11 +16,11 @@
 #include <sstream>
 #include <tuple>
 
-#include "config/error.h"
-#include "config/input_file.h"
+#include "base/error.h"
+#include "base/input_file.h"
+#include "base/suggest.h"
+#include "base/units.h"
 #include "config/keys.h"
-#include "config/suggest.h"
-#include "config/units.h"
 #include "config/validate.h"
 #include "config/yaml_tree.h"
 

@@ -11,8 +11,8 @@
 #include <map>
 #include <span>
 
+#include "base/suggest.h"
 #include "config/device_profile.h"
-#include "config/suggest.h"
 
 namespace popkit::config {
 

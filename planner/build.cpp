@@ -14,7 +14,7 @@
 #include <unordered_set>
 #include <utility>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "planner/cost.h"
 #include "planner/device_profile.h"
 #include "planner/host_memory.h"

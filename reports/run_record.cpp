@@ -11,7 +11,7 @@
 #include <fstream>
 #include <thread>
 
-#include "config/output_file.h"
+#include "base/output_file.h"
 #include "planner/names.h"
 #include "popkit/version.h"
 #include "reports/json_reader.h"

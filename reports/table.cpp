@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "base/units.h"
 #include "reports/input_error.h"
-#include "reports/units.h"
 
 namespace popkit::reports {
 

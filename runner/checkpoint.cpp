@@ -11,7 +11,7 @@
 #include <optional>
 #include <set>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "planner/optimizer_kinds.h"
 
 namespace popkit::runner {

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string_view>
 
-#include "config/error.h"
+#include "base/error.h"
 
 namespace popkit::runner {
 namespace {

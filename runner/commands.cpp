@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <csignal>
 
+#include "base/units.h"
 #include "config/load.h"
-#include "reports/units.h"
 #include "runner/stop_signal.h"
 
 namespace popkit::runner {
@@ -26,15 +26,14 @@ void print_train_summary(std::ostream& out, const TrainResult& r) {
     out << fmt::format("  test accuracy         {:.2f}% ({}/{}), loss {:.4f}\n",
                        100.0 * r.test->accuracy, r.test->correct, r.test->n, r.test->loss);
   out << fmt::format("  throughput            {} samples/s (median; min {}, max {})\n",
-                     reports::format_thousands(rec.throughput.median),
-                     reports::format_thousands(rec.throughput.min),
-                     reports::format_thousands(rec.throughput.max));
+                     format_thousands(rec.throughput.median), format_thousands(rec.throughput.min),
+                     format_thousands(rec.throughput.max));
   const std::uint64_t measured =
       r.measured_peak_bytes.empty()
           ? 0
           : *std::max_element(r.measured_peak_bytes.begin(), r.measured_peak_bytes.end());
   out << fmt::format("  peak memory/replica   planned {}, measured {}\n",
-                     reports::format_bytes(rec.plan.peak_bytes), reports::format_bytes(measured));
+                     format_bytes(rec.plan.peak_bytes), format_bytes(measured));
   if (!r.run_file.empty()) out << fmt::format("  run file              {}\n", r.run_file);
   if (!r.checkpoint.empty()) out << fmt::format("  checkpoint            {}\n", r.checkpoint);
 }

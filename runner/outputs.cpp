@@ -10,8 +10,8 @@
 #include <cstring>
 #include <optional>
 
-#include "config/error.h"
-#include "config/output_file.h"
+#include "base/error.h"
+#include "base/output_file.h"
 
 namespace popkit::runner {
 namespace {

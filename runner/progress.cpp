@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "reports/units.h"
+#include "base/units.h"
 
 namespace popkit::runner {
 namespace {
@@ -39,8 +39,7 @@ std::string progress_text(const ProgressTick& t) {
   return fmt::format(
       "{} step {}/{} {}<{} {:.1f} steps/s {} samples/s loss {:.4f}", epoch, t.step, t.total_steps,
       clock_text(t.elapsed_seconds), clock_text(remaining), steps_per_second,
-      reports::format_thousands(steps_per_second * static_cast<double>(t.global_batch_size)),
-      t.loss);
+      format_thousands(steps_per_second * static_cast<double>(t.global_batch_size)), t.loss);
 }
 
 void Progress::update(const ProgressTick& t) {

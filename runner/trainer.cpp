@@ -7,11 +7,11 @@
 #include <filesystem>
 #include <limits>
 
-#include "config/error.h"
+#include "base/error.h"
+#include "base/units.h"
 #include "engine/kernels/kernels.h"
 #include "planner/build.h"
 #include "planner/host_memory.h"
-#include "reports/units.h"
 #include "runner/checkpoint.h"
 #include "runner/outputs.h"
 #include "runner/resolved_config.h"
@@ -176,8 +176,8 @@ planner::Plan plan_of(const config::Config& config,
   if (!plan.fits)
     throw Error("the {}plan of '{}' does not fit: phase '{}' needs {} more than the {} per replica",
                 program == planner::Program::kEval ? "evaluation " : "", config.name,
-                plan.not_fitting.phase, reports::format_bytes(plan.not_fitting.bytes_over),
-                reports::format_bytes(plan.memory_per_replica));
+                plan.not_fitting.phase, format_bytes(plan.not_fitting.bytes_over),
+                format_bytes(plan.memory_per_replica));
   return plan;
 }
 

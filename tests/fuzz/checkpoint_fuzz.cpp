@@ -16,7 +16,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "config/load.h"
 #include "engine/engine.h"
 #include "engine/io/safetensors.h"

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "config/load.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

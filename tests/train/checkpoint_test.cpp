@@ -10,7 +10,7 @@
 #include <limits>
 #include <map>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "helpers.h"
 #include "planner/build.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "config/load.h"
 #include "runner/progress.h"
 #include "runner/trainer.h"

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "engine/io/safetensors.h"
 #include "helpers.h"
 #include "planner/build.h"

@@ -1,5 +1,5 @@
 // Opening input files: regular files only, decided on the open descriptor.
-#include "config/input_file.h"
+#include "base/input_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "config/error.h"
+#include "base/error.h"
 
 namespace popkit {
 namespace {

@@ -1,11 +1,11 @@
 // Byte sizes: exact decimal and binary units, and the ways a size can be wrong.
-#include "config/units.h"
+#include "base/units.h"
 
 #include <boost/test/unit_test.hpp>
 
-#include "config/suggest.h"
+#include "base/suggest.h"
 
-using namespace popkit::config;
+using namespace popkit;
 
 namespace {
 std::uint64_t bytes(const char* text) {

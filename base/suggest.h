@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace popkit::config {
+namespace popkit {
 
 // Beyond this many candidates no suggestion is made: the search would cost more than
 // the hint is worth on a hostile input.
@@ -20,4 +20,4 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 // max(2, |word| / 3) edits away, or one is a prefix of the other (4 characters or more).
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 
-}  // namespace popkit::config
+}  // namespace popkit

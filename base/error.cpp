@@ -1,5 +1,5 @@
 // Where failed assertions end: one line naming the broken invariant, then abort.
-#include "config/error.h"
+#include "base/error.h"
 
 #include <cstdio>
 #include <cstdlib>

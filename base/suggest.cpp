@@ -1,12 +1,12 @@
 // Edit distance and suggestions; see suggest.h.
-#include "config/suggest.h"
+#include "base/suggest.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 
-namespace popkit::config {
+namespace popkit {
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
@@ -59,4 +59,4 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
   return best ? fmt::format("; did you mean '{}'?", *best) : "";
 }
 
-}  // namespace popkit::config
+}  // namespace popkit

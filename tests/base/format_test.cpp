@@ -1,9 +1,10 @@
-#include "reports/units.h"
-
+// Formatting quantities for tables and summaries: bytes, counts, seconds, changes.
 #include <boost/test/unit_test.hpp>
 
-using popkit::reports::format_bytes;
-using popkit::reports::format_thousands;
+#include "base/units.h"
+
+using popkit::format_bytes;
+using popkit::format_thousands;
 
 BOOST_AUTO_TEST_SUITE(units)
 
@@ -31,7 +32,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(units)  // reopened: byte differences, seconds, changes
 
 BOOST_AUTO_TEST_CASE(differences_seconds_and_changes) {
-  using namespace popkit::reports;
+  using namespace popkit;
   BOOST_TEST(format_byte_difference(7, 7) == "0 B");
   BOOST_TEST(format_byte_difference(1536, 0) == "+1.50 KiB");
   BOOST_TEST(format_byte_difference(0, 512) == "-512 B");

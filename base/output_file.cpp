@@ -1,5 +1,5 @@
 // Atomic file writes: temporary, fsync, rename, fsync of the folder.
-#include "config/output_file.h"
+#include "base/output_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <utility>
 
-#include "config/error.h"
+#include "base/error.h"
 
 namespace popkit {
 

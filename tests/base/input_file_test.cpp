@@ -1,5 +1,5 @@
 // Input files: only regular files are read, and nothing blocks on a FIFO or a device.
-#include "config/input_file.h"
+#include "base/input_file.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,9 +9,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "config/error.h"
-#include "config/load.h"
-#include "config/output_file.h"
+#include "base/error.h"
+#include "base/output_file.h"
 
 namespace fs = std::filesystem;
 using popkit::Error;
@@ -71,19 +70,6 @@ BOOST_AUTO_TEST_CASE(what_is_not_a_regular_file_is_named) {
   BOOST_TEST(message_of((dir.path / "nope").string(), "hint") ==
              (dir.path / "nope").string() + ": no such file");
   BOOST_TEST(input_file_problem("/dev/null") == "is not a regular file (a character device)");
-}
-
-BOOST_AUTO_TEST_CASE(the_config_loader_refuses_a_fifo_and_a_device) {
-  TempDir dir;
-  const std::string fifo = (dir.path / "config.yaml").string();
-  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  for (const std::string& path : {fifo, std::string("/dev/zero")}) {
-    const auto result = popkit::config::load_config_file(path, {});
-    BOOST_REQUIRE(result.diagnostics.size() == 1u);
-    BOOST_TEST(result.diagnostics[0].message.rfind("is not a regular file (a ", 0) == 0);
-    BOOST_TEST(result.diagnostics[0].message.find("; give the path of a YAML config file") !=
-               std::string::npos);
-  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
