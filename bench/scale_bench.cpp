@@ -21,7 +21,7 @@
 #include <iostream>
 #include <string>
 
-#include "config/load.h"
+#include "config/yaml/load.h"
 #include "engine/data/dataset.h"
 #include "engine/engine.h"
 #include "planner/build.h"

@@ -6,7 +6,7 @@
 #include <csignal>
 
 #include "base/units.h"
-#include "config/load.h"
+#include "config/yaml/load.h"
 #include "runner/stop_signal.h"
 
 namespace popkit::runner {

@@ -1,6 +1,6 @@
 // schemas/config.schema.json describes exactly the keys the loader accepts, every key
 // has a description, and the schema compiled into popplan is the file.
-#include "config/schema.h"
+#include "config/yaml/schema.h"
 
 #include <boost/test/unit_test.hpp>
 #include <fstream>
@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "config/keys.h"
+#include "config/yaml/keys.h"
 
 using namespace popkit::config;
 using nlohmann::json;

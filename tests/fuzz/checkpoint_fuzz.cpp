@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "base/error.h"
-#include "config/load.h"
+#include "config/yaml/load.h"
 #include "engine/engine.h"
 #include "engine/io/safetensors.h"
 #include "planner/build.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "config/load.h"
+#include "config/yaml/load.h"
 #include "runner/progress.h"
 #include "runner/trainer.h"
 

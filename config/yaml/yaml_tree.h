@@ -2,7 +2,7 @@
 // yaml-cpp's event parser with guards that plain yaml-cpp lacks: duplicate keys are kept
 // (so the loader can report them), aliases are shared and their expansion is bounded
 // (no "billion laughs"), nesting depth, input size, UTF-8 and tab indentation are checked.
-// Internal to config/: the rest of popkit sees only Config and Diagnostic.
+// Internal to config/yaml/: the rest of popkit sees only Config and Diagnostic.
 #pragma once
 
 #include <cstddef>
@@ -15,13 +15,6 @@
 #include "config/diagnostics.h"
 
 namespace popkit::config {
-
-// A position: `file` names a SourceMap entry; line and column are 1-based.
-struct Location {
-  std::string file;
-  int line = 0;
-  int column = 0;
-};
 
 enum class NodeKind { kNull, kScalar, kSequence, kMap };
 
@@ -47,9 +40,6 @@ inline constexpr std::size_t kMaxNodes = 100000;  // counting every alias expans
 YamlNodePtr parse_yaml(std::string_view text, const std::string& file,
                        std::vector<Diagnostic>& diagnostics, int line_offset = 0,
                        int column_offset = 0);
-
-// The offset of the first byte that is not well-formed UTF-8, or npos.
-std::size_t first_invalid_utf8(std::string_view text);
 
 // "a mapping", "a sequence", "null", "the string 'x'" ... for messages.
 std::string describe(const YamlNode& node);

@@ -1,7 +1,7 @@
-// YAML -> Config: reads the tree of config/yaml_tree.h section by section, checks types,
+// YAML -> Config: reads the tree of config/yaml/yaml_tree.h section by section, checks types,
 // enums, required, unknown and duplicate keys, applies `--set` overrides to the tree
 // first, then runs config/validate.h. Every problem becomes a diagnostic; nothing throws.
-#include "config/load.h"
+#include "config/yaml/load.h"
 
 #include <fmt/format.h>
 
@@ -20,9 +20,9 @@
 #include "base/input_file.h"
 #include "base/suggest.h"
 #include "base/units.h"
-#include "config/keys.h"
 #include "config/validate.h"
-#include "config/yaml_tree.h"
+#include "config/yaml/keys.h"
+#include "config/yaml/yaml_tree.h"
 
 namespace popkit::config {
 namespace {

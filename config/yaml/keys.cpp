@@ -1,5 +1,5 @@
 // The key table; see keys.h.
-#include "config/keys.h"
+#include "config/yaml/keys.h"
 
 #include <algorithm>
 
