@@ -21,6 +21,7 @@
 #include <iostream>
 #include <string>
 
+#include "config/names.h"
 #include "config/yaml/load.h"
 #include "engine/data/dataset.h"
 #include "engine/engine.h"
@@ -37,12 +38,13 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-const char* mode_name(int mode) {
-  return mode == 0 ? "phased" : "standard";
+std::string mode_name(int mode) {
+  return std::string(
+      enum_name(mode == 0 ? config::ExecutionMode::kPhased : config::ExecutionMode::kStandard));
 }
 
 std::string deep_yaml(int n_layers, const std::string& mode) {
-  const bool phased = mode == "phased";
+  const bool phased = parse_enum<config::ExecutionMode>(mode) == config::ExecutionMode::kPhased;
   std::string y = "version: 1\nname: deep-" + std::to_string(n_layers) + "-" + mode +
                   "\nmodel:\n  input_shape: [4, 4]\n  layers:\n";
   for (int i = 1; i < n_layers; ++i)
@@ -184,7 +186,7 @@ int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--write-config") {
     const int n = std::atoi(argv[2]);
     const std::string mode = argv[3];
-    if (n < 1 || (mode != "phased" && mode != "standard")) {
+    if (n < 1 || !parse_enum<config::ExecutionMode>(mode)) {
       std::cerr << "usage: scale_bench --write-config LAYERS phased|standard\n";
       return 2;
     }

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "planner/names.h"
+#include "config/names.h"
 #include "planner/plan_json.h"
 
 namespace popkit::runner {
@@ -12,23 +12,9 @@ namespace {
 
 using nlohmann::json;
 
-// The vocabulary of plan files is the config's too: one set of names (planner/names.h).
+// The vocabulary of plan files is the config's too: one set of names (config/names.h).
 std::string name(std::string_view n) {
   return std::string(n);
-}
-
-const char* dataset_name(config::Dataset d) {
-  switch (d) {
-    case config::Dataset::kMnist:
-      return "mnist";
-    case config::Dataset::kFashionMnist:
-      return "fashion-mnist";
-    case config::Dataset::kSynthetic:
-      return "synthetic";
-    case config::Dataset::kIdx:
-      break;
-  }
-  return "idx";
 }
 
 json phases_json(const config::Execution& e) {
@@ -36,9 +22,7 @@ json phases_json(const config::Execution& e) {
   json phases = json::array();
   for (const auto& phase : e.phases) {
     json items = json::array();
-    for (const auto& item : phase)
-      items.push_back(item.layer +
-                      (item.pass == config::Pass::kForward ? ".forward" : ".backward"));
+    for (const auto& item : phase) items.push_back(item.layer + "." + name(enum_name(item.pass)));
     phases.push_back(items);
   }
   return phases;
@@ -50,17 +34,19 @@ json resolved_config_json(const config::Config& c) {
   json layers = json::array();
   for (const auto& l : c.model.layers)
     layers.push_back({{"name", l.name},
-                      {"type", "linear"},
+                      // Every layer as linear, dropout too: run files and the config
+                      // hash in checkpoints have always said so.
+                      {"type", name(enum_name(config::LayerType::kLinear))},
                       {"out_features", l.out_features},
-                      {"activation", name(planner::activation_name(l.activation))}});
+                      {"activation", name(enum_name(l.activation))}});
   json model = {
       {"input_shape", c.model.input_shape},
       {"layers", layers},
-      {"loss", "softmax_cross_entropy"},
+      {"loss", name(enum_name(c.model.loss))},
       {"init",
        {{"weights",
          {{"normal", {{"mean", c.model.init.weights_mean}, {"std", c.model.init.weights_std}}}}},
-        {"biases", c.model.init.biases_zero ? "zeros" : "normal"},
+        {"biases", name(name_in(config::bias_init_names(), c.model.init.biases_zero))},
         {"seed", c.model.init.seed}}}};
   if (!c.model.init_from.empty()) model["init_from"] = c.model.init_from;
   json groupings = json::object();
@@ -72,7 +58,7 @@ json resolved_config_json(const config::Config& c) {
                    {"seed", c.training.seed}};
   if (c.training.epochs) training["epochs"] = *c.training.epochs;
   if (c.training.steps) training["steps"] = *c.training.steps;
-  json data = {{"dataset", dataset_name(c.data.dataset)},
+  json data = {{"dataset", name(enum_name(c.data.dataset))},
                {"shuffle", c.data.shuffle},
                {"normalize_mean", c.data.normalize_mean},
                {"normalize_std", c.data.normalize_std}};
@@ -95,12 +81,12 @@ json resolved_config_json(const config::Config& c) {
       {"replication", {{"factor", c.replication.factor}, {"groupings", groupings}}},
       {"variables",
        {{"grouping", c.variables.grouping},
-        {"retrieval_mode", name(planner::retrieval_mode_name(c.variables.retrieval_mode))}}},
+        {"retrieval_mode", name(enum_name(c.variables.retrieval_mode))}}},
       {"remote", {{"weights", c.remote.weights}, {"optimizer_state", c.remote.optimizer_state}}},
       {"execution",
-       {{"mode", name(planner::execution_mode_name(c.execution.mode))},
+       {{"mode", name(enum_name(c.execution.mode))},
         {"phases", phases_json(c.execution)},
-        {"io_mode", name(planner::io_mode_name(c.execution.io_mode))},
+        {"io_mode", name(enum_name(c.execution.io_mode))},
         {"io_tiles", c.execution.io_tiles}}},
       {"training", training},
       {"data", data},

@@ -20,6 +20,7 @@
 #include "base/input_file.h"
 #include "base/suggest.h"
 #include "base/units.h"
+#include "config/names.h"
 #include "config/validate.h"
 #include "config/yaml/keys.h"
 #include "config/yaml/yaml_tree.h"
@@ -28,9 +29,6 @@ namespace popkit::config {
 namespace {
 
 constexpr const char* kSetSource = "--set";
-
-template <typename E>
-using Choices = std::vector<std::pair<std::string, E>>;
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -141,23 +139,28 @@ class Decoder {
     return true;
   }
 
+  // One of the names in `choices`; "did you mean" and the list of names otherwise.
   template <typename E>
-  bool choice(const YamlNode& node, const std::string& path, const Choices<E>& choices, E& out) {
+  bool choice(const YamlNode& node, const std::string& path, NameTable<E> choices, E& out) {
     std::vector<std::string> names;
-    for (const auto& [name, value] : choices) names.push_back(name);
+    for (const std::string_view name : names_in(choices)) names.emplace_back(name);
     if (node.kind != NodeKind::kScalar) {
       return expected(node, path, fmt::format("one of {}", join(names)));
     }
-    for (const auto& [name, value] : choices) {
-      if (name == node.value) {
-        out = value;
-        return true;
-      }
+    if (const auto value = parse_in(choices, node.value)) {
+      out = *value;
+      return true;
     }
     bad(node, path,
         fmt::format("unknown value '{}'{} (one of {})", node.value, did_you_mean(node.value, names),
                     join(names)));
     return false;
+  }
+
+  // A value of one of the config's enums, by the names of config/names.h.
+  template <typename E>
+  bool choice(const YamlNode& node, const std::string& path, E& out) {
+    return choice(node, path, name_table(E{}), out);
   }
 
   bool bytes(const YamlNode& node, const std::string& path, std::uint64_t& out) {
@@ -277,27 +280,6 @@ class MapReader {
   std::vector<std::pair<const YamlNode*, const YamlNode*>> entries_;
 };
 
-const Choices<Activation> kActivations{
-    {"none", Activation::kNone}, {"gelu", Activation::kGelu}, {"relu", Activation::kRelu}};
-const Choices<LayerType> kLayerTypes{{"linear", LayerType::kLinear},
-                                     {"dropout", LayerType::kDropout}};
-const Choices<Loss> kLosses{{"softmax_cross_entropy", Loss::kSoftmaxCrossEntropy}};
-const Choices<bool> kBiasInits{{"zeros", true}, {"normal", false}};
-const Choices<RetrievalMode> kRetrievalModes{{"one_per_group", RetrievalMode::kOnePerGroup},
-                                             {"all_replicas", RetrievalMode::kAllReplicas}};
-const Choices<ExecutionMode> kModes{{"phased", ExecutionMode::kPhased},
-                                    {"standard", ExecutionMode::kStandard}};
-const Choices<IoMode> kIoModes{
-    {"compute", IoMode::kCompute}, {"io", IoMode::kIo}, {"io_overlapped", IoMode::kIoOverlapped}};
-const Choices<Pass> kPasses{{"forward", Pass::kForward}, {"backward", Pass::kBackward}};
-const Choices<OptimizerType> kOptimizers{{"adam", OptimizerType::kAdam},
-                                         {"sgd", OptimizerType::kSgd}};
-const Choices<DType> kDTypes{{"float32", DType::kFloat32}, {"float16", DType::kFloat16}};
-const Choices<Dataset> kDatasets{{"mnist", Dataset::kMnist},
-                                 {"fashion-mnist", Dataset::kFashionMnist},
-                                 {"synthetic", Dataset::kSynthetic},
-                                 {"idx", Dataset::kIdx}};
-
 class ConfigReader {
  public:
   ConfigReader(Decoder& decoder, const YamlNode& root) : d_(decoder), root_(root) {}
@@ -364,7 +346,7 @@ class ConfigReader {
         }
       }
     }
-    if (const auto* n = m.get("loss")) d_.choice(*n, "model.loss", kLosses, model.loss);
+    if (const auto* n = m.get("loss")) d_.choice(*n, "model.loss", model.loss);
     if (const auto* n = m.get("init")) read_init(*n, model.init);
     if (const auto* n = m.get("init_from")) {
       if (d_.string(*n, "model.init_from", model.init_from) && model.init_from.empty()) {
@@ -380,7 +362,7 @@ class ConfigReader {
     if (node.kind != NodeKind::kMap) return layer;
     if (const auto* n = l.require("name", node.location))
       d_.string(*n, l.child("name"), layer.name);
-    if (const auto* n = l.get("type")) d_.choice(*n, l.child("type"), kLayerTypes, layer.type);
+    if (const auto* n = l.get("type")) d_.choice(*n, l.child("type"), layer.type);
     if (layer.type == LayerType::kDropout) {
       // Its width is its input's, and it has no activation.
       for (const char* key : {"out_features", "activation"})
@@ -401,7 +383,7 @@ class ConfigReader {
       d_.integer(*n, l.child("out_features"), layer.out_features);
     }
     if (const auto* n = l.get("activation")) {
-      d_.choice(*n, l.child("activation"), kActivations, layer.activation);
+      d_.choice(*n, l.child("activation"), layer.activation);
     }
     return layer;
   }
@@ -417,7 +399,7 @@ class ConfigReader {
       }
     }
     if (const auto* n = i.get("biases"))
-      d_.choice(*n, "model.init.biases", kBiasInits, init.biases_zero);
+      d_.choice(*n, "model.init.biases", bias_init_names(), init.biases_zero);
     if (const auto* n = i.get("seed")) d_.unsigned_integer(*n, "model.init.seed", init.seed);
   }
 
@@ -468,7 +450,7 @@ class ConfigReader {
     MapReader v(d_, node, "variables", "variables");
     if (const auto* n = v.get("grouping")) d_.string(*n, "variables.grouping", variables.grouping);
     if (const auto* n = v.get("retrieval_mode")) {
-      d_.choice(*n, "variables.retrieval_mode", kRetrievalModes, variables.retrieval_mode);
+      d_.choice(*n, "variables.retrieval_mode", variables.retrieval_mode);
     }
   }
 
@@ -495,10 +477,10 @@ class ConfigReader {
 
   void read_execution(const YamlNode* node, Execution& execution) {
     MapReader e(d_, node, "execution", "execution");
-    if (const auto* n = e.get("mode")) d_.choice(*n, "execution.mode", kModes, execution.mode);
+    if (const auto* n = e.get("mode")) d_.choice(*n, "execution.mode", execution.mode);
     if (const auto* n = e.get("phases")) read_phases(*n, execution);
     if (const auto* n = e.get("io_mode")) {
-      d_.choice(*n, "execution.io_mode", kIoModes, execution.io_mode);
+      d_.choice(*n, "execution.io_mode", execution.io_mode);
     }
     if (const auto* n = e.get("io_tiles")) d_.integer(*n, "execution.io_tiles", execution.io_tiles);
   }
@@ -550,7 +532,7 @@ class ConfigReader {
         YamlNode pass = item;
         pass.value = text.substr(dot + 1);
         pass.location.column += static_cast<int>(dot) + 1;
-        if (!d_.choice(pass, item_path, kPasses, phase_item.pass)) {
+        if (!d_.choice(pass, item_path, phase_item.pass)) {
           d_.locations().poison(path);
           continue;
         }
@@ -578,7 +560,7 @@ class ConfigReader {
     if (const auto* n = t.get("optimizer")) {
       Optimizer& o = training.optimizer;
       MapReader r(d_, n, "training.optimizer", "training.optimizer");
-      if (const auto* v = r.get("type")) d_.choice(*v, r.child("type"), kOptimizers, o.type);
+      if (const auto* v = r.get("type")) d_.choice(*v, r.child("type"), o.type);
       if (const auto* v = r.get("lr")) d_.number(*v, r.child("lr"), o.lr);
       if (const auto* v = r.get("beta1")) d_.number(*v, r.child("beta1"), o.beta1);
       if (const auto* v = r.get("beta2")) d_.number(*v, r.child("beta2"), o.beta2);
@@ -589,7 +571,7 @@ class ConfigReader {
         d_.boolean(*v, r.child("bias_correction"), o.bias_correction);
       }
       if (const auto* v = r.get("first_order_dtype")) {
-        d_.choice(*v, r.child("first_order_dtype"), kDTypes, o.first_order_dtype);
+        d_.choice(*v, r.child("first_order_dtype"), o.first_order_dtype);
       }
       if (const auto* v = r.get("momentum")) d_.number(*v, r.child("momentum"), o.momentum);
       if (const auto* v = r.get("nesterov")) d_.boolean(*v, r.child("nesterov"), o.nesterov);
@@ -599,7 +581,7 @@ class ConfigReader {
 
   void read_data(const YamlNode* node, Data& data) {
     MapReader r(d_, node, "data", "data");
-    if (const auto* n = r.get("dataset")) d_.choice(*n, "data.dataset", kDatasets, data.dataset);
+    if (const auto* n = r.get("dataset")) d_.choice(*n, "data.dataset", data.dataset);
     if (const auto* n = r.get("shuffle")) d_.boolean(*n, "data.shuffle", data.shuffle);
     if (const auto* n = r.get("normalize_mean"))
       d_.number(*n, "data.normalize_mean", data.normalize_mean);
