@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "config/load.h"
+#include "config/yaml/load.h"
 #include "engine/data/batch_source.h"
 #include "engine/data/dataset.h"
 #include "engine/engine.h"

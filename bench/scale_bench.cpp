@@ -21,12 +21,13 @@
 #include <iostream>
 #include <string>
 
-#include "config/load.h"
+#include "config/names.h"
+#include "config/yaml/load.h"
 #include "engine/data/dataset.h"
 #include "engine/engine.h"
-#include "engine/train/resolved_config.h"
 #include "planner/build.h"
 #include "reports/run_record.h"
+#include "runner/resolved_config.h"
 
 namespace {
 
@@ -37,12 +38,13 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-const char* mode_name(int mode) {
-  return mode == 0 ? "phased" : "standard";
+std::string mode_name(int mode) {
+  return std::string(
+      enum_name(mode == 0 ? config::ExecutionMode::kPhased : config::ExecutionMode::kStandard));
 }
 
 std::string deep_yaml(int n_layers, const std::string& mode) {
-  const bool phased = mode == "phased";
+  const bool phased = parse_enum<config::ExecutionMode>(mode) == config::ExecutionMode::kPhased;
   std::string y = "version: 1\nname: deep-" + std::to_string(n_layers) + "-" + mode +
                   "\nmodel:\n  input_shape: [4, 4]\n  layers:\n";
   for (int i = 1; i < n_layers; ++i)
@@ -121,8 +123,8 @@ void BM_Setup(benchmark::State& state) {
       init_s += seconds_since(t);
       t = Clock::now();
       reports::RunRecord record = reports::record_from_plan(plan);
-      record.config = train::resolved_config_json(c);
-      benchmark::DoNotOptimize(train::config_hash(c));
+      record.config = runner::resolved_config_json(c);
+      benchmark::DoNotOptimize(runner::config_hash(c));
       record_s += seconds_since(t);
       state.PauseTiming();  // the teardown is not setup
     }
@@ -138,7 +140,7 @@ void BM_Setup(benchmark::State& state) {
   per_layer(state);
 }
 
-// Every variable read by name as checkpoints do (train::make_checkpoint), then written
+// Every variable read by name as checkpoints do (runner::make_checkpoint), then written
 // back as a restore does.
 void BM_ReadVariables(benchmark::State& state) {
   const config::Config c = load(deep_yaml(static_cast<int>(state.range(0)), mode_name(0)));
@@ -184,7 +186,7 @@ int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--write-config") {
     const int n = std::atoi(argv[2]);
     const std::string mode = argv[3];
-    if (n < 1 || (mode != "phased" && mode != "standard")) {
+    if (n < 1 || !parse_enum<config::ExecutionMode>(mode)) {
       std::cerr << "usage: scale_bench --write-config LAYERS phased|standard\n";
       return 2;
     }

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "cli/verbs.h"
-#include "config/load.h"
-#include "config/schema.h"
+#include "config/yaml/load.h"
+#include "config/yaml/schema.h"
 
 namespace popkit::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cli/verbs.h"
-#include "config/load.h"
+#include "config/yaml/load.h"
 #include "planner/build.h"
 #include "planner/host_memory.h"
 #include "planner/plan_json.h"

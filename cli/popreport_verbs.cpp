@@ -1,6 +1,10 @@
 // popreport memory | throughput | compare: parse the arguments, call reports/, map the
 // outcome to an exit code (2 for unreadable files and bad options, 1 when the gate fails).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <iostream>
+#include <string_view>
 
 #include "cli/verbs.h"
 #include "reports/chart.h"
@@ -22,8 +26,10 @@ struct ReportOptions {
 void add_common(CLI::App* sub, ReportOptions& o) {
   sub->add_option("files", o.files, "plan files (popplan plan --format json) or run files (poprun)")
       ->required();
-  sub->add_option("--format", o.format, "text | markdown | csv | json")
-      ->check(CLI::IsMember({"text", "markdown", "csv", "json"}));
+  std::vector<std::string> formats;
+  for (const std::string_view name : enum_names<reports::Format>()) formats.emplace_back(name);
+  sub->add_option("--format", o.format, fmt::format("{}", fmt::join(formats, " | ")))
+      ->check(CLI::IsMember(formats));
   sub->add_option("--chart", o.chart,
                   "also write an SVG chart: memory per phase; for runs the loss and phase times");
 }

@@ -1,4 +1,4 @@
-// poprun train and poprun eval: argument parsing only; popkit::train does the work.
+// poprun train and poprun eval: argument parsing only; popkit::runner does the work.
 // Exit codes: 0 success, 1 failure at run time, 2 invalid input, 130 stopped by
 // SIGINT/SIGTERM (after writing a checkpoint).
 #include <iostream>
@@ -6,7 +6,7 @@
 #include <string>
 
 #include "cli/verbs.h"
-#include "engine/train/commands.h"
+#include "runner/commands.h"
 
 namespace popkit::cli {
 namespace {
@@ -20,7 +20,7 @@ void add_set_option(CLI::App* app, std::vector<std::string>& overrides) {
 }  // namespace
 
 void add_run_verbs(Tool& tool) {
-  auto train = std::make_shared<train::TrainCommand>();
+  auto train = std::make_shared<runner::TrainCommand>();
   auto steps = std::make_shared<std::int64_t>(0);
   auto epochs = std::make_shared<std::int64_t>(0);
   CLI::App* t =
@@ -33,7 +33,7 @@ void add_run_verbs(Tool& tool) {
                [train, steps, epochs] {
                  if (*steps > 0) train->options.steps = *steps;
                  if (*epochs > 0) train->options.epochs = *epochs;
-                 return train::run_train_command(*train, std::cout, std::cerr);
+                 return runner::run_train_command(*train, std::cout, std::cerr);
                });
   t->add_option("config", train->config, "the config file (YAML)")->required();
   add_set_option(t, train->overrides);
@@ -67,12 +67,12 @@ void add_run_verbs(Tool& tool) {
       ->default_str("auto");
   t->add_flag("-q,--quiet", train->quiet, "no progress output");
 
-  auto eval = std::make_shared<train::EvalCommand>();
+  auto eval = std::make_shared<runner::EvalCommand>();
   CLI::App* e = tool.add(
       "eval",
       "Evaluate the weights of a checkpoint on CONFIG's test set: loss and accuracy. Exit 0, "
       "1 run-time failure (e.g. a checkpoint that does not match the model), 2 invalid config.",
-      [eval] { return train::run_eval_command(*eval, std::cout, std::cerr); });
+      [eval] { return runner::run_eval_command(*eval, std::cout, std::cerr); });
   e->add_option("config", eval->config, "the config file (YAML)")->required();
   e->add_option("--checkpoint", eval->options.checkpoint, "the checkpoint (safetensors)")
       ->required();

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "popkit/version.h"
 
 namespace popkit::cli {

@@ -1,6 +1,6 @@
 // The typed model of a popkit config (schema version 1, see DESIGN.md "The config").
 // Plain structs with the defaults the schema documents; no YAML types appear here, so
-// the planner and the engine can build a Config in code. `config/load.h` fills one
+// the planner and the engine can build a Config in code. `config/yaml/load.h` fills one
 // from YAML and `config/validate.h` checks it; a Config that passed validation
 // satisfies every rule listed beside its fields.
 #pragma once

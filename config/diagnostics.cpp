@@ -8,8 +8,6 @@
 #include <optional>
 #include <string_view>
 
-#include "config/yaml_tree.h"
-
 namespace popkit::config {
 namespace {
 
@@ -138,6 +136,43 @@ void print_text(std::ostream& out, const Diagnostic& d, const SourceMap& sources
 }
 
 }  // namespace
+
+// Overlong forms, surrogates and code points above U+10FFFF are rejected as RFC 3629
+// requires.
+std::size_t first_invalid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    unsigned lo = 0x80;
+    unsigned hi = 0xBF;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return i;
+    }
+    for (std::size_t k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return i;
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      const unsigned min = k == 1 ? lo : 0x80;
+      const unsigned max = k == 1 ? hi : 0xBF;
+      if (d < min || d > max) return i;
+    }
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
 
 void print_diagnostics(std::ostream& out, const std::vector<Diagnostic>& diagnostics,
                        const SourceMap& sources, DiagnosticFormat format) {

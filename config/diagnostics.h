@@ -3,6 +3,7 @@
 // Also printed as JSON for CI tools.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <ostream>
 #include <string>
@@ -21,6 +22,13 @@ struct Diagnostic {
   std::string message;
 };
 
+// A position: `file` names a SourceMap entry; line and column are 1-based.
+struct Location {
+  std::string file;
+  int line = 0;
+  int column = 0;
+};
+
 // file name -> its text, so a printer can show the offending line.
 using SourceMap = std::map<std::string, std::string>;
 
@@ -30,6 +38,9 @@ void print_diagnostics(std::ostream& out, const std::vector<Diagnostic>& diagnos
                        const SourceMap& sources, DiagnosticFormat format = DiagnosticFormat::kText);
 
 [[nodiscard]] bool has_errors(const std::vector<Diagnostic>& diagnostics);
+
+// The offset of the first byte that is not well-formed UTF-8, or npos.
+std::size_t first_invalid_utf8(std::string_view text);
 
 // `text` as a JSON string literal, quotes included (for tools that wrap the JSON above).
 [[nodiscard]] std::string json_quote(std::string_view text);

@@ -11,8 +11,9 @@
 #include <map>
 #include <span>
 
+#include "base/suggest.h"
 #include "config/device_profile.h"
-#include "config/suggest.h"
+#include "config/names.h"
 
 namespace popkit::config {
 
@@ -57,24 +58,6 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string out = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
   return out + "]";
-}
-
-const char* dataset_name(Dataset d) {
-  switch (d) {
-    case Dataset::kMnist:
-      return "mnist";
-    case Dataset::kFashionMnist:
-      return "fashion-mnist";
-    case Dataset::kSynthetic:
-      return "synthetic";
-    case Dataset::kIdx:
-      return "idx";
-  }
-  return "?";
-}
-
-std::string pass_name(Pass p) {
-  return p == Pass::kForward ? "forward" : "backward";
 }
 
 class Checker {
@@ -333,7 +316,7 @@ class Checker {
     Execution& e = c_.execution;
     at_least("execution.io_tiles", e.io_tiles, 0);
     if (ok("execution.io_mode") && ok("execution.io_tiles")) {
-      const char* mode = e.io_mode == IoMode::kIo ? "io" : "io_overlapped";
+      const std::string_view mode = enum_name(e.io_mode);
       if (e.io_mode != IoMode::kCompute && e.io_tiles == 0) {
         error(
             l_.written("execution.io_tiles") ? "execution.io_tiles" : "execution.io_mode",
@@ -398,7 +381,7 @@ class Checker {
           error(path,
                 fmt::format("{}.{} appears twice (first at execution.phases[{}][{}]); "
                             "each layer's forward and backward run exactly once",
-                            item.layer, pass_name(item.pass), it->second.phase, it->second.index));
+                            item.layer, enum_name(item.pass), it->second.phase, it->second.index));
           complete = false;
         }
       }
@@ -409,7 +392,7 @@ class Checker {
           error("execution.phases",
                 fmt::format("{}.{} is missing; every layer's forward and backward must appear "
                             "exactly once",
-                            name, pass_name(pass)));
+                            name, enum_name(pass)));
           complete = false;
         }
       }
@@ -483,7 +466,7 @@ class Checker {
       if (l_.written(path) && ok(path))
         error(path, fmt::format("{} is not a key of optimizer type {} (it takes lr, "
                                 "weight_decay, {})",
-                                key, adam ? "adam" : "sgd", fmt::join(own, ", ")));
+                                key, enum_name(o.type), fmt::join(own, ", ")));
     }
     if (adam) {
       for (const auto& [key, beta] : {std::pair{"beta1", o.beta1}, std::pair{"beta2", o.beta2}}) {
@@ -520,7 +503,7 @@ class Checker {
               fmt::format("dataset idx needs data.{} (a path to an IDX file)", key));
       } else if (d.dataset != Dataset::kIdx && !value->empty()) {
         warning(path, fmt::format("only used with dataset: idx; ignored with dataset {}",
-                                  dataset_name(d.dataset)));
+                                  enum_name(d.dataset)));
       }
     }
     if (d.dataset == Dataset::kSynthetic) {
@@ -538,7 +521,7 @@ class Checker {
       error("model.input_shape",
             fmt::format("dataset {} has images of 28 × 28 pixels, so the input shape must be "
                         "[28, 28], got {}",
-                        dataset_name(d.dataset), shape_text(c_.model.input_shape)));
+                        enum_name(d.dataset), shape_text(c_.model.input_shape)));
     }
     const auto& layers = c_.model.layers;
     if (!layers.empty()) {
@@ -547,7 +530,7 @@ class Checker {
         error(path,
               fmt::format("dataset {} has 10 classes, but the last layer '{}' has "
                           "out_features {}",
-                          dataset_name(d.dataset), layers.back().name, layers.back().out_features));
+                          enum_name(d.dataset), layers.back().name, layers.back().out_features));
       }
     }
   }

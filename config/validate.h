@@ -11,7 +11,6 @@
 
 #include "config/config.h"
 #include "config/diagnostics.h"
-#include "config/yaml_tree.h"
 
 namespace popkit::config {
 

@@ -16,7 +16,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "engine/kernels/kernels.h"
 #include "engine/layer_kinds.h"
 #include "engine/runtime/float_mode.h"

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "engine/tensor/dropout.h"
 #include "planner/operands.h"
 

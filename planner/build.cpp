@@ -14,7 +14,7 @@
 #include <unordered_set>
 #include <utility>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "planner/cost.h"
 #include "planner/device_profile.h"
 #include "planner/host_memory.h"
@@ -831,7 +831,7 @@ class Builder {
         } else if (k == n_ - 1) {
           const int labels = repeat_tensor("labels", TensorClass::kIoSlots, {mb_});
           host_load(body_, Stream::kLabels, labels);
-          Op loss = op(OpKind::kLoss, "softmax_cross_entropy");
+          Op loss = op(OpKind::kLoss, std::string(enum_name(c_.model.loss)));
           const int value = repeat_tensor("loss", TensorClass::kActivations, {1});
           const int dlogits =
               repeat_tensor("dlogits", TensorClass::kActivations, {mb_, l.out_features});

@@ -9,8 +9,8 @@
 #include <limits>
 #include <sstream>
 
-#include "config/error.h"
-#include "config/units.h"
+#include "base/error.h"
+#include "base/units.h"
 #include "planner/optimizer_kinds.h"
 #include "planner/plan_text.h"
 
@@ -229,10 +229,10 @@ std::string describe_host_memory(const HostMemory& m) {
 std::optional<AvailableMemory> available_host_memory() {
   if (const char* env = std::getenv("POPKIT_HOST_MEMORY"); env && *env) {
     std::string why;
-    const auto bytes = config::parse_bytes(env, why);
+    const auto bytes = parse_bytes(env, why);
     if (!bytes)
       throw Error("POPKIT_HOST_MEMORY: '{}' is not a byte size: {} (units {})", env, why,
-                  config::kByteUnits);
+                  kByteUnits);
     return AvailableMemory{*bytes, "POPKIT_HOST_MEMORY"};
   }
   std::optional<AvailableMemory> out;

@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "config/error.h"
+#include "base/error.h"
 
 namespace popkit::planner {
 

@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "config/error.h"
+#include "base/error.h"
 
 namespace popkit::planner {
 namespace {

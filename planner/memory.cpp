@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "planner/names.h"
 #include "planner/operands.h"
 

@@ -7,7 +7,7 @@
 #include <array>
 #include <utility>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "planner/layer_kinds.h"
 #include "planner/names.h"
 #include "planner/optimizer_kinds.h"

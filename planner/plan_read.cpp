@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "planner/memory.h"
 #include "planner/names.h"
 #include "planner/plan_json.h"

@@ -174,7 +174,7 @@ void print_ops(Printer& out, const Plan& plan, const std::vector<Op>& ops,
                const std::string& indent) {
   for (const Op& op : ops) {
     if (op.kind == OpKind::kRepeat) {
-      out.print("{}repeat {} x ({}) {{\n", indent, op.steps, io_mode_name(op.io_mode));
+      out.print("{}repeat {} x ({}) {{\n", indent, op.steps, enum_name(op.io_mode));
       print_ops(out, plan, op.body, indent + "  ");
       out.put(indent);
       out.put("}\n");
@@ -230,10 +230,10 @@ void print_plan(std::ostream& stream, const Plan& plan) {
   out.print("  replicas {}, micro-batch {}, gradient accumulation {}, global batch {}\n",
             plan.replication_factor, plan.micro_batch_size, plan.gradient_accumulation,
             plan.global_batch_size);
-  out.print("  mode {}, io_mode {}, device {} ({} per replica)\n", execution_mode_name(plan.mode),
-            io_mode_name(plan.io_mode), plan.device_profile, format_bytes(plan.memory_per_replica));
+  out.print("  mode {}, io_mode {}, device {} ({} per replica)\n", enum_name(plan.mode),
+            enum_name(plan.io_mode), plan.device_profile, format_bytes(plan.memory_per_replica));
   out.print("  variables: {}, retrieval {}\n", grouping_text(plan.variables_grouping),
-            retrieval_mode_name(plan.retrieval_mode));
+            enum_name(plan.retrieval_mode));
   if (plan.sharding_threshold > 0)
     out.print("  sharding: nelms >= {} over {}\n", plan.sharding_threshold,
               grouping_text(plan.sharding_grouping));
@@ -245,7 +245,7 @@ void print_plan(std::ostream& stream, const Plan& plan) {
                    {false, true, true, false, true, true});
   for (const auto& l : plan.layers)
     layers.add({l.name, std::to_string(l.in_features), std::to_string(l.out_features),
-                std::string(activation_name(l.activation)), std::to_string(l.graph),
+                std::string(enum_name(l.activation)), std::to_string(l.graph),
                 std::to_string(l.row)});
   layers.print(out);
 
@@ -254,7 +254,7 @@ void print_plan(std::ostream& stream, const Plan& plan) {
                      "Entry bytes", "Bytes"},
                     {false, false, false, false, true, true, true, true});
   for (const auto& b : plan.buffers)
-    buffers.add({b.name, std::string(tensor_class_name(b.cls)), std::string(dtype_name(b.dtype)),
+    buffers.add({b.name, std::string(tensor_class_name(b.cls)), std::string(enum_name(b.dtype)),
                  shape_text(b.element_shape), fmt::format("{} x {}", b.rows, b.steps),
                  std::to_string(b.entries()), std::to_string(b.entry_bytes),
                  format_bytes(b.nbytes())});
@@ -266,7 +266,7 @@ void print_plan(std::ostream& stream, const Plan& plan) {
                  {false, false, true, false, false, false, false, true, true});
   for (const auto& v : plan.variables)
     vars.add({v.name, shape_text(v.meta_shape), std::to_string(v.nelms),
-              std::string(dtype_name(v.dtype)), std::string(tensor_class_name(v.cls)),
+              std::string(enum_name(v.dtype)), std::string(tensor_class_name(v.cls)),
               placement(plan, v), v.sharded ? "yes" : "no", std::to_string(v.shard_size),
               std::to_string(v.padding)});
   vars.print(out);
@@ -277,7 +277,7 @@ void print_plan(std::ostream& stream, const Plan& plan) {
       {false, false, true, false, false, true, false, false});
   for (const auto& t : plan.tensors)
     tensors.add({t.name, shape_text(t.shape), std::to_string(t.nelms),
-                 std::string(dtype_name(t.dtype)), std::string(tensor_class_name(t.cls)),
+                 std::string(enum_name(t.dtype)), std::string(tensor_class_name(t.cls)),
                  std::to_string(t.nbytes), t.always_live ? "yes" : "no",
                  t.double_buffer >= 0 ? tensor_name(plan, t.double_buffer) : "-"});
   tensors.print(out);

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "config/error.h"
-#include "reports/units.h"
+#include "base/error.h"
+#include "base/units.h"
 
 namespace popkit::reports {
 

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <limits>
 
+#include "base/units.h"
 #include "reports/input_error.h"
-#include "reports/units.h"
 
 namespace popkit::reports {
 

@@ -3,7 +3,7 @@
 // file and the field; the CLI maps it to exit code 2 (invalid input).
 #pragma once
 
-#include "config/error.h"
+#include "base/error.h"
 
 namespace popkit::reports {
 

@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "config/input_file.h"
+#include "base/input_file.h"
 
 namespace popkit::reports {
 

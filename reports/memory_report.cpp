@@ -2,7 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "reports/units.h"
+#include "base/units.h"
+#include "planner/names.h"
 
 namespace popkit::reports {
 
@@ -66,13 +67,14 @@ Table phase_table(const Source& s, bool eval) {
                {"not_always_live", "Not-always-live", true},
                {"peak", "Peak", true}};
   if (run) t.columns.push_back({"peak_vs_plan", "Δ peak", true});
-  for (const auto& [key, title] : std::vector<std::pair<std::string, std::string>>{
-           {"weights", "Weights"},
-           {"gradient_accumulators", "Grad accumulators"},
-           {"optimizer_state", "Optimizer state"},
-           {"activations", "Activations"},
-           {"io_slots", "IO slots"}}) {
-    t.columns.push_back({key, title, true});
+  // A column per tensor class, keyed by the class's name in plan and run files.
+  for (const auto& [cls, title] : std::vector<std::pair<planner::TensorClass, std::string>>{
+           {planner::TensorClass::kWeights, "Weights"},
+           {planner::TensorClass::kGradAccumulators, "Grad accumulators"},
+           {planner::TensorClass::kOptimizerState, "Optimizer state"},
+           {planner::TensorClass::kActivations, "Activations"},
+           {planner::TensorClass::kIoSlots, "IO slots"}}) {
+    t.columns.push_back({std::string(planner::tensor_class_name(cls)), title, true});
   }
   bool identical = true;
   for (const PhaseRecord& ph : phases) identical = identical && all_equal(ph.measured);

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <thread>
 
-#include "config/output_file.h"
+#include "base/output_file.h"
 #include "planner/names.h"
 #include "popkit/version.h"
 #include "reports/json_reader.h"
@@ -158,8 +158,8 @@ PlanSummary plan_summary(const planner::Plan& plan) {
   p.micro_batch_size = plan.micro_batch_size;
   p.gradient_accumulation = plan.gradient_accumulation;
   p.global_batch_size = plan.global_batch_size;
-  p.execution_mode = std::string(planner::execution_mode_name(plan.mode));
-  p.io_mode = std::string(planner::io_mode_name(plan.io_mode));
+  p.execution_mode = std::string(enum_name(plan.mode));
+  p.io_mode = std::string(enum_name(plan.io_mode));
   p.sharding_threshold = plan.sharding_threshold;
   p.device_profile = plan.device_profile;
   p.memory_per_replica = plan.memory_per_replica;

@@ -1,14 +1,15 @@
 #include "reports/table.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "base/units.h"
 #include "reports/input_error.h"
-#include "reports/units.h"
 
 namespace popkit::reports {
 
@@ -208,12 +209,18 @@ Cell bytes_cell(std::uint64_t bytes) {
   return Cell{format_bytes(bytes), static_cast<double>(bytes)};
 }
 
+NameTable<Format> name_table(Format) {
+  static constexpr NameArray<Format, 4> kFormats{{{Format::kText, "text"},
+                                                  {Format::kMarkdown, "markdown"},
+                                                  {Format::kCsv, "csv"},
+                                                  {Format::kJson, "json"}}};
+  return kFormats;
+}
+
 Format parse_format(const std::string& name) {
-  if (name == "text") return Format::kText;
-  if (name == "markdown") return Format::kMarkdown;
-  if (name == "csv") return Format::kCsv;
-  if (name == "json") return Format::kJson;
-  throw InputError("--format: \"{}\" is not a format (text, markdown, csv, json)", name);
+  if (const auto format = parse_enum<Format>(name)) return *format;
+  throw InputError("--format: \"{}\" is not a format ({})", name,
+                   fmt::join(enum_names<Format>(), ", "));
 }
 
 void fold_equal_columns(Table& table, const std::vector<std::string>& keep) {

@@ -12,11 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "base/names.h"
+
 namespace popkit::reports {
 
 enum class Format { kText, kMarkdown, kCsv, kJson };
 
-// "text" | "markdown" | "csv" | "json"; throws InputError for anything else.
+// "text" | "markdown" | "csv" | "json" (base/names.h reads the table).
+NameTable<Format> name_table(Format);
+
+// A format by name; throws InputError for anything else.
 Format parse_format(const std::string& name);
 
 struct Column {

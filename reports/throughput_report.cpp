@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "reports/units.h"
+#include "base/units.h"
 
 namespace popkit::reports {
 

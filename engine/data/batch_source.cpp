@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "config/error.h"
+#include "base/error.h"
 
 namespace popkit::engine {
 

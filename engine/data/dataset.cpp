@@ -13,8 +13,8 @@
 #include <optional>
 #include <span>
 
-#include "config/error.h"
-#include "config/input_file.h"
+#include "base/error.h"
+#include "base/input_file.h"
 #include "engine/tensor/random.h"
 
 namespace popkit::engine {

@@ -40,7 +40,7 @@ inline constexpr std::uint64_t kMaxIdxBytes = std::uint64_t{4} << 30;
 
 // Reads an IDX image file and its label file: parse_idx on their bytes. Only regular
 // files are read ("is a directory", "is not a regular file (a FIFO)", ...; see
-// config/input_file.h), each at most kMaxIdxBytes.
+// base/input_file.h), each at most kMaxIdxBytes.
 Dataset read_idx(const std::string& images_path, const std::string& labels_path);
 
 // The IDX reader on bytes in memory, each raw or gzip (recognised by its magic bytes);

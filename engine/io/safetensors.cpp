@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "config/error.h"
-#include "config/input_file.h"
-#include "config/output_file.h"
+#include "base/error.h"
+#include "base/input_file.h"
+#include "base/output_file.h"
 
 namespace popkit::engine {
 namespace {

@@ -39,7 +39,7 @@ void write_safetensors(const std::string& path, const SafeTensorsFile& file);
 // plans, and a bound on what one read allocates.
 inline constexpr std::uint64_t kMaxSafetensorsBytes = std::uint64_t{16} << 30;
 
-// Reads `path` (a regular file only, see config/input_file.h) and parses it with
+// Reads `path` (a regular file only, see base/input_file.h) and parses it with
 // parse_safetensors. Throws popkit::Error naming the file and what is wrong.
 SafeTensorsFile read_safetensors(const std::string& path);
 

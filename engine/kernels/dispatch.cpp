@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "engine/kernels/kernels.h"
 #include "popkit/kernel_levels.h"  // generated: POPKIT_KERNEL_TABLES(X), lowest first
 

@@ -12,7 +12,7 @@
 #include <functional>
 #include <vector>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "engine/kernels/kernels.h"
 #include "engine/runtime/thread_pool.h"
 

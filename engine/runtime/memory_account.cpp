@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "config/error.h"
+#include "base/error.h"
 
 namespace popkit::engine {
 

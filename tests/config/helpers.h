@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "config/load.h"
+#include "config/yaml/load.h"
 
 namespace popkit::config::test {
 

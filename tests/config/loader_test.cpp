@@ -1,5 +1,9 @@
 // The loader: YAML typing, positions, keys, and the guards against hostile input.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <boost/test/unit_test.hpp>
+#include <filesystem>
 
 #include "tests/config/helpers.h"
 
@@ -224,6 +228,22 @@ BOOST_AUTO_TEST_CASE(missing_file_and_directory) {
   BOOST_REQUIRE(directory.diagnostics.size() == 1u);
   BOOST_TEST(directory.diagnostics[0].message ==
              "is a directory; give the path of a YAML config file");
+}
+
+BOOST_AUTO_TEST_CASE(the_config_loader_refuses_a_fifo_and_a_device) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("popkit-loader-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string fifo = (dir / "config.yaml").string();
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero")}) {
+    const auto result = load_config_file(path, {});
+    BOOST_REQUIRE(result.diagnostics.size() == 1u);
+    BOOST_TEST(result.diagnostics[0].message.rfind("is not a regular file (a ", 0) == 0);
+    BOOST_TEST(result.diagnostics[0].message.find("; give the path of a YAML config file") !=
+               std::string::npos);
+  }
+  fs::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(diagnostics_come_in_source_order) {

@@ -1,15 +1,18 @@
 // schemas/config.schema.json describes exactly the keys the loader accepts, every key
 // has a description, and the schema compiled into popplan is the file.
-#include "config/schema.h"
+#include "config/yaml/schema.h"
 
 #include <boost/test/unit_test.hpp>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
-#include "config/keys.h"
+#include "config/device_profile.h"
+#include "config/names.h"
+#include "config/yaml/keys.h"
 
 using namespace popkit::config;
 using nlohmann::json;
@@ -81,6 +84,53 @@ BOOST_AUTO_TEST_CASE(every_object_is_closed) {
     }
   };
   check(json::parse(read(kSchemaPath)), "");
+}
+
+// The schema's enums are the name tables the loader reads (config/names.h), value for
+// value and in order, so the two cannot drift apart.
+BOOST_AUTO_TEST_CASE(schema_enums_are_the_name_tables) {
+  const json schema = json::parse(read(kSchemaPath));
+  std::map<std::string, std::vector<std::string>> enums;
+  std::function<void(const json&, const std::string&)> walk_enums = [&](const json& node,
+                                                                        const std::string& path) {
+    if (node.contains("enum")) enums[path] = node["enum"].get<std::vector<std::string>>();
+    if (node.contains("properties")) {
+      for (const auto& [key, value] : node["properties"].items())
+        walk_enums(value, path.empty() ? key : path + "." + key);
+    }
+    if (node.contains("items") && node["items"].is_object()) walk_enums(node["items"], path + "[]");
+  };
+  walk_enums(schema, "");
+  auto strings = [](const std::vector<std::string_view>& names) {
+    return std::vector<std::string>(names.begin(), names.end());
+  };
+  std::vector<std::string> profiles;
+  for (const auto& p : device_profiles()) profiles.push_back(p.name);
+  const std::map<std::string, std::vector<std::string>> tables{
+      {"model.layers[].type", strings(popkit::enum_names<LayerType>())},
+      {"model.layers[].activation", strings(popkit::enum_names<Activation>())},
+      {"model.loss", strings(popkit::enum_names<Loss>())},
+      {"model.init.biases", strings(popkit::names_in(bias_init_names()))},
+      {"variables.retrieval_mode", strings(popkit::enum_names<RetrievalMode>())},
+      {"execution.mode", strings(popkit::enum_names<ExecutionMode>())},
+      {"execution.io_mode", strings(popkit::enum_names<IoMode>())},
+      {"training.optimizer.type", strings(popkit::enum_names<OptimizerType>())},
+      {"training.optimizer.first_order_dtype", strings(popkit::enum_names<DType>())},
+      {"data.dataset", strings(popkit::enum_names<Dataset>())},
+      {"device.profile", profiles},
+  };
+  BOOST_TEST(enums.size() == tables.size());
+  for (const auto& [path, names] : tables) {
+    BOOST_TEST_CONTEXT(path) {
+      BOOST_REQUIRE(enums.count(path) == 1u);
+      BOOST_TEST(enums.at(path) == names, boost::test_tools::per_element());
+    }
+  }
+  // Explicit phase items: <layer>.<pass> with the passes' names.
+  const std::string item_pattern = schema["properties"]["execution"]["properties"]["phases"]
+                                         ["oneOf"][1]["items"]["items"]["pattern"];
+  const auto passes = strings(popkit::enum_names<Pass>());
+  BOOST_TEST(item_pattern.ends_with("\\.(" + passes[0] + "|" + passes[1] + ")$"));
 }
 
 BOOST_AUTO_TEST_CASE(compiled_schema_is_the_file) {

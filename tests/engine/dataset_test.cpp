@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "config/error.h"
+#include "base/error.h"
 
 namespace fs = std::filesystem;
 using popkit::Error;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "engine/engine.h"
 #include "planner/build.h"
 #include "planner/names.h"
@@ -136,7 +136,7 @@ BOOST_AUTO_TEST_SUITE(evaluation)
 
 BOOST_AUTO_TEST_CASE(an_evaluation_plan_holds_no_training_state) {
   for (const auto mode : {config::ExecutionMode::kStandard, config::ExecutionMode::kPhased}) {
-    BOOST_TEST_CONTEXT(planner::enum_name(mode)) {
+    BOOST_TEST_CONTEXT(popkit::enum_name(mode)) {
       config::Config c = model(2);
       c.execution.mode = mode;
       c.remote = {mode == config::ExecutionMode::kPhased, true};

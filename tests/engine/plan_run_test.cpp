@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "engine/engine.h"
 #include "planner/build.h"
 

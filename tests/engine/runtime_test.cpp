@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "engine/runtime/collectives.h"
 #include "engine/runtime/float_mode.h"
 #include "engine/runtime/memory_account.h"

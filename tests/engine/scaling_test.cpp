@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_CASE(setup_and_variable_access_are_linear_in_layers) {
   for (const auto mode : {config::ExecutionMode::kPhased, config::ExecutionMode::kStandard}) {
     const AllocationCount small = engine_work(kLayers, mode);
     const AllocationCount large = engine_work(2 * kLayers, mode);
-    BOOST_TEST_CONTEXT(planner::execution_mode_name(mode)
+    BOOST_TEST_CONTEXT(popkit::enum_name(mode)
                        << ": " << kLayers << " layers: " << small.count << " allocations, "
                        << small.bytes << " bytes; " << 2 * kLayers << " layers: " << large.count
                        << " allocations, " << large.bytes << " bytes") {

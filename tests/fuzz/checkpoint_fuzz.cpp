@@ -16,12 +16,12 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "config/error.h"
-#include "config/load.h"
+#include "base/error.h"
+#include "config/yaml/load.h"
 #include "engine/engine.h"
 #include "engine/io/safetensors.h"
-#include "engine/train/checkpoint.h"
 #include "planner/build.h"
+#include "runner/checkpoint.h"
 
 namespace {
 
@@ -92,14 +92,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     engine::SafeTensorsFile f = file;
     if (restamp) {
       if (!f.metadata.count("format")) continue;
-      f.metadata["checksum"] = fmt::format("{:08x}", train::checkpoint_checksum(f));
+      f.metadata["checksum"] = fmt::format("{:08x}", runner::checkpoint_checksum(f));
     }
-    for (const train::Restore what : {train::Restore::kEverything, train::Restore::kWeights}) {
-      const char* how = what == train::Restore::kEverything ? "resume" : "weights";
+    for (const runner::Restore what : {runner::Restore::kEverything, runner::Restore::kWeights}) {
+      const char* how = what == runner::Restore::kEverything ? "resume" : "weights";
       const char* checksum = restamp ? "checksum recomputed" : "as written";
       try {
-        const train::LoadedCheckpoint loaded = train::check_checkpoint(f, name, m.plan, what);
-        train::restore_checkpoint(m.engine, loaded, name, what);
+        const runner::LoadedCheckpoint loaded = runner::check_checkpoint(f, name, m.plan, what);
+        runner::restore_checkpoint(m.engine, loaded, name, what);
         if (verbose()) std::fprintf(stderr, "[%s, %s] restored\n", checksum, how);
       } catch (const Error& e) {
         if (verbose()) std::fprintf(stderr, "[%s, %s] %s\n", checksum, how, e.what());

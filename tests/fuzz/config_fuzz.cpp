@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "config/error.h"
-#include "config/load.h"
+#include "base/error.h"
+#include "config/yaml/load.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "reports/compare.h"
 #include "reports/input_error.h"
 

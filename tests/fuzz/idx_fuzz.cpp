@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "engine/data/dataset.h"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "planner/json_text.h"
 #include "planner/plan_json.h"
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "reports/chart.h"
 #include "reports/compare.h"
 #include "reports/input_error.h"

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "configs.h"
 #include "planner/build.h"
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "planner/build.h"
 #include "planner/plan_json.h"
 #include "tests/planner/configs.h"

@@ -3,7 +3,7 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "planner/build.h"
 #include "tests/planner/configs.h"
 #include "tests/planner/helpers.h"

@@ -2,7 +2,7 @@
 // accumulation 4), sharing of identical layers, generalisation, explicit phases.
 #include <boost/test/unit_test.hpp>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "planner/build.h"
 #include "planner/operands.h"
 #include "tests/planner/configs.h"

@@ -1,7 +1,7 @@
 // Checkpoints: round trips of every variable (F32 and F16 moments), copies per group and
 // per replica, metadata; and every kind of bad checkpoint caught with a message that
 // names the file and what is wrong.
-#include "engine/train/checkpoint.h"
+#include "runner/checkpoint.h"
 
 #include <sys/stat.h>
 
@@ -10,13 +10,13 @@
 #include <limits>
 #include <map>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "helpers.h"
 #include "planner/build.h"
 
 using namespace popkit;
-using namespace popkit::train;
-using namespace popkit::train::testing;
+using namespace popkit::runner;
+using namespace popkit::runner::testing;
 
 namespace {
 

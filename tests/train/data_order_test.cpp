@@ -1,12 +1,12 @@
 // The data order: permutations from (seed, epoch) only, identity without shuffle,
 // canonical positions at the end of an epoch.
-#include "engine/train/data_order.h"
+#include "runner/data_order.h"
 
 #include <boost/test/unit_test.hpp>
 #include <numeric>
 #include <vector>
 
-using namespace popkit::train;
+using namespace popkit::runner;
 
 BOOST_AUTO_TEST_SUITE(data_order)
 

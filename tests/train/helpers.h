@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "config/error.h"
-#include "config/load.h"
-#include "engine/train/progress.h"
-#include "engine/train/trainer.h"
+#include "base/error.h"
+#include "config/yaml/load.h"
+#include "runner/progress.h"
+#include "runner/trainer.h"
 
-namespace popkit::train::testing {
+namespace popkit::runner::testing {
 
 namespace fs = std::filesystem;
 
@@ -80,4 +80,4 @@ inline TrainResult run(const config::Config& config, TrainOptions options, const
   return run(config, std::move(options), dir, log);
 }
 
-}  // namespace popkit::train::testing
+}  // namespace popkit::runner::testing

@@ -8,16 +8,16 @@
 #include <cstring>
 #include <limits>
 
-#include "config/error.h"
+#include "base/error.h"
 #include "engine/io/safetensors.h"
-#include "engine/train/checkpoint.h"
-#include "engine/train/commands.h"
 #include "helpers.h"
 #include "planner/build.h"
+#include "runner/checkpoint.h"
+#include "runner/commands.h"
 
 using namespace popkit;
-using namespace popkit::train;
-using namespace popkit::train::testing;
+using namespace popkit::runner;
+using namespace popkit::runner::testing;
 
 namespace {
 

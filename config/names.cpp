@@ -1,0 +1,65 @@
+// The config's name tables; see names.h.
+#include "config/names.h"
+
+namespace popkit::config {
+namespace {
+
+constexpr NameArray<LayerType, 2> kLayerTypes{
+    {{LayerType::kLinear, "linear"}, {LayerType::kDropout, "dropout"}}};
+constexpr NameArray<Activation, 3> kActivations{
+    {{Activation::kNone, "none"}, {Activation::kGelu, "gelu"}, {Activation::kRelu, "relu"}}};
+constexpr NameArray<Loss, 1> kLosses{{{Loss::kSoftmaxCrossEntropy, "softmax_cross_entropy"}}};
+constexpr NameArray<RetrievalMode, 2> kRetrievalModes{
+    {{RetrievalMode::kOnePerGroup, "one_per_group"},
+     {RetrievalMode::kAllReplicas, "all_replicas"}}};
+constexpr NameArray<ExecutionMode, 2> kModes{
+    {{ExecutionMode::kPhased, "phased"}, {ExecutionMode::kStandard, "standard"}}};
+constexpr NameArray<IoMode, 3> kIoModes{
+    {{IoMode::kCompute, "compute"}, {IoMode::kIo, "io"}, {IoMode::kIoOverlapped, "io_overlapped"}}};
+constexpr NameArray<Pass, 2> kPasses{{{Pass::kForward, "forward"}, {Pass::kBackward, "backward"}}};
+constexpr NameArray<OptimizerType, 2> kOptimizerTypes{
+    {{OptimizerType::kAdam, "adam"}, {OptimizerType::kSgd, "sgd"}}};
+constexpr NameArray<DType, 2> kDTypes{{{DType::kFloat32, "float32"}, {DType::kFloat16, "float16"}}};
+constexpr NameArray<Dataset, 4> kDatasets{{{Dataset::kMnist, "mnist"},
+                                           {Dataset::kFashionMnist, "fashion-mnist"},
+                                           {Dataset::kSynthetic, "synthetic"},
+                                           {Dataset::kIdx, "idx"}}};
+constexpr NameArray<bool, 2> kBiasInits{{{true, "zeros"}, {false, "normal"}}};
+
+}  // namespace
+
+NameTable<LayerType> name_table(LayerType) {
+  return kLayerTypes;
+}
+NameTable<Activation> name_table(Activation) {
+  return kActivations;
+}
+NameTable<Loss> name_table(Loss) {
+  return kLosses;
+}
+NameTable<RetrievalMode> name_table(RetrievalMode) {
+  return kRetrievalModes;
+}
+NameTable<ExecutionMode> name_table(ExecutionMode) {
+  return kModes;
+}
+NameTable<IoMode> name_table(IoMode) {
+  return kIoModes;
+}
+NameTable<Pass> name_table(Pass) {
+  return kPasses;
+}
+NameTable<OptimizerType> name_table(OptimizerType) {
+  return kOptimizerTypes;
+}
+NameTable<DType> name_table(DType) {
+  return kDTypes;
+}
+NameTable<Dataset> name_table(Dataset) {
+  return kDatasets;
+}
+NameTable<bool> bias_init_names() {
+  return kBiasInits;
+}
+
+}  // namespace popkit::config

@@ -1,0 +1,59 @@
+// The key table; see keys.h.
+#include "config/yaml/keys.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace popkit::config {
+
+const std::vector<Section>& sections() {
+  static const std::vector<Section> kSections{
+      {"",
+       {"version", "name", "model", "replication", "variables", "sharding", "remote", "execution",
+        "training", "data", "eval", "device"}},
+      {"model", {"input_shape", "layers", "loss", "init", "init_from"}},
+      {"model.layers[]", {"name", "type", "out_features", "activation", "rate"}},
+      {"model.init", {"weights", "biases", "seed"}},
+      {"model.init.weights", {"normal"}},
+      {"model.init.weights.normal", {"mean", "std"}},
+      {"replication", {"factor", "groupings"}},
+      {"replication.groupings.*", {"group_size", "stride"}},
+      {"variables", {"grouping", "retrieval_mode"}},
+      {"sharding", {"enabled", "threshold", "grouping", "weights", "optimizer_state"}},
+      {"remote", {"weights", "optimizer_state"}},
+      {"execution", {"mode", "phases", "io_mode", "io_tiles"}},
+      {"training",
+       {"micro_batch_size", "gradient_accumulation", "epochs", "steps", "optimizer", "seed"}},
+      {"training.optimizer",
+       {"type", "lr", "weight_decay", "beta1", "beta2", "eps", "bias_correction",
+        "first_order_dtype", "momentum", "nesterov"}},
+      {"data",
+       {"dataset", "shuffle", "normalize_mean", "normalize_std", "dir", "train_images",
+        "train_labels", "test_images", "test_labels", "synthetic_train", "synthetic_test",
+        "synthetic_noise"}},
+      {"eval", {"micro_batch_size", "every"}},
+      {"device", {"profile", "memory_per_replica"}},
+  };
+  return kSections;
+}
+
+const std::vector<std::string>& section_keys(std::string_view section_path) {
+  for (const auto& section : sections()) {
+    if (section.path == section_path) return section.keys;
+  }
+  assertion_failed("section_keys: unknown config section", __FILE__, __LINE__);
+}
+
+std::vector<std::string> accepted_key_paths() {
+  std::vector<std::string> out;
+  for (const auto& section : sections()) {
+    for (const auto& key : section.keys) {
+      out.push_back(section.path.empty() ? key : std::string(section.path) + "." + key);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace popkit::config

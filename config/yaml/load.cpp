@@ -1,0 +1,817 @@
+// YAML -> Config: reads the tree of config/yaml/yaml_tree.h section by section, checks types,
+// enums, required, unknown and duplicate keys, applies `--set` overrides to the tree
+// first, then runs config/validate.h. Every problem becomes a diagnostic; nothing throws.
+#include "config/yaml/load.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "base/error.h"
+#include "base/input_file.h"
+#include "base/suggest.h"
+#include "base/units.h"
+#include "config/names.h"
+#include "config/validate.h"
+#include "config/yaml/keys.h"
+#include "config/yaml/yaml_tree.h"
+
+namespace popkit::config {
+namespace {
+
+constexpr const char* kSetSource = "--set";
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// Reads scalars with YAML 1.2 core-schema typing: a quoted scalar is always a string.
+class Decoder {
+ public:
+  Decoder(std::vector<Diagnostic>& diagnostics, Locations& locations)
+      : diagnostics_(diagnostics), locations_(locations) {}
+
+  void report(Severity severity, const Location& at, std::string message) {
+    diagnostics_.push_back({severity, at.file, at.line, at.column, std::move(message)});
+  }
+  void error(const Location& at, std::string message) {
+    report(Severity::kError, at, std::move(message));
+  }
+  // An error about the value at `path`; rules over that path are then skipped.
+  void bad(const YamlNode& node, const std::string& path, std::string message) {
+    error(node.location, fmt::format("{}: {}", path, message));
+    locations_.poison(path);
+  }
+
+  Locations& locations() { return locations_; }
+
+  bool integer(const YamlNode& node, const std::string& path, std::int64_t& out) {
+    return parse_integer(node, path, out, "a 64-bit integer");
+  }
+
+  bool unsigned_integer(const YamlNode& node, const std::string& path, std::uint64_t& out) {
+    if (node.kind == NodeKind::kScalar && node.plain && !node.value.empty() &&
+        node.value[0] == '-' && is_plain_number(node)) {
+      bad(node, path, fmt::format("must be >= 0, got {}", node.value));
+      return false;
+    }
+    return parse_integer(node, path, out, "a 64-bit unsigned integer");
+  }
+
+  // A plain decimal integer, an optional '+' first; `type` names T in the range error.
+  template <typename T>
+  bool parse_integer(const YamlNode& node, const std::string& path, T& out, const char* type) {
+    if (!is_plain_number(node)) return expected(node, path, "an integer");
+    const std::string& v = node.value;
+    const char* first = v.data() + (v[0] == '+' ? 1 : 0);
+    const auto [end, ec] = std::from_chars(first, v.data() + v.size(), out);
+    if (ec == std::errc::result_out_of_range) {
+      bad(node, path, fmt::format("{} does not fit in {}", v, type));
+      return false;
+    }
+    if (ec != std::errc() || end != v.data() + v.size()) return expected(node, path, "an integer");
+    return true;
+  }
+
+  bool number(const YamlNode& node, const std::string& path, double& out) {
+    if (node.kind != NodeKind::kScalar || !node.plain) return expected(node, path, "a number");
+    std::string v = node.value;
+    if (!v.empty() && v[0] == '+') v.erase(0, 1);
+    const bool negative = !v.empty() && v[0] == '-';
+    const std::string body = negative ? v.substr(1) : v;
+    if (body == ".inf" || body == ".Inf" || body == ".INF") {
+      out = negative ? -HUGE_VAL : HUGE_VAL;
+      return true;
+    }
+    if (body == ".nan" || body == ".NaN" || body == ".NAN") {
+      out = std::nan("");
+      return true;
+    }
+    if (body.empty() || !(std::isdigit(static_cast<unsigned char>(body[0])) || body[0] == '.')) {
+      return expected(node, path, "a number");
+    }
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    if (ec == std::errc::result_out_of_range) {
+      bad(node, path, fmt::format("{} is out of the range of a double", node.value));
+      return false;
+    }
+    if (ec != std::errc() || end != v.data() + v.size()) return expected(node, path, "a number");
+    return true;
+  }
+
+  bool boolean(const YamlNode& node, const std::string& path, bool& out) {
+    if (node.kind == NodeKind::kScalar && node.plain) {
+      const std::string& v = node.value;
+      if (v == "true" || v == "True" || v == "TRUE") {
+        out = true;
+        return true;
+      }
+      if (v == "false" || v == "False" || v == "FALSE") {
+        out = false;
+        return true;
+      }
+      if (v == "yes" || v == "no" || v == "on" || v == "off" || v == "Yes" || v == "No" ||
+          v == "On" || v == "Off" || v == "y" || v == "n") {
+        bad(node, path,
+            fmt::format("expected true or false, got '{}' (YAML 1.2 reads yes/no/on/off as "
+                        "strings)",
+                        v));
+        return false;
+      }
+    }
+    return expected(node, path, "true or false");
+  }
+
+  bool string(const YamlNode& node, const std::string& path, std::string& out) {
+    if (node.kind != NodeKind::kScalar) return expected(node, path, "a string");
+    out = node.value;
+    return true;
+  }
+
+  // One of the names in `choices`; "did you mean" and the list of names otherwise.
+  template <typename E>
+  bool choice(const YamlNode& node, const std::string& path, NameTable<E> choices, E& out) {
+    std::vector<std::string> names;
+    for (const std::string_view name : names_in(choices)) names.emplace_back(name);
+    if (node.kind != NodeKind::kScalar) {
+      return expected(node, path, fmt::format("one of {}", join(names)));
+    }
+    if (const auto value = parse_in(choices, node.value)) {
+      out = *value;
+      return true;
+    }
+    bad(node, path,
+        fmt::format("unknown value '{}'{} (one of {})", node.value, did_you_mean(node.value, names),
+                    join(names)));
+    return false;
+  }
+
+  // A value of one of the config's enums, by the names of config/names.h.
+  template <typename E>
+  bool choice(const YamlNode& node, const std::string& path, E& out) {
+    return choice(node, path, name_table(E{}), out);
+  }
+
+  bool bytes(const YamlNode& node, const std::string& path, std::uint64_t& out) {
+    if (node.kind != NodeKind::kScalar) {
+      return expected(node, path, "a size in bytes, e.g. 900MiB");
+    }
+    std::string why;
+    const auto value = parse_bytes(node.value, why);
+    if (!value) {
+      bad(node, path, why);
+      return false;
+    }
+    out = *value;
+    return true;
+  }
+
+ private:
+  static bool is_plain_number(const YamlNode& node) {
+    if (node.kind != NodeKind::kScalar || !node.plain || node.value.empty()) return false;
+    std::size_t i = node.value[0] == '-' || node.value[0] == '+' ? 1 : 0;
+    if (i == node.value.size()) return false;
+    for (; i < node.value.size(); ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(node.value[i]))) return false;
+    }
+    return true;
+  }
+
+  bool expected(const YamlNode& node, const std::string& path, const std::string& what) {
+    bad(node, path, fmt::format("expected {}, got {}", what, describe(node)));
+    return false;
+  }
+
+  std::vector<Diagnostic>& diagnostics_;
+  Locations& locations_;
+};
+
+// One mapping of a known section: reports unknown and duplicate keys once, records
+// where every key was written, and hands out values by key.
+class MapReader {
+ public:
+  // `node` may be null (section absent: all defaults) or a YAML null (`sharding:`
+  // written with nothing under it: present, all defaults).
+  MapReader(Decoder& decoder, const YamlNode* node, std::string path, std::string_view section,
+            bool null_is_empty = false)
+      : decoder_(decoder), path_(std::move(path)), keys_(section_keys(section)) {
+    if (!node || (node->kind == NodeKind::kNull && null_is_empty)) return;
+    if (node->kind != NodeKind::kMap) {
+      decoder_.bad(
+          *node, path_.empty() ? "config" : path_,
+          fmt::format("expected a mapping{}, got {}",
+                      path_.empty() ? " of sections (version, model, ...)" : "", describe(*node)));
+      return;
+    }
+    for (const auto& [key, value] : node->pairs) {
+      if (key->kind != NodeKind::kScalar) {
+        decoder_.error(key->location,
+                       fmt::format("{}keys must be names, got {}",
+                                   path_.empty() ? "" : path_ + ": ", describe(*key)));
+        continue;
+      }
+      if (std::find(keys_.begin(), keys_.end(), key->value) == keys_.end()) {
+        const std::string hint = did_you_mean(key->value, keys_);
+        decoder_.error(
+            key->location,
+            fmt::format("{}unknown key '{}'{}", where(), key->value,
+                        hint.empty() ? fmt::format(" (known keys: {})", join(keys_)) : hint));
+        continue;
+      }
+      const std::string& name = key->value;
+      const auto first = std::find_if(entries_.begin(), entries_.end(),
+                                      [&](const auto& e) { return e.first->value == name; });
+      if (first != entries_.end()) {
+        decoder_.error(key->location, fmt::format("{}: duplicate key; it is already set at line {}",
+                                                  child(key->value), first->first->location.line));
+        decoder_.report(Severity::kNote, first->first->location,
+                        fmt::format("{} first set here", child(key->value)));
+        decoder_.locations().poison(child(key->value));
+        continue;
+      }
+      entries_.emplace_back(key.get(), value.get());
+    }
+  }
+
+  // The value of `key`, or null when absent. The key must be one of the section's.
+  const YamlNode* get(std::string_view key) {
+    POPKIT_ASSERT(std::find(keys_.begin(), keys_.end(), key) != keys_.end());
+    for (const auto& [k, v] : entries_) {
+      if (k->value == key) {
+        // Collections are pointed at by their key, scalars by their value.
+        const bool collection = v->kind == NodeKind::kMap || v->kind == NodeKind::kSequence;
+        decoder_.locations().set(child(key), collection ? k->location : v->location);
+        return v;
+      }
+    }
+    return nullptr;
+  }
+
+  const YamlNode* require(std::string_view key, const Location& fallback) {
+    const YamlNode* node = get(key);
+    if (!node) {
+      decoder_.error(fallback, fmt::format("{}: required key is missing", child(key)));
+      decoder_.locations().poison(child(key));
+    }
+    return node;
+  }
+
+  std::string child(std::string_view key) const {
+    return path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
+  }
+
+ private:
+  std::string where() const { return path_.empty() ? "" : path_ + ": "; }
+
+  Decoder& decoder_;
+  std::string path_;
+  const std::vector<std::string>& keys_;
+  std::vector<std::pair<const YamlNode*, const YamlNode*>> entries_;
+};
+
+class ConfigReader {
+ public:
+  ConfigReader(Decoder& decoder, const YamlNode& root) : d_(decoder), root_(root) {}
+
+  Config read() {
+    Config config;
+    if (root_.kind == NodeKind::kNull) {
+      d_.error(root_.location,
+               "the config is empty; it needs at least version: 1 and model.layers");
+      return config;
+    }
+    MapReader top(d_, &root_, "", "");
+    if (root_.kind != NodeKind::kMap) return config;
+    if (const auto* n = top.require("version", root_.location)) {
+      std::int64_t version = 0;
+      if (d_.integer(*n, "version", version)) {
+        if (version != kSchemaVersion) {
+          d_.bad(*n, "version",
+                 fmt::format("unsupported schema version {}; this popkit reads version {}", version,
+                             kSchemaVersion));
+        }
+        config.version = kSchemaVersion;
+      }
+    }
+    if (const auto* n = top.get("name")) d_.string(*n, "name", config.name);
+    read_model(top.require("model", root_.location), config.model);
+    read_replication(top.get("replication"), config.replication);
+    read_variables(top.get("variables"), config.variables);
+    read_sharding(top.get("sharding"), config.sharding);
+    read_remote(top.get("remote"), config.remote);
+    read_execution(top.get("execution"), config.execution);
+    read_training(top.get("training"), config.training);
+    read_data(top.get("data"), config.data);
+    read_eval(top.get("eval"), config.eval);
+    read_device(top.get("device"), config.device);
+    return config;
+  }
+
+ private:
+  void read_model(const YamlNode* node, Model& model) {
+    if (!node) return;
+    MapReader m(d_, node, "model", "model");
+    if (const auto* n = m.get("input_shape")) {
+      if (n->kind != NodeKind::kSequence) {
+        d_.bad(*n, "model.input_shape",
+               fmt::format("expected a list of dimensions, got {}", describe(*n)));
+      } else {
+        model.input_shape.clear();
+        for (std::size_t i = 0; i < n->items.size(); ++i) {
+          const std::string path = fmt::format("model.input_shape[{}]", i);
+          d_.locations().set(path, n->items[i]->location);
+          std::int64_t dim = 0;
+          if (!d_.integer(*n->items[i], path, dim)) d_.locations().poison("model.input_shape");
+          model.input_shape.push_back(dim);
+        }
+      }
+    }
+    if (const auto* n = m.require("layers", node->location)) {
+      if (n->kind != NodeKind::kSequence) {
+        d_.bad(*n, "model.layers", fmt::format("expected a list of layers, got {}", describe(*n)));
+      } else {
+        for (std::size_t i = 0; i < n->items.size(); ++i) {
+          model.layers.push_back(read_layer(*n->items[i], fmt::format("model.layers[{}]", i)));
+        }
+      }
+    }
+    if (const auto* n = m.get("loss")) d_.choice(*n, "model.loss", model.loss);
+    if (const auto* n = m.get("init")) read_init(*n, model.init);
+    if (const auto* n = m.get("init_from")) {
+      if (d_.string(*n, "model.init_from", model.init_from) && model.init_from.empty()) {
+        d_.bad(*n, "model.init_from", "expected a file path, got an empty string");
+      }
+    }
+  }
+
+  Layer read_layer(const YamlNode& node, const std::string& path) {
+    Layer layer;
+    d_.locations().set(path, node.location);
+    MapReader l(d_, &node, path, "model.layers[]");
+    if (node.kind != NodeKind::kMap) return layer;
+    if (const auto* n = l.require("name", node.location))
+      d_.string(*n, l.child("name"), layer.name);
+    if (const auto* n = l.get("type")) d_.choice(*n, l.child("type"), layer.type);
+    if (layer.type == LayerType::kDropout) {
+      // Its width is its input's, and it has no activation.
+      for (const char* key : {"out_features", "activation"})
+        if (const auto* n = l.get(key))
+          d_.bad(*n, l.child(key),
+                 fmt::format("a dropout layer takes name, type and rate, not {}{}", key,
+                             std::string_view(key) == "out_features"
+                                 ? " (its output has its input's width)"
+                                 : ""));
+      if (const auto* n = l.require("rate", node.location))
+        d_.number(*n, l.child("rate"), layer.rate);
+      return layer;
+    }
+    if (const auto* n = l.get("rate"))
+      d_.bad(*n, l.child("rate"),
+             "rate is a key of dropout layers (type: dropout), not of linear ones");
+    if (const auto* n = l.require("out_features", node.location)) {
+      d_.integer(*n, l.child("out_features"), layer.out_features);
+    }
+    if (const auto* n = l.get("activation")) {
+      d_.choice(*n, l.child("activation"), layer.activation);
+    }
+    return layer;
+  }
+
+  void read_init(const YamlNode& node, Init& init) {
+    MapReader i(d_, &node, "model.init", "model.init");
+    if (const auto* n = i.get("weights")) {
+      MapReader w(d_, n, "model.init.weights", "model.init.weights");
+      if (const auto* normal = w.get("normal")) {
+        MapReader p(d_, normal, "model.init.weights.normal", "model.init.weights.normal");
+        if (const auto* v = p.get("mean")) d_.number(*v, p.child("mean"), init.weights_mean);
+        if (const auto* v = p.get("std")) d_.number(*v, p.child("std"), init.weights_std);
+      }
+    }
+    if (const auto* n = i.get("biases"))
+      d_.choice(*n, "model.init.biases", bias_init_names(), init.biases_zero);
+    if (const auto* n = i.get("seed")) d_.unsigned_integer(*n, "model.init.seed", init.seed);
+  }
+
+  void read_replication(const YamlNode* node, Replication& replication) {
+    MapReader r(d_, node, "replication", "replication");
+    if (const auto* n = r.get("factor")) d_.integer(*n, "replication.factor", replication.factor);
+    if (const auto* n = r.get("groupings")) {
+      if (n->kind == NodeKind::kNull) return;
+      if (n->kind != NodeKind::kMap) {
+        d_.bad(*n, "replication.groupings",
+               fmt::format("expected a mapping of named groupings, e.g. everyone: {{group_size: "
+                           "2, stride: 1}}, got {}",
+                           describe(*n)));
+        return;
+      }
+      for (const auto& [key, value] : n->pairs) {
+        if (key->kind != NodeKind::kScalar) {
+          d_.error(key->location, fmt::format("replication.groupings: grouping names must be "
+                                              "names, got {}",
+                                              describe(*key)));
+          continue;
+        }
+        const std::string path = "replication.groupings." + key->value;
+        if (!grouping_names_.insert(key->value).second) {
+          d_.error(key->location, fmt::format("{}: duplicate grouping name; it is already "
+                                              "defined at line {}",
+                                              path, d_.locations().find(path).line));
+          d_.report(Severity::kNote, d_.locations().find(path),
+                    fmt::format("{} first defined here", path));
+          continue;
+        }
+        d_.locations().set(path, key->location);
+        Grouping grouping;
+        grouping.name = key->value;
+        MapReader g(d_, value.get(), path, "replication.groupings.*");
+        if (value->kind == NodeKind::kMap) {
+          if (const auto* v = g.require("group_size", key->location)) {
+            d_.integer(*v, g.child("group_size"), grouping.group_size);
+          }
+          if (const auto* v = g.get("stride")) d_.integer(*v, g.child("stride"), grouping.stride);
+        }
+        replication.groupings.push_back(grouping);
+      }
+    }
+  }
+
+  void read_variables(const YamlNode* node, Variables& variables) {
+    MapReader v(d_, node, "variables", "variables");
+    if (const auto* n = v.get("grouping")) d_.string(*n, "variables.grouping", variables.grouping);
+    if (const auto* n = v.get("retrieval_mode")) {
+      d_.choice(*n, "variables.retrieval_mode", variables.retrieval_mode);
+    }
+  }
+
+  void read_sharding(const YamlNode* node, Sharding& sharding) {
+    sharding.enabled = node != nullptr;
+    MapReader s(d_, node, "sharding", "sharding", true);
+    if (const auto* n = s.get("enabled")) d_.boolean(*n, "sharding.enabled", sharding.enabled);
+    if (const auto* n = s.get("threshold"))
+      d_.integer(*n, "sharding.threshold", sharding.threshold);
+    if (const auto* n = s.get("grouping")) d_.string(*n, "sharding.grouping", sharding.grouping);
+    if (const auto* n = s.get("weights")) d_.boolean(*n, "sharding.weights", sharding.weights);
+    if (const auto* n = s.get("optimizer_state")) {
+      d_.boolean(*n, "sharding.optimizer_state", sharding.optimizer_state);
+    }
+  }
+
+  void read_remote(const YamlNode* node, Remote& remote) {
+    MapReader r(d_, node, "remote", "remote");
+    if (const auto* n = r.get("weights")) d_.boolean(*n, "remote.weights", remote.weights);
+    if (const auto* n = r.get("optimizer_state")) {
+      d_.boolean(*n, "remote.optimizer_state", remote.optimizer_state);
+    }
+  }
+
+  void read_execution(const YamlNode* node, Execution& execution) {
+    MapReader e(d_, node, "execution", "execution");
+    if (const auto* n = e.get("mode")) d_.choice(*n, "execution.mode", execution.mode);
+    if (const auto* n = e.get("phases")) read_phases(*n, execution);
+    if (const auto* n = e.get("io_mode")) {
+      d_.choice(*n, "execution.io_mode", execution.io_mode);
+    }
+    if (const auto* n = e.get("io_tiles")) d_.integer(*n, "execution.io_tiles", execution.io_tiles);
+  }
+
+  void read_phases(const YamlNode& node, Execution& execution) {
+    const std::string path = "execution.phases";
+    if (node.kind == NodeKind::kScalar && node.value == "auto") {
+      execution.phases_auto = true;
+      return;
+    }
+    if (node.kind != NodeKind::kSequence) {
+      d_.bad(node, path,
+             fmt::format("expected auto or a list of phases, each a list like [fc1.forward], "
+                         "got {}",
+                         describe(node)));
+      return;
+    }
+    execution.phases_auto = false;
+    for (std::size_t p = 0; p < node.items.size(); ++p) {
+      const YamlNode& phase = *node.items[p];
+      const std::string phase_path = fmt::format("{}[{}]", path, p);
+      d_.locations().set(phase_path, phase.location);
+      std::vector<PhaseItem> items;
+      if (phase.kind != NodeKind::kSequence) {
+        d_.bad(phase, phase_path,
+               fmt::format("expected a list of items like [fc1.forward, fc1.backward], got {}",
+                           describe(phase)));
+        d_.locations().poison(path);
+        execution.phases.push_back(items);
+        continue;
+      }
+      for (std::size_t i = 0; i < phase.items.size(); ++i) {
+        const YamlNode& item = *phase.items[i];
+        const std::string item_path = fmt::format("{}[{}]", phase_path, i);
+        d_.locations().set(item_path, item.location);
+        std::string text;
+        const auto dot = item.kind == NodeKind::kScalar ? item.value.rfind('.') : std::string::npos;
+        if (!d_.string(item, item_path, text) || dot == std::string::npos || dot == 0) {
+          if (item.kind == NodeKind::kScalar) {
+            d_.bad(
+                item, item_path,
+                fmt::format("expected <layer>.forward or <layer>.backward, got '{}'", item.value));
+          }
+          d_.locations().poison(path);
+          continue;
+        }
+        PhaseItem phase_item;
+        phase_item.layer = text.substr(0, dot);
+        YamlNode pass = item;
+        pass.value = text.substr(dot + 1);
+        pass.location.column += static_cast<int>(dot) + 1;
+        if (!d_.choice(pass, item_path, phase_item.pass)) {
+          d_.locations().poison(path);
+          continue;
+        }
+        items.push_back(phase_item);
+      }
+      execution.phases.push_back(items);
+    }
+  }
+
+  void read_training(const YamlNode* node, Training& training) {
+    MapReader t(d_, node, "training", "training");
+    if (const auto* n = t.get("micro_batch_size")) {
+      d_.integer(*n, "training.micro_batch_size", training.micro_batch_size);
+    }
+    if (const auto* n = t.get("gradient_accumulation")) {
+      d_.integer(*n, "training.gradient_accumulation", training.gradient_accumulation);
+    }
+    std::int64_t value = 0;
+    if (const auto* n = t.get("epochs"); n && d_.integer(*n, "training.epochs", value)) {
+      training.epochs = value;
+    }
+    if (const auto* n = t.get("steps"); n && d_.integer(*n, "training.steps", value)) {
+      training.steps = value;
+    }
+    if (const auto* n = t.get("optimizer")) {
+      Optimizer& o = training.optimizer;
+      MapReader r(d_, n, "training.optimizer", "training.optimizer");
+      if (const auto* v = r.get("type")) d_.choice(*v, r.child("type"), o.type);
+      if (const auto* v = r.get("lr")) d_.number(*v, r.child("lr"), o.lr);
+      if (const auto* v = r.get("beta1")) d_.number(*v, r.child("beta1"), o.beta1);
+      if (const auto* v = r.get("beta2")) d_.number(*v, r.child("beta2"), o.beta2);
+      if (const auto* v = r.get("eps")) d_.number(*v, r.child("eps"), o.eps);
+      if (const auto* v = r.get("weight_decay"))
+        d_.number(*v, r.child("weight_decay"), o.weight_decay);
+      if (const auto* v = r.get("bias_correction")) {
+        d_.boolean(*v, r.child("bias_correction"), o.bias_correction);
+      }
+      if (const auto* v = r.get("first_order_dtype")) {
+        d_.choice(*v, r.child("first_order_dtype"), o.first_order_dtype);
+      }
+      if (const auto* v = r.get("momentum")) d_.number(*v, r.child("momentum"), o.momentum);
+      if (const auto* v = r.get("nesterov")) d_.boolean(*v, r.child("nesterov"), o.nesterov);
+    }
+    if (const auto* n = t.get("seed")) d_.unsigned_integer(*n, "training.seed", training.seed);
+  }
+
+  void read_data(const YamlNode* node, Data& data) {
+    MapReader r(d_, node, "data", "data");
+    if (const auto* n = r.get("dataset")) d_.choice(*n, "data.dataset", data.dataset);
+    if (const auto* n = r.get("shuffle")) d_.boolean(*n, "data.shuffle", data.shuffle);
+    if (const auto* n = r.get("normalize_mean"))
+      d_.number(*n, "data.normalize_mean", data.normalize_mean);
+    if (const auto* n = r.get("normalize_std"))
+      d_.number(*n, "data.normalize_std", data.normalize_std);
+    const std::pair<const char*, std::string*> paths[] = {{"dir", &data.dir},
+                                                          {"train_images", &data.train_images},
+                                                          {"train_labels", &data.train_labels},
+                                                          {"test_images", &data.test_images},
+                                                          {"test_labels", &data.test_labels}};
+    for (const auto& [key, field] : paths) {
+      if (const auto* n = r.get(key)) d_.string(*n, r.child(key), *field);
+    }
+    if (const auto* n = r.get("synthetic_train")) {
+      d_.integer(*n, "data.synthetic_train", data.synthetic_train);
+    }
+    if (const auto* n = r.get("synthetic_test")) {
+      d_.integer(*n, "data.synthetic_test", data.synthetic_test);
+    }
+    if (const auto* n = r.get("synthetic_noise")) {
+      d_.number(*n, "data.synthetic_noise", data.synthetic_noise);
+    }
+  }
+
+  void read_eval(const YamlNode* node, Eval& eval) {
+    MapReader r(d_, node, "eval", "eval");
+    if (const auto* n = r.get("micro_batch_size")) {
+      d_.integer(*n, "eval.micro_batch_size", eval.micro_batch_size);
+    }
+    if (const auto* n = r.get("every")) d_.integer(*n, "eval.every", eval.every);
+  }
+
+  void read_device(const YamlNode* node, Device& device) {
+    MapReader r(d_, node, "device", "device");
+    if (const auto* n = r.get("profile")) d_.string(*n, "device.profile", device.profile);
+    if (const auto* n = r.get("memory_per_replica")) {
+      d_.bytes(*n, "device.memory_per_replica", device.memory_per_replica);
+    }
+  }
+
+  Decoder& d_;
+  const YamlNode& root_;
+  std::set<std::string> grouping_names_;
+};
+
+// Splits `key.path=value`; segments keep their column in the argument for messages.
+struct OverrideKey {
+  std::string name;
+  int column = 1;  // 1-based, in the argument
+};
+
+bool is_index(const std::string& s) {
+  return !s.empty() && s.size() < 10 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Returns `node` with the value at keys[k..] replaced by `value`; parents along the path
+// are copied, so shared (aliased) nodes elsewhere keep their value.
+YamlNodePtr with_override(const YamlNodePtr& node, const std::vector<OverrideKey>& keys,
+                          std::size_t k, const YamlNodePtr& value, int line,
+                          std::vector<Diagnostic>& diagnostics) {
+  if (k == keys.size()) return value;
+  const OverrideKey& key = keys[k];
+  const Location at{kSetSource, line, key.column};
+  std::string parent;
+  for (std::size_t i = 0; i < k; ++i) parent += (i ? "." : "") + keys[i].name;
+  auto copy = std::make_shared<YamlNode>(node ? *node : YamlNode{});
+  if (!node || node->kind == NodeKind::kNull) {
+    copy->kind = NodeKind::kMap;
+    copy->location = at;
+  }
+  if (copy->kind == NodeKind::kSequence) {
+    if (!is_index(key.name) || std::stoul(key.name) >= copy->items.size()) {
+      diagnostics.push_back({Severity::kError, at.file, at.line, at.column,
+                             fmt::format("{} is a list of {} items; '{}' is not an index in it",
+                                         parent, copy->items.size(), key.name)});
+      return nullptr;
+    }
+    const std::size_t i = std::stoul(key.name);
+    auto replaced = with_override(copy->items[i], keys, k + 1, value, line, diagnostics);
+    if (!replaced) return nullptr;
+    copy->items[i] = replaced;
+    return copy;
+  }
+  if (copy->kind != NodeKind::kMap) {
+    diagnostics.push_back({Severity::kError, at.file, at.line, at.column,
+                           fmt::format("{} is {}, not a mapping, so it has no key '{}'", parent,
+                                       describe(*copy), key.name)});
+    return nullptr;
+  }
+  for (auto& [k_node, v_node] : copy->pairs) {
+    if (k_node->kind == NodeKind::kScalar && k_node->value == key.name) {
+      auto replaced = with_override(v_node, keys, k + 1, value, line, diagnostics);
+      if (!replaced) return nullptr;
+      v_node = replaced;
+      return copy;
+    }
+  }
+  auto new_key = std::make_shared<YamlNode>();
+  new_key->kind = NodeKind::kScalar;
+  new_key->value = key.name;
+  new_key->location = at;
+  auto replaced = with_override(nullptr, keys, k + 1, value, line, diagnostics);
+  if (!replaced) return nullptr;
+  copy->pairs.emplace_back(new_key, replaced);
+  return copy;
+}
+
+// Applies one `--set` argument (line `line` of the "--set" source). Returns the new
+// root, or the old one with diagnostics when the argument is malformed.
+YamlNodePtr apply_override(const YamlNodePtr& root, const std::string& argument, int line,
+                           std::vector<Diagnostic>& diagnostics) {
+  const std::size_t eq = argument.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    diagnostics.push_back({Severity::kError, kSetSource, line, 1,
+                           fmt::format("expected key.path=value, got '{}'", argument)});
+    return root;
+  }
+  std::vector<OverrideKey> keys;
+  std::size_t start = 0;
+  while (start <= eq) {
+    std::size_t dot = argument.find('.', start);
+    if (dot == std::string::npos || dot > eq) dot = eq;
+    const std::string name = argument.substr(start, dot - start);
+    if (name.empty()) {
+      diagnostics.push_back({Severity::kError, kSetSource, line, static_cast<int>(start) + 1,
+                             "empty key in the path; write keys separated by single dots"});
+      return root;
+    }
+    keys.push_back({name, static_cast<int>(start) + 1});
+    start = dot + 1;
+  }
+  const std::size_t n_before = diagnostics.size();
+  YamlNodePtr value = parse_yaml(std::string_view(argument).substr(eq + 1), kSetSource, diagnostics,
+                                 line - 1, static_cast<int>(eq) + 1);
+  if (!value || diagnostics.size() != n_before) return root;
+  if (value->kind == NodeKind::kNull)
+    value = [&] {
+      auto empty = std::make_shared<YamlNode>(*value);
+      empty->location = {kSetSource, line, static_cast<int>(eq) + 2};
+      return YamlNodePtr(empty);
+    }();
+  auto updated = with_override(root, keys, 0, value, line, diagnostics);
+  return updated ? updated : root;
+}
+
+// Source order: no position first, then the file, then `--set`; a note stays after the
+// diagnostic it belongs to.
+void sort_diagnostics(std::vector<Diagnostic>& diagnostics, const std::string& file) {
+  std::vector<std::vector<Diagnostic>> groups;
+  for (auto& d : diagnostics) {
+    if (d.severity == Severity::kNote && !groups.empty()) {
+      groups.back().push_back(std::move(d));
+    } else {
+      groups.push_back({std::move(d)});
+    }
+  }
+  auto key = [&](const std::vector<Diagnostic>& g) {
+    const Diagnostic& d = g.front();
+    const int source = d.line == 0 ? 0 : d.file == file ? 1 : 2;
+    return std::make_tuple(source, d.line, d.column);
+  };
+  std::stable_sort(groups.begin(), groups.end(),
+                   [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  diagnostics.clear();
+  for (auto& g : groups) {
+    for (auto& d : g) diagnostics.push_back(std::move(d));
+  }
+}
+
+}  // namespace
+
+LoadResult load_config_string(std::string_view yaml, const std::string& filename,
+                              const std::vector<std::string>& overrides) {
+  LoadResult result;
+  result.sources[filename] = std::string(yaml);
+  std::vector<Diagnostic>& diagnostics = result.diagnostics;
+  YamlNodePtr root = parse_yaml(yaml, filename, diagnostics);
+  if (!overrides.empty()) {
+    std::string joined;
+    for (const auto& o : overrides) joined += o + "\n";
+    result.sources[kSetSource] = joined;
+  }
+  if (!root) {
+    sort_diagnostics(diagnostics, filename);
+    return result;
+  }
+  for (std::size_t i = 0; i < overrides.size(); ++i) {
+    root = apply_override(root, overrides[i], static_cast<int>(i) + 1, diagnostics);
+  }
+  Locations locations;
+  locations.file = filename;
+  Decoder decoder(diagnostics, locations);
+  Config config = ConfigReader(decoder, *root).read();
+  if (!has_errors(diagnostics) || root->kind == NodeKind::kMap) {
+    validate_config(config, locations, diagnostics);
+  }
+  sort_diagnostics(diagnostics, filename);
+  if (!has_errors(diagnostics)) result.config = std::move(config);
+  return result;
+}
+
+std::optional<Config> load_config_reporting(const std::string& path,
+                                            const std::vector<std::string>& overrides,
+                                            std::ostream& err) {
+  auto result = load_config_file(path, overrides);
+  print_diagnostics(err, result.diagnostics, result.sources);
+  return result.config;
+}
+
+LoadResult load_config_file(const std::string& path, const std::vector<std::string>& overrides) {
+  auto fail = [&](std::string message) {
+    LoadResult result;
+    result.diagnostics.push_back({Severity::kError, path, 0, 0, std::move(message)});
+    return result;
+  };
+  std::string text;
+  try {
+    InputFile file = open_input_file(path, "give the path of a YAML config file");
+    if (file.size() > kMaxSourceBytes) {
+      return fail(fmt::format("the file is {} bytes; a config may be at most {} bytes", file.size(),
+                              kMaxSourceBytes));
+    }
+    text = file.read_all(kMaxSourceBytes, "config");
+  } catch (const Error& e) {
+    // The diagnostic carries the path itself: drop the "PATH: " the exception starts with.
+    const std::string what = e.what();
+    return fail(what.substr(what.rfind(path + ": ", 0) == 0 ? path.size() + 2 : 0));
+  }
+  return load_config_string(text, path, overrides);
+}
+
+}  // namespace popkit::config

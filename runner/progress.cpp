@@ -1,0 +1,81 @@
+#include "runner/progress.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/units.h"
+
+namespace popkit::runner {
+namespace {
+
+constexpr int kBarWidth = 24;
+constexpr auto kRedrawInterval = std::chrono::milliseconds(100);
+constexpr std::int64_t kLinesPerRun = 10;
+
+std::string clock_text(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "--:--";
+  const auto s = static_cast<std::int64_t>(seconds + 0.5);
+  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+  return fmt::format("{:02}:{:02}", s / 60, s % 60);
+}
+
+}  // namespace
+
+ProgressStyle progress_style_for_stderr(bool quiet) {
+  if (quiet) return ProgressStyle::kNone;
+  return ::isatty(STDERR_FILENO) ? ProgressStyle::kBar : ProgressStyle::kLines;
+}
+
+std::string progress_text(const ProgressTick& t) {
+  const auto done_here = static_cast<double>(t.step - t.first_step);
+  const double steps_per_second = t.elapsed_seconds > 0 ? done_here / t.elapsed_seconds : 0.0;
+  const double remaining =
+      steps_per_second > 0 ? static_cast<double>(t.total_steps - t.step) / steps_per_second : -1.0;
+  const std::string epoch = t.n_epochs > 0 ? fmt::format("epoch {}/{}", t.epoch, t.n_epochs)
+                                           : fmt::format("epoch {}", t.epoch);
+  return fmt::format(
+      "{} step {}/{} {}<{} {:.1f} steps/s {} samples/s loss {:.4f}", epoch, t.step, t.total_steps,
+      clock_text(t.elapsed_seconds), clock_text(remaining), steps_per_second,
+      format_thousands(steps_per_second * static_cast<double>(t.global_batch_size)), t.loss);
+}
+
+void Progress::update(const ProgressTick& t) {
+  if (style_ == ProgressStyle::kNone) return;
+  const bool last = t.step >= t.total_steps;
+  if (style_ == ProgressStyle::kLines) {
+    const std::int64_t every = std::max<std::int64_t>(1, t.total_steps / kLinesPerRun);
+    if (last || t.step == t.first_step + 1 || t.step % every == 0)
+      out_ << progress_text(t) << '\n' << std::flush;
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (!last && bar_open_ && now - last_draw_ < kRedrawInterval) return;
+  last_draw_ = now;
+  const double fraction =
+      t.total_steps > 0
+          ? std::clamp(static_cast<double>(t.step) / static_cast<double>(t.total_steps), 0.0, 1.0)
+          : 1.0;
+  const int filled = static_cast<int>(fraction * kBarWidth);
+  std::string bar(static_cast<std::size_t>(filled), '=');
+  if (filled < kBarWidth) bar += '>';
+  bar.resize(kBarWidth, ' ');
+  // \r and erase-to-end-of-line redraw the bar in place.
+  out_ << "\r[" << bar << "] " << progress_text(t) << "\x1b[K" << std::flush;
+  bar_open_ = true;
+}
+
+void Progress::note(const std::string& line) {
+  if (bar_open_) out_ << "\r\x1b[K";
+  out_ << line << '\n' << std::flush;
+  bar_open_ = false;
+}
+
+void Progress::finish() {
+  if (bar_open_) out_ << '\n' << std::flush;
+  bar_open_ = false;
+}
+
+}  // namespace popkit::runner

@@ -1,0 +1,427 @@
+#include "runner/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+#include "base/error.h"
+#include "base/units.h"
+#include "engine/kernels/kernels.h"
+#include "planner/build.h"
+#include "planner/host_memory.h"
+#include "runner/checkpoint.h"
+#include "runner/outputs.h"
+#include "runner/resolved_config.h"
+
+namespace popkit::runner {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+struct Limits {
+  std::optional<std::int64_t> steps;
+  std::optional<std::int64_t> epochs;
+};
+
+Limits limits_of(const config::Config& config, const TrainOptions& options) {
+  if (options.steps || options.epochs) return {options.steps, options.epochs};
+  Limits l{config.training.steps, config.training.epochs};
+  if (!l.steps && !l.epochs) l.epochs = 1;
+  return l;
+}
+
+// Steps at which the run will stop, counted from `step` at position `data`.
+std::int64_t total_steps(const Limits& l, std::int64_t step, DataPosition data,
+                         std::int64_t steps_per_epoch, std::int64_t global_batch) {
+  std::int64_t total = std::numeric_limits<std::int64_t>::max();
+  if (l.epochs) {
+    // Saturating: --epochs near 2^63 runs until stopped; it does not wrap around.
+    std::int64_t epoch_steps = 0, end = 0;
+    const bool overflow =
+        __builtin_mul_overflow(*l.epochs - data.epoch, steps_per_epoch, &epoch_steps) ||
+        __builtin_add_overflow(
+            step, std::max<std::int64_t>(0, epoch_steps - data.position / global_batch), &end);
+    if (!overflow) total = end;
+  }
+  if (l.steps) total = std::min(total, *l.steps);
+  return std::max(total, step);
+}
+
+engine::EngineOptions engine_options(const config::Config& config, int n_threads,
+                                     engine::IoOverlap io_overlap = engine::IoOverlap::kAuto) {
+  engine::EngineOptions o;
+  o.n_threads = n_threads;
+  o.io_overlap = io_overlap;
+  o.normalize_mean = config.data.normalize_mean;
+  o.normalize_std = config.data.normalize_std;
+  return o;
+}
+
+// The dataset must fit the model: image shape and classes. Images are rows x cols; an
+// input_shape of more dims folds its trailing ones into cols (as the synthetic set is
+// made), so [28, 28] takes 28x28 images only, not 1x784 ones with as many pixels.
+void check_dataset(const engine::Dataset& data, const planner::Plan& plan) {
+  const auto& shape = plan.input_shape;
+  std::int64_t cols = 1;
+  for (std::size_t i = 1; i < shape.size(); ++i) cols *= shape[i];
+  if (shape.empty() || data.rows != shape.front() || data.cols != cols)
+    throw Error("{}: images of shape [{}, {}], but model.input_shape is [{}]",
+                data.source.empty() ? data.name : data.source, data.rows, data.cols,
+                fmt::join(shape, ", "));
+  const auto top = std::max_element(data.labels.begin(), data.labels.end());
+  if (top != data.labels.end() && *top >= plan.n_classes)
+    throw Error(
+        "{}: sample {} has label {}, but the last layer has out_features {}: labels must "
+        "be below it",
+        data.name, top - data.labels.begin(), *top, plan.n_classes);
+}
+
+// Evaluation needs a sample to average over: an empty test set would report 0/0.
+void check_test_set(const engine::Dataset& test) {
+  if (test.n == 0)
+    throw Error("{}: 0 test samples: evaluating the model needs at least one", test.name);
+}
+
+// Refuses, before anything large is allocated, a run this machine cannot hold: the
+// datasets' sizes come from the config or the IDX headers, the rest from the plans
+// (training: `plan` and the evaluation plan `eval`; evaluation: `plan` alone).
+void check_host_memory(const planner::Plan& plan, const planner::Plan* eval,
+                       const config::Config& config) {
+  const bool training = plan.program == planner::Program::kTrain;
+  planner::DatasetSizes data;
+  if (training) data.train = engine::peek_dataset_size(config, engine::Split::kTrain);
+  data.test = engine::peek_dataset_size(config, engine::Split::kTest);
+  const planner::HostMemory need = planner::estimate_host_memory(
+      plan, eval, config, data, training ? planner::HostUse::kTrain : planner::HostUse::kEvaluate);
+  if (const std::string why = planner::host_memory_problem(need, planner::available_host_memory());
+      !why.empty())
+    throw Error("{}; POPKIT_HOST_MEMORY=SIZE overrides what poprun takes as available", why);
+}
+
+// Each phase's measured memory (per replica, the largest over the steps) and time (mean
+// per step: an optimizer step, or an evaluation batch).
+void add_phase_measurements(std::vector<reports::PhaseRecord>& phases,
+                            const engine::Engine& engine) {
+  const engine::Timings& t = engine.timings();
+  const engine::MemoryReport memory = engine.memory_report();
+  const auto steps = static_cast<double>(std::max<std::int64_t>(1, t.steps));
+  for (std::size_t p = 0; p < phases.size(); ++p) {
+    auto& phase = phases[p];
+    phase.measured.clear();
+    if (p < memory.phases.size())
+      for (const auto& m : memory.phases[p])
+        phase.measured.push_back(reports::memory_from_phase(m));
+    if (p < t.phase_seconds.size()) phase.measured_seconds = t.phase_seconds[p] / steps;
+  }
+  for (std::size_t p = 0; p < phases.size() && p < t.phase_category_seconds.size(); ++p) {
+    const auto& c = t.phase_category_seconds[p];
+    const auto per_step = [&](engine::OpCategory k) {
+      return c[static_cast<std::size_t>(k)] / steps;
+    };
+    phases[p].measured_by_kind = {
+        per_step(engine::OpCategory::kCompute), per_step(engine::OpCategory::kCollective),
+        per_step(engine::OpCategory::kRemote), per_step(engine::OpCategory::kHostIo)};
+  }
+}
+
+// The evaluation engine's measurements; `last` is its last evaluation.
+void add_eval_measurements(reports::EvalRecord& record, const engine::Engine& eval,
+                           const engine::EvalResult& last, std::int64_t evaluations) {
+  add_phase_measurements(record.phases, eval);
+  record.n_samples = last.n;
+  record.evaluations = evaluations;
+  record.batches = last.batches;
+  record.seconds = last.seconds;
+  record.samples_per_second = last.seconds > 0 ? static_cast<double>(last.n) / last.seconds : 0.0;
+}
+
+// The measured half of the run file.
+void add_measurements(reports::RunRecord& record, const engine::Engine& engine,
+                      const std::vector<double>& losses) {
+  const engine::Timings& t = engine.timings();
+  const engine::MemoryReport memory = engine.memory_report();
+  add_phase_measurements(record.phases, engine);
+  record.streaming_measured = memory.streaming_bytes;
+  record.step_seconds = t.step_seconds;
+  record.loss = losses;
+  const std::int64_t n = static_cast<std::int64_t>(t.step_seconds.size());
+  record.throughput = reports::throughput_from_steps(
+      t.step_seconds, engine.plan().global_batch_size, std::min<std::int64_t>(10, n / 5));
+  const auto moved = engine.bytes_moved();
+  reports::BytesMoved mean;
+  for (const auto& b : moved) {
+    mean.host += b.host_in + b.host_out;
+    mean.remote += b.remote_in + b.remote_out;
+    mean.collective += b.collective_sent + b.collective_received;
+  }
+  const auto per = static_cast<std::uint64_t>(std::max<std::size_t>(1, moved.size())) *
+                   static_cast<std::uint64_t>(std::max<std::int64_t>(1, t.steps));
+  record.bytes_measured = {mean.host / per, mean.remote / per, mean.collective / per};
+  record.environment = reports::current_environment(engine.n_threads());
+  record.environment.kernels = engine::kernels_in_use();
+}
+
+planner::Plan plan_of(const config::Config& config,
+                      planner::Program program = planner::Program::kTrain,
+                      const planner::Plan* eval = nullptr) {
+  planner::Plan plan = planner::build_plan(config, program, eval);
+  if (!plan.fits)
+    throw Error("the {}plan of '{}' does not fit: phase '{}' needs {} more than the {} per replica",
+                program == planner::Program::kEval ? "evaluation " : "", config.name,
+                plan.not_fitting.phase, format_bytes(plan.not_fitting.bytes_over),
+                format_bytes(plan.memory_per_replica));
+  return plan;
+}
+
+}  // namespace
+
+std::string default_run_file(const config::Config& config) {
+  return (fs::path("runs") / (config.name.empty() ? "run" : config.name) / "run.json").string();
+}
+
+engine::EvalResult evaluate_test_set(engine::Engine& eval, const engine::Dataset& test) {
+  check_test_set(test);
+  const engine::EvalResult total = eval.evaluate(test);
+  // As in training (engine check_finite): a NaN or Inf loss is a failure, not a result.
+  // The loss is >= 0, so the mean is finite exactly when every micro-batch's loss is.
+  if (!std::isfinite(total.loss))
+    throw Error("evaluation on {}: the mean loss over the {} samples is {}", test.name, total.n,
+                std::isnan(total.loss) ? "NaN" : "Inf");
+  return total;
+}
+
+TrainResult train(const config::Config& config, const TrainOptions& options, Progress& progress) {
+  TrainResult result;
+  planner::Plan eval_planned = plan_of(config, planner::Program::kEval);
+  planner::Plan planned = plan_of(config, planner::Program::kTrain, &eval_planned);
+
+  // Outputs first: a path that cannot be written fails before any data is read.
+  const std::string run_file =
+      options.write_run_file
+          ? (options.run_file.empty() ? default_run_file(config) : options.run_file)
+          : std::string();
+  const fs::path checkpoint_dir =
+      !options.checkpoint_dir.empty()
+          ? fs::path(options.checkpoint_dir)
+          : fs::path(run_file.empty() ? default_run_file(config) : run_file).parent_path();
+  if (!run_file.empty()) check_run_file_path(run_file);
+  ensure_writable_dir(checkpoint_dir, "checkpoint");
+  check_host_memory(planned, &eval_planned, config);
+
+  // Checkpoints next: a bad one fails before the data is read.
+  const std::string init_from =
+      !options.init_from.empty() ? options.init_from : config.model.init_from;
+  std::optional<LoadedCheckpoint> resumed, initial;
+  if (!options.resume.empty())
+    resumed = read_checkpoint(options.resume, planned, Restore::kEverything);
+  else if (!init_from.empty())
+    initial = read_checkpoint(init_from, planned, Restore::kWeights);
+  // The checkpoints this run writes: none may be blocked by a folder of the same name.
+  check_checkpoint_paths(checkpoint_dir, resumed ? resumed->state.step : 0);
+  for (const std::string& stale : remove_stale_temporaries(checkpoint_dir, run_file))
+    progress.note(
+        fmt::format("removed {}, left by an earlier run that did not finish writing it", stale));
+
+  const engine::Dataset train_set = engine::load_dataset(config, engine::Split::kTrain);
+  const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
+  check_dataset(train_set, planned);
+  check_dataset(test_set, planned);
+  check_test_set(test_set);
+  const std::int64_t g = planned.global_batch_size;
+  const std::int64_t steps_per_epoch = batches_per_epoch(train_set.n, g);
+  if (steps_per_epoch == 0)
+    throw Error(
+        "{}: {} training samples do not fill one global batch of {} (micro_batch_size {} "
+        "x gradient_accumulation {} x replication.factor {})",
+        train_set.name, train_set.n, g, planned.micro_batch_size, planned.gradient_accumulation,
+        planned.replication_factor);
+  if (const std::int64_t dropped = train_set.n - steps_per_epoch * g; dropped > 0)
+    progress.note(fmt::format(
+        "note: each epoch uses {} of the {} training samples: the last {} do not fill a global "
+        "batch of {} ({} x {} x {}) and are dropped",
+        steps_per_epoch * g, train_set.n, dropped, g, planned.micro_batch_size,
+        planned.gradient_accumulation, planned.replication_factor));
+
+  // The engine keeps the plan (it is the program it runs): moved, not copied.
+  engine::Engine engine(std::move(planned),
+                        engine_options(config, options.n_threads, options.io_overlap));
+  const planner::Plan& plan = engine.plan();
+  engine.initialize(config.model.init);
+  // Evaluation runs its own plan on its own engine, the weights copied over each time.
+  engine::Engine eval_engine(std::move(eval_planned),
+                             engine_options(config, options.n_threads, options.io_overlap));
+  std::int64_t evaluations = 0;
+  const auto evaluate = [&] {
+    engine::copy_weights(engine, eval_engine);
+    ++evaluations;
+    return evaluate_test_set(eval_engine, test_set);
+  };
+
+  CheckpointState state;
+  state.shuffle = config.data.shuffle;
+  state.shuffle_seed = config.training.seed;
+  state.global_batch_size = g;
+  state.n_train = train_set.n;
+  state.config_name = config.name;
+  state.config_hash = config_hash(config);
+
+  if (resumed) {
+    const LoadedCheckpoint& ckpt = *resumed;
+    restore_checkpoint(engine, ckpt, options.resume, Restore::kEverything);
+    state.step = ckpt.state.step;
+    state.data = ckpt.state.data;
+    state.shuffle = ckpt.state.shuffle;
+    state.shuffle_seed = ckpt.state.shuffle_seed;
+    if (ckpt.state.config_hash != state.config_hash)
+      progress.note(
+          fmt::format("note: {} was written under a different config (hash {}, this "
+                      "one {}); continuing from its state",
+                      options.resume, ckpt.state.config_hash, state.config_hash));
+    if (ckpt.state.n_train != train_set.n)
+      progress.note(
+          fmt::format("note: {} was taken over {} training samples, this dataset has "
+                      "{}: the data order differs from the original run's",
+                      options.resume, ckpt.state.n_train, train_set.n));
+    resumed.reset();  // its tensors are in the engine now
+    // A different global batch may leave less than a batch in the epoch.
+    if (state.data.position + g > train_set.n) state.data = {state.data.epoch + 1, 0};
+    progress.note(fmt::format("resuming from {} at step {} (epoch {}, sample {} of the epoch)",
+                              options.resume, state.step, state.data.epoch + 1,
+                              state.data.position));
+  } else if (initial) {
+    restore_checkpoint(engine, *initial, init_from, Restore::kWeights);
+    initial.reset();
+    progress.note(fmt::format("starting from the weights in {}", init_from));
+  }
+
+  const Limits limits = limits_of(config, options);
+  const std::int64_t first_step = state.step;
+  const std::int64_t total = total_steps(limits, state.step, state.data, steps_per_epoch, g);
+
+  reports::RunRecord record = reports::record_from_plan(plan);
+  record.config = resolved_config_json(config);
+
+  const auto checkpoint_path = [&](std::int64_t step) {
+    return (checkpoint_dir / fmt::format("checkpoint-step{}.safetensors", step)).string();
+  };
+  std::int64_t last_checkpoint_step = -1;
+  const auto checkpoint = [&] {
+    const std::string path = checkpoint_path(state.step);
+    save_checkpoint(path, engine, state);
+    record.checkpoints.push_back({path, state.step});
+    result.checkpoint = path;
+    last_checkpoint_step = state.step;
+  };
+
+  engine::DatasetBatches batches(train_set, plan.replication_factor, plan.gradient_accumulation,
+                                 plan.micro_batch_size);
+  std::vector<std::int64_t> order;
+  std::int64_t order_epoch = -1;
+  std::vector<double> losses;
+  std::optional<engine::EvalResult> last_eval;
+  std::int64_t last_eval_step = -1;
+  const auto t0 = Clock::now();
+  while (true) {
+    if (limits.steps && state.step >= *limits.steps) break;
+    if (limits.epochs && state.data.epoch >= *limits.epochs) break;
+    if (order_epoch != state.data.epoch) {
+      order = epoch_order(train_set.n, state.shuffle_seed, state.data.epoch, state.shuffle);
+      order_epoch = state.data.epoch;
+    }
+    batches.set_batch(std::span<const std::int64_t>(order).subspan(
+        static_cast<std::size_t>(state.data.position), static_cast<std::size_t>(g)));
+    const double loss = engine.train_step(batches);
+    losses.push_back(loss);
+    result.last_loss = loss;
+    const std::int64_t epoch = state.data.epoch;
+    ++state.step;
+    state.data = advance(state.data, train_set.n, g);
+    progress.update({epoch + 1, limits.epochs.value_or(0), state.step, total, first_step,
+                     seconds_since(t0), g, loss});
+    if (state.data.epoch != epoch && config.eval.every > 0 &&
+        state.data.epoch % config.eval.every == 0) {
+      last_eval = evaluate();
+      last_eval_step = state.step;
+      progress.note(fmt::format("epoch {}: test accuracy {:.2f}% ({}/{}), loss {:.4f}",
+                                state.data.epoch, 100.0 * last_eval->accuracy, last_eval->correct,
+                                last_eval->n, last_eval->loss));
+    }
+    if (options.checkpoint_every > 0 && state.step % options.checkpoint_every == 0) checkpoint();
+    if (options.stop_requested && options.stop_requested()) {
+      result.interrupted = true;
+      break;
+    }
+  }
+  result.seconds = seconds_since(t0);
+  progress.finish();
+
+  if (last_checkpoint_step != state.step) checkpoint();
+  if (!result.interrupted) {
+    result.test = last_eval_step == state.step && last_eval ? *last_eval : evaluate();
+    record.test = reports::TestResult{result.test->accuracy, result.test->loss, result.test->n};
+  }
+  if (last_eval || result.test) {
+    record.eval = reports::eval_record_from_plan(eval_engine.plan());
+    add_eval_measurements(*record.eval, eval_engine, result.test ? *result.test : *last_eval,
+                          evaluations);
+  }
+  add_measurements(record, engine, losses);
+  result.measured_peak_bytes = engine.memory_report().peak_bytes;
+  if (!run_file.empty()) {
+    try {
+      reports::write_run_file(record, run_file);
+    } catch (const Error& e) {
+      throw Error("{} (the checkpoint of step {} is {})", e.what(), state.step, result.checkpoint);
+    }
+    result.run_file = run_file;
+  }
+  result.steps = state.step;
+  result.data = state.data;
+  result.record = std::move(record);
+  return result;
+}
+
+EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions& options) {
+  planner::Plan planned = plan_of(config, planner::Program::kEval);
+  if (!options.run_file.empty()) {
+    check_run_file_path(options.run_file);
+    remove_stale_temporaries(std::nullopt, options.run_file);
+  }
+  check_host_memory(planned, nullptr, config);
+  const LoadedCheckpoint ckpt = read_checkpoint(options.checkpoint, planned, Restore::kWeights);
+  const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
+  check_dataset(test_set, planned);
+  check_test_set(test_set);
+  engine::Engine engine(std::move(planned), engine_options(config, options.n_threads));
+  const planner::Plan& plan = engine.plan();
+  engine.initialize(config.model.init);
+  restore_checkpoint(engine, ckpt, options.checkpoint, Restore::kWeights);
+  EvalOutcome out;
+  try {
+    out.test = evaluate_test_set(engine, test_set);
+  } catch (const Error& e) {
+    throw Error("{}: {}", options.checkpoint, e.what());
+  }
+  out.record = reports::record_from_plan(plan);
+  out.record.config = resolved_config_json(config);
+  out.record.test = reports::TestResult{out.test.accuracy, out.test.loss, out.test.n};
+  out.record.environment = reports::current_environment(engine.n_threads());
+  out.record.environment.kernels = engine::kernels_in_use();
+  // No training ran: the run's phases are the evaluation plan's, under "eval".
+  out.record.phases.clear();
+  out.record.bytes_planned = {};
+  out.record.eval = reports::eval_record_from_plan(plan);
+  add_eval_measurements(*out.record.eval, engine, out.test, 1);
+  if (!options.run_file.empty()) reports::write_run_file(out.record, options.run_file);
+  return out;
+}
+
+}  // namespace popkit::runner

@@ -1,0 +1,89 @@
+// The training driver: runs a config's plan on the engine over epochs of its dataset,
+// evaluates on the test set, checkpoints, resumes, and fills the run file.
+//
+//   auto config = config::load_config_file("examples/quick.yaml").config;
+//   runner::Progress progress(std::cerr, runner::ProgressStyle::kLines);
+//   auto result = runner::train(*config, {.steps = 10}, progress);
+//   // result.test->accuracy, result.run_file, result.checkpoint
+//
+// Batch rules: a global batch is micro_batch_size × gradient_accumulation ×
+// replication.factor samples; replica r at accumulation step s gets samples
+// (s R + r) B .. (s R + r) B + B - 1 of it (engine/data/batch_source.h). An epoch has
+// floor(n / global batch) steps; the rest of the training set is dropped, with a note.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "engine/engine.h"
+#include "reports/run_record.h"
+#include "runner/data_order.h"
+#include "runner/progress.h"
+
+namespace popkit::runner {
+
+struct TrainOptions {
+  // How long: when either is given, exactly these limits (the run stops at the first
+  // reached) and the config's training.steps/epochs are ignored; else the config's,
+  // and epochs = 1 when it has neither. Steps count optimizer steps of the whole run,
+  // so a resumed run stops where an uninterrupted one would.
+  std::optional<std::int64_t> steps;
+  std::optional<std::int64_t> epochs;
+  std::string run_file;  // "" = runs/<config name>/run.json
+  bool write_run_file = true;
+  std::string checkpoint_dir;         // "" = the run file's folder
+  std::int64_t checkpoint_every = 0;  // optimizer steps; 0 = only at the end
+  std::string resume;                 // a checkpoint to continue from
+  std::string init_from;              // starting weights; "" = the config's model.init_from
+  int n_threads = 0;                  // engine threads; 0 = the machine's
+  engine::IoOverlap io_overlap = engine::IoOverlap::kAuto;  // who moves io_overlapped's data
+  // Polled after every step: true finishes there, writes a checkpoint and returns with
+  // `interrupted` set (poprun wires SIGINT/SIGTERM to it).
+  std::function<bool()> stop_requested;
+};
+
+struct TrainResult {
+  std::int64_t steps = 0;  // optimizer steps done, the whole run
+  DataPosition data;       // where the next step would start
+  bool interrupted = false;
+  double last_loss = 0.0;
+  std::optional<engine::EvalResult> test;          // at the end (none when interrupted)
+  std::vector<std::uint64_t> measured_peak_bytes;  // per replica
+  reports::RunRecord record;
+  std::string run_file;    // "" when not written
+  std::string checkpoint;  // the last checkpoint written
+  double seconds = 0.0;    // wall time of the training loop
+};
+
+TrainResult train(const config::Config& config, const TrainOptions& options, Progress& progress);
+
+// The test set's loss and accuracy on an engine of the config's evaluation plan
+// (planner::Program::kEval): each replica evaluates a contiguous share with its group's
+// weights, in micro-batches of eval.micro_batch_size (or the training one). A NaN or Inf
+// loss is an error.
+engine::EvalResult evaluate_test_set(engine::Engine& eval, const engine::Dataset& test);
+
+struct EvalOptions {
+  std::string checkpoint;  // required
+  std::string run_file;    // "" = do not write one
+  int n_threads = 0;
+};
+
+struct EvalOutcome {
+  engine::EvalResult test;
+  reports::RunRecord record;
+};
+
+// Loads the checkpoint's weights into the config's evaluation plan and evaluates the
+// test set; writes a run file with the result when asked (its "eval" holds the plan's
+// phases, planned and measured).
+EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions& options);
+
+// "runs/<config name>/run.json"
+std::string default_run_file(const config::Config& config);
+
+}  // namespace popkit::runner
