@@ -1,6 +1,6 @@
 // libFuzzer target for checkpoints: the safetensors reader (engine/io/safetensors.h:
 // parse_safetensors), then read_checkpoint's checks against a small model
-// (engine/train/checkpoint.h: check_checkpoint, with the metadata checks of
+// (runner/checkpoint.h: check_checkpoint, with the metadata checks of
 // checkpoint_metadata.h) and, when they pass, the restore into an engine. Any bytes must
 // end in a popkit::Error or a restored engine, never a crash, hang or sanitizer report.
 // The checksum covers the metadata, so a mutated field would only ever fail it: each
