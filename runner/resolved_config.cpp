@@ -32,13 +32,17 @@ json phases_json(const config::Execution& e) {
 
 json resolved_config_json(const config::Config& c) {
   json layers = json::array();
-  for (const auto& l : c.model.layers)
+  // Each layer with its kind's keys, as a config writes it (dropout: name, type, rate).
+  for (const auto& l : c.model.layers) {
+    if (l.type == config::LayerType::kDropout) {
+      layers.push_back({{"name", l.name}, {"type", name(enum_name(l.type))}, {"rate", l.rate}});
+      continue;
+    }
     layers.push_back({{"name", l.name},
-                      // Every layer as linear, dropout too: run files and the config
-                      // hash in checkpoints have always said so.
-                      {"type", name(enum_name(config::LayerType::kLinear))},
+                      {"type", name(enum_name(l.type))},
                       {"out_features", l.out_features},
                       {"activation", name(enum_name(l.activation))}});
+  }
   json model = {
       {"input_shape", c.model.input_shape},
       {"layers", layers},

@@ -14,6 +14,7 @@
 #include "planner/build.h"
 #include "runner/checkpoint.h"
 #include "runner/commands.h"
+#include "runner/resolved_config.h"
 
 using namespace popkit;
 using namespace popkit::runner;
@@ -459,6 +460,24 @@ BOOST_AUTO_TEST_CASE(run_file_is_valid_and_holds_the_measurements) {
   const TrainResult part = run(tiny_config(), stop, dir / "part");
   BOOST_TEST(validate_run_file(part.run_file) == 0);
   BOOST_TEST(!part.record.test.has_value());
+}
+
+// The resolved config says what each layer is: a dropout layer as one, with its rate, so
+// the run file and the config hash in checkpoints tell dropout models apart.
+BOOST_AUTO_TEST_CASE(resolved_config_keeps_each_layers_kind) {
+  config::Config c = tiny_config();
+  config::Layer drop;
+  drop.name = "drop1";
+  drop.type = config::LayerType::kDropout;
+  drop.rate = 0.25;
+  c.model.layers.insert(c.model.layers.begin() + 1, drop);
+  const nlohmann::json layers = resolved_config_json(c)["model"]["layers"];
+  BOOST_REQUIRE(layers.size() == c.model.layers.size());
+  BOOST_TEST(layers[0]["type"] == "linear");
+  BOOST_TEST(layers[1] == (nlohmann::json{{"name", "drop1"}, {"type", "dropout"}, {"rate", 0.25}}));
+  config::Config other = c;
+  other.model.layers[1].rate = 0.5;
+  BOOST_TEST(config_hash(c) != config_hash(other));
 }
 
 // A run file that cannot be written: the reason, and no temporary left behind.
