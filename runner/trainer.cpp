@@ -108,10 +108,8 @@ void check_host_memory(const planner::Plan& plan, const planner::Plan* eval,
 
 // Each phase's measured memory (per replica, the largest over the steps) and time (mean
 // per step: an optimizer step, or an evaluation batch).
-void add_phase_measurements(std::vector<reports::PhaseRecord>& phases,
-                            const engine::Engine& engine) {
-  const engine::Timings& t = engine.timings();
-  const engine::MemoryReport memory = engine.memory_report();
+void add_phase_measurements(std::vector<reports::PhaseRecord>& phases, const engine::Timings& t,
+                            const engine::MemoryReport& memory) {
   const auto steps = static_cast<double>(std::max<std::int64_t>(1, t.steps));
   for (std::size_t p = 0; p < phases.size(); ++p) {
     auto& phase = phases[p];
@@ -135,7 +133,7 @@ void add_phase_measurements(std::vector<reports::PhaseRecord>& phases,
 // The evaluation engine's measurements; `last` is its last evaluation.
 void add_eval_measurements(reports::EvalRecord& record, const engine::Engine& eval,
                            const engine::EvalResult& last, std::int64_t evaluations) {
-  add_phase_measurements(record.phases, eval);
+  add_phase_measurements(record.phases, eval.timings(), eval.memory_report());
   record.n_samples = last.n;
   record.evaluations = evaluations;
   record.batches = last.batches;
@@ -148,7 +146,7 @@ void add_measurements(reports::RunRecord& record, const engine::Engine& engine,
                       const std::vector<double>& losses) {
   const engine::Timings& t = engine.timings();
   const engine::MemoryReport memory = engine.memory_report();
-  add_phase_measurements(record.phases, engine);
+  add_phase_measurements(record.phases, t, memory);
   record.streaming_measured = memory.streaming_bytes;
   record.step_seconds = t.step_seconds;
   record.loss = losses;
