@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "engine/kernels/kernels.h"
 #include "engine/layer_kinds.h"
+#include "engine/runtime/device_arena.h"
 #include "engine/runtime/float_mode.h"
 #include "engine/runtime/memory_account.h"
 #include "engine/runtime/remote_store.h"
@@ -115,11 +116,13 @@ void normalize_pixels(const std::uint8_t* pixels, std::size_t n, double mean, do
 
 struct Engine::Impl {
   struct Replica {
-    std::vector<AlignedBuffer> tensors;  // by plan tensor index; null when not live
-    // Freed tensors keep their host memory here for the next alloc of the same tensor,
-    // so the step loop neither allocates nor faults pages in; the memory account (the
-    // device's view) releases them all the same.
-    std::vector<AlignedBuffer> parked;
+    // The replica's device memory, one block (runtime/device_arena.h): a tensor lives at
+    // the offset first fit gives its alloc, so the step loop neither allocates nor faults
+    // pages in, and the bytes a phase touches are about its planned peak.
+    AlignedBuffer block;
+    std::optional<FirstFit> fit;
+    std::vector<std::byte*> tensors;     // by plan tensor index; null when not live
+    std::vector<std::uint64_t> offsets;  // in `block`, of the live tensors
     MemoryAccount account;
     PhaseSampler sampler;
     std::unique_ptr<RemoteStore> store;
@@ -136,6 +139,7 @@ struct Engine::Impl {
   Plan plan;
   EngineOptions options;
   std::int64_t n_replicas = 1;
+  std::uint64_t arena_bytes = 0;  // each replica's device memory block
   std::unique_ptr<ThreadPool> pool;
   // One replica with several threads: a layer's GEMMs split over column blocks on the
   // pool. With R > 1 the threads run replicas instead (one per core).
@@ -431,7 +435,7 @@ struct Engine::Impl {
 
   std::byte* raw(Replica& rep, int t, std::int64_t s, const Op& op) const {
     const int k = slot(t, s);
-    std::byte* p = rep.tensors[static_cast<std::size_t>(k)].data();
+    std::byte* p = rep.tensors[static_cast<std::size_t>(k)];
     if (!p)
       throw Error("{}, op '{}' ({}): tensor '{}' is not allocated", where, op.label,
                   planner::op_kind_name(op.kind), tensor(k).name);
@@ -475,21 +479,29 @@ struct Engine::Impl {
       case OpKind::kAlloc: {
         const int t = planner::the_tensor(op);
         const auto& d = tensor(t);
-        auto& buf = rep.tensors[static_cast<std::size_t>(t)];
-        if (buf.data())
+        auto& ptr = rep.tensors[static_cast<std::size_t>(t)];
+        if (ptr)
           throw Error("{}, op '{}': tensor '{}' is already allocated", where, op.label, d.name);
-        auto& kept = rep.parked[static_cast<std::size_t>(t)];
-        buf = kept.data() ? std::move(kept) : AlignedBuffer(d.nbytes);
+        const std::uint64_t at = rep.fit->allocate(d.nbytes);
+        // The block was sized by replaying this plan's allocs and frees; only a plan the
+        // replay skipped (an alloc of a live tensor) could get here.
+        if (at == FirstFit::kNone)
+          throw Error("{}, op '{}': no room for tensor '{}' ({} bytes) in the replica's {} bytes",
+                      where, op.label, d.name, d.nbytes, arena_bytes);
+        rep.offsets[static_cast<std::size_t>(t)] = at;
+        ptr = rep.block.data() + at;
+        if (options.poison_new_tensors) std::memset(ptr, 0xFF, d.nbytes);
         rep.account.allocate(d.nbytes, d.cls, d.always_live);
         return;
       }
       case OpKind::kFree: {
         const int t = planner::the_tensor(op);
         const auto& d = tensor(t);
-        auto& buf = rep.tensors[static_cast<std::size_t>(t)];
-        if (!buf.data())
+        auto& ptr = rep.tensors[static_cast<std::size_t>(t)];
+        if (!ptr)
           throw Error("{}, op '{}': frees '{}', which is not allocated", where, op.label, d.name);
-        rep.parked[static_cast<std::size_t>(t)] = std::move(buf);
+        rep.fit->release(rep.offsets[static_cast<std::size_t>(t)], d.nbytes);
+        ptr = nullptr;
         rep.account.release(d.nbytes, d.cls, d.always_live);
         return;
       }
@@ -1003,7 +1015,7 @@ struct Engine::Impl {
   std::byte* home(const Variable& v, std::int64_t r) const {
     Replica& rep = *replicas[static_cast<std::size_t>(r)];
     if (v.remote) return rep.store->entry(v.buffer, v.entry);
-    std::byte* p = rep.tensors[static_cast<std::size_t>(v.device_tensor)].data();
+    std::byte* p = rep.tensors[static_cast<std::size_t>(v.device_tensor)];
     if (!p) throw Error("variable '{}': its device tensor is not allocated", v.name);
     return p;
   }
@@ -1067,6 +1079,7 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
   m.optimizer.emplace(m.plan.optimizer);
   m.check_plan();
   m.n_replicas = m.plan.replication_factor;
+  m.arena_bytes = device_arena_bytes(m.plan);
   int threads = m.options.n_threads;
   if (threads <= 0) threads = m.n_cores;
   // R >= threads: one replica per thread, each single-threaded. One replica: its GEMMs
@@ -1080,8 +1093,10 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
           : std::shared_ptr<Collectives>(make_in_process_collectives(m.n_replicas, m.pool.get()));
   for (std::int64_t r = 0; r < m.n_replicas; ++r) {
     auto rep = std::make_unique<Impl::Replica>();
-    rep->tensors.resize(m.plan.tensors.size());
-    rep->parked.resize(m.plan.tensors.size());
+    rep->block = AlignedBuffer(m.arena_bytes);
+    rep->fit.emplace(m.arena_bytes);
+    rep->tensors.resize(m.plan.tensors.size(), nullptr);
+    rep->offsets.resize(m.plan.tensors.size(), FirstFit::kNone);
     rep->store = std::make_unique<RemoteStore>(m.plan.buffers);
     m.replicas.push_back(std::move(rep));
   }
@@ -1255,6 +1270,10 @@ void Engine::set_steps_done(std::int64_t steps) {
 const planner::Plan& Engine::plan() const {
   return impl_->plan;
 }
+std::uint64_t Engine::device_block_bytes() const {
+  return impl_->arena_bytes;
+}
+
 int Engine::n_threads() const {
   return impl_->pool->size();
 }

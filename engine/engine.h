@@ -43,6 +43,9 @@ struct EngineOptions {
   IoOverlap io_overlap = IoOverlap::kAuto;
   bool check_finite = true;                  // NaN/Inf in the loss or a gradient stops training
   std::shared_ptr<Collectives> collectives;  // null = in-process
+  // Fill every tensor with 0xFF bytes (a NaN) when it is allocated, for tests: an op that
+  // reads a tensor before anything wrote it then shows in the results.
+  bool poison_new_tensors = false;
 };
 
 // What the op's wall time is counted as.
@@ -138,6 +141,9 @@ class Engine {
 
   [[nodiscard]] const planner::Plan& plan() const;
   [[nodiscard]] int n_threads() const;
+  // The bytes of each replica's device memory block (runtime/device_arena.h): the planned
+  // peak plus what first fit and alignment add.
+  [[nodiscard]] std::uint64_t device_block_bytes() const;
 
  private:
   struct Impl;

@@ -5,6 +5,7 @@
 #include <array>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <string>
@@ -389,6 +390,85 @@ BOOST_AUTO_TEST_CASE(one_per_group_retrieval) {
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(measured_memory)
+
+// Tensors share one block per replica (runtime/device_arena.h), so a new tensor holds
+// whatever the last tensor at its offset left. Poisoning every new tensor with NaN bytes
+// must change nothing: no op reads a tensor before writing it, in training (first
+// accumulation step included) or evaluation.
+BOOST_AUTO_TEST_CASE(no_op_reads_a_tensor_before_writing_it) {
+  struct Case {
+    std::string name;
+    std::function<void(config::Config&)> change;
+  };
+  const std::vector<Case> cases = {
+      {"standard", [](auto&) {}},
+      {"standard sharded, off-chip optimizer",
+       [](auto& c) {
+         shard(c, 16);
+         c.remote.optimizer_state = true;
+       }},
+      {"phased remote sharded",
+       [](auto& c) {
+         c.execution.mode = config::ExecutionMode::kPhased;
+         c.remote = {true, true};
+         shard(c, 16);
+       }},
+      {"phased io_overlapped",
+       [](auto& c) {
+         c.execution.mode = config::ExecutionMode::kPhased;
+         c.execution.io_mode = config::IoMode::kIoOverlapped;
+       }},
+      {"sgd with momentum",
+       [](auto& c) {
+         c.training.optimizer.type = config::OptimizerType::kSgd;
+         c.training.optimizer.momentum = 0.9;
+       }},
+  };
+  for (const auto& k : cases) {
+    BOOST_TEST_CONTEXT(k.name) {
+      config::Config c = base_config(2, 3, 3);
+      k.change(c);
+      engine::EngineOptions poisoned = options();
+      poisoned.poison_new_tensors = true;
+      BOOST_TEST(bitwise_equal(run(c, 3, poisoned), run(c, 3)));
+      // Evaluation, of the same trained weights.
+      Engine trained(planner::build_plan(c), options());
+      trained.initialize(c.model.init);
+      train(trained, 2);
+      auto evaluate = [&](const engine::EngineOptions& o) {
+        Engine e(planner::build_plan(c, planner::Program::kEval), o);
+        copy_weights(trained, e);
+        return e.evaluate(train_set());
+      };
+      const auto clean = evaluate(options()), dirty = evaluate(poisoned);
+      BOOST_TEST(dirty.correct == clean.correct);
+      BOOST_TEST(std::memcmp(&dirty.loss, &clean.loss, sizeof clean.loss) == 0);
+    }
+  }
+}
+
+// The block is the planned peak plus fragmentation, not the sum of every tensor the plan
+// allocates (what the engine held before: each tensor its own buffer).
+BOOST_AUTO_TEST_CASE(a_replicas_block_is_about_its_planned_peak) {
+  for (const auto mode : {config::ExecutionMode::kStandard, config::ExecutionMode::kPhased}) {
+    BOOST_TEST_CONTEXT((mode == config::ExecutionMode::kPhased ? "phased" : "standard")) {
+      config::Config c = base_config(2, 4, 2);
+      c.execution.mode = mode;
+      c.remote = {mode == config::ExecutionMode::kPhased, true};
+      shard(c, 16);
+      Engine e(planner::build_plan(c), options());
+      const auto& p = e.plan();
+      std::uint64_t every_tensor = 0;
+      for (const auto& t : p.tensors) every_tensor += t.nbytes;
+      BOOST_TEST_MESSAGE("peak " << p.peak_bytes << ", block " << e.device_block_bytes()
+                                 << ", every tensor " << every_tensor);
+      BOOST_TEST(e.device_block_bytes() >= p.peak_bytes);
+      // 64-byte alignment adds under 64 bytes per live tensor; first fit a little more.
+      BOOST_TEST(e.device_block_bytes() <= p.peak_bytes + p.peak_bytes / 4 + 64 * p.tensors.size());
+      if (mode == config::ExecutionMode::kPhased) BOOST_TEST(e.device_block_bytes() < every_tensor);
+    }
+  }
+}
 
 BOOST_AUTO_TEST_CASE(measured_equals_planned_per_phase_replica_and_class) {
   struct Case {

@@ -132,9 +132,9 @@ BOOST_AUTO_TEST_CASE(errors_name_the_file_and_the_field) {
   j.erase("micro_batch_size");
   BOOST_TEST(error_of(j) == "plan.json: micro_batch_size: missing");
   j = good;
-  j["phases"][0]["ops"][9]["body"][1]["kind"] = "fly";
+  j["phases"][0]["ops"][7]["body"][1]["kind"] = "fly";
   BOOST_TEST(error_of(j).rfind(
-                 "plan.json: phases[0].ops[9].body[1].kind: 'fly' is not one of alloc, free,", 0) ==
+                 "plan.json: phases[0].ops[7].body[1].kind: 'fly' is not one of alloc, free,", 0) ==
              0);
   j = good;
   j["tensors"][2]["nbytes"] = "many";

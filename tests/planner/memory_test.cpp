@@ -122,7 +122,7 @@ BOOST_AUTO_TEST_CASE(walk_rejects_a_tensor_used_before_alloc) {
   p.phases[0].ops.erase(p.phases[0].ops.begin());  // drop "alloc images"
   BOOST_CHECK_EXCEPTION(analyse_memory(p), popkit::Error, [](const popkit::Error& e) {
     return std::string(e.what()) ==
-           "plan: phase 'forward+loss+backward+optimizer', op 8 (host_load): uses 'images', which "
+           "plan: phase 'forward+loss+backward+optimizer', op 6 (host_load): uses 'images', which "
            "is "
            "not live";
   });
