@@ -1,19 +1,20 @@
 // The rules of a Config, one function per section; see validate.h. Each message names
-// the key path, the rule and the values involved.
+// the key path, the rule and the values involved. A layer's and an optimizer's own rules
+// are their kind's (config/layer_kinds.h, config/optimizer_kinds.h).
 #include "config/validate.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <map>
-#include <span>
 
 #include "base/suggest.h"
 #include "config/device_profile.h"
+#include "config/layer_kinds.h"
 #include "config/names.h"
+#include "config/optimizer_kinds.h"
 
 namespace popkit::config {
 
@@ -60,7 +61,15 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return out + "]";
 }
 
-class Checker {
+// The kinds that may give the logits (be the last layer): "linear".
+std::string logit_kinds() {
+  std::vector<std::string_view> names;
+  for (const LayerKindRules& kind : layer_kind_rules())
+    if (kind.gives_logits) names.push_back(enum_name(kind.type));
+  return fmt::format("{}", fmt::join(names, " or "));
+}
+
+class Checker final : public RuleChecks {
  public:
   Checker(Config& config, const Locations& locations, std::vector<Diagnostic>& diagnostics)
       : c_(config), l_(locations), out_(diagnostics) {}
@@ -85,13 +94,13 @@ class Checker {
     const Location at = l_.find(path);
     out_.push_back({severity, at.file, at.line, at.column, fmt::format("{}: {}", path, message)});
   }
-  void error(const std::string& path, const std::string& message) {
+  void error(const std::string& path, const std::string& message) override {
     report(Severity::kError, path, message);
   }
   void warning(const std::string& path, const std::string& message) {
     report(Severity::kWarning, path, message);
   }
-  bool ok(const std::string& path) const { return l_.usable(path); }
+  [[nodiscard]] bool ok(const std::string& path) const override { return l_.usable(path); }
 
   // Range checks on one value; each reports "must be ..., got ...".
   bool at_least(const std::string& path, std::int64_t value, std::int64_t min) {
@@ -99,12 +108,12 @@ class Checker {
     error(path, fmt::format("must be >= {}, got {}", min, value));
     return false;
   }
-  void positive(const std::string& path, double value) {
+  void positive(const std::string& path, double value) override {
     if (ok(path) && !(std::isfinite(value) && value > 0)) {
       error(path, fmt::format("must be a finite number > 0, got {}", value));
     }
   }
-  void non_negative(const std::string& path, double value) {
+  void non_negative(const std::string& path, double value) override {
     if (ok(path) && !(std::isfinite(value) && value >= 0)) {
       error(path, fmt::format("must be a finite number >= 0, got {}", value));
     }
@@ -174,16 +183,14 @@ class Checker {
                                             layer.name, it->second));
         }
       }
-      if (layer.type == LayerType::kDropout) {
-        // Inverted dropout keeps a fraction 1 - rate and scales it by 1 / (1 - rate).
-        if (ok(path + ".rate") && !(layer.rate >= 0 && layer.rate < 1))
-          error(path + ".rate",
-                fmt::format("a dropout rate must be in [0, 1), got {}", layer.rate));
-        if (i + 1 == m.layers.size())
-          error(path + ".type",
-                fmt::format("the last layer gives the logits and must be linear, but '{}' is a "
-                            "dropout layer",
-                            layer.name));
+      const LayerKindRules& kind = layer_kind_rules(layer.type);
+      kind.check(layer, path, *this);
+      if (i + 1 == m.layers.size() && !kind.gives_logits)
+        error(path + ".type",
+              fmt::format("the last layer gives the logits and must be {}, but '{}' is a {} "
+                          "layer",
+                          logit_kinds(), layer.name, enum_name(layer.type)));
+      if (kind.keeps_width) {
         layer.out_features = in_features;  // the input's width
         continue;
       }
@@ -453,37 +460,17 @@ class Checker {
   void check_optimizer(const Optimizer& o) {
     positive("training.optimizer.lr", o.lr);
     non_negative("training.optimizer.weight_decay", o.weight_decay);
-    static constexpr std::array<const char*, 5> kAdamKeys{"beta1", "beta2", "eps",
-                                                          "bias_correction", "first_order_dtype"};
-    static constexpr std::array<const char*, 2> kSgdKeys{"momentum", "nesterov"};
-    const bool adam = o.type == OptimizerType::kAdam;
-    const std::span<const char* const> own =
-        adam ? std::span<const char* const>(kAdamKeys) : std::span<const char* const>(kSgdKeys);
-    const std::span<const char* const> other =
-        adam ? std::span<const char* const>(kSgdKeys) : std::span<const char* const>(kAdamKeys);
-    for (const char* key : other) {
+    const OptimizerKindRules& kind = optimizer_kind_rules(o.type);
+    std::vector<std::string_view> own;
+    for (const auto& key : common_optimizer_keys()) own.push_back(key.name);
+    for (const auto& key : kind.keys) own.push_back(key.name);
+    for (const std::string_view key : optimizer_kind_keys()) {
       const std::string path = fmt::format("training.optimizer.{}", key);
-      if (l_.written(path) && ok(path))
-        error(path, fmt::format("{} is not a key of optimizer type {} (it takes lr, "
-                                "weight_decay, {})",
-                                key, enum_name(o.type), fmt::join(own, ", ")));
+      if (std::find(own.begin(), own.end(), key) == own.end() && l_.written(path) && ok(path))
+        error(path, fmt::format("{} is not a key of optimizer type {} (it takes {})", key,
+                                enum_name(o.type), fmt::join(own, ", ")));
     }
-    if (adam) {
-      for (const auto& [key, beta] : {std::pair{"beta1", o.beta1}, std::pair{"beta2", o.beta2}}) {
-        const std::string path = fmt::format("training.optimizer.{}", key);
-        if (ok(path) && !(beta >= 0 && beta < 1)) {
-          error(path, fmt::format("must be in [0, 1), got {}", beta));
-        }
-      }
-      positive("training.optimizer.eps", o.eps);
-      return;
-    }
-    non_negative("training.optimizer.momentum", o.momentum);
-    // torch.optim.SGD's rule: Nesterov momentum needs a momentum (and zero dampening).
-    if (o.nesterov && o.momentum == 0.0 && ok("training.optimizer.nesterov") &&
-        ok("training.optimizer.momentum"))
-      error("training.optimizer.nesterov",
-            "nesterov: true needs a momentum > 0, but training.optimizer.momentum is 0");
+    kind.check(o, *this);
   }
 
   void check_data() {

@@ -1,7 +1,9 @@
-// The optimizer kinds, one entry each: the state it keeps per parameter and what a step
-// costs. Each state tensor is a Variable like the parameter itself: sharded under RTS,
-// remote with remote.optimizer_state, saved in checkpoints as "<param>.<suffix>". The
-// step itself is the engine's (engine/tensor/optimizers.h); the keys are config/'s.
+// The planner's optimizer kinds, each defined in one place (optimizer_kinds.cpp): the
+// state it keeps per parameter and what a step costs. Each state tensor is a Variable
+// like the parameter itself: sharded under RTS, remote with remote.optimizer_state,
+// saved in checkpoints as "<param>.<suffix>". The step itself is the engine's
+// (engine/tensor/optimizer.h); the keys and rules are config/'s (config/optimizer_kinds.h),
+// and plan files write and read the keys from there.
 #pragma once
 
 #include <cstdint>
@@ -16,15 +18,29 @@ namespace popkit::planner {
 struct OptimizerState {
   std::string_view suffix;  // "adam_m", "adam_v", "momentum"
   config::DType dtype = config::DType::kFloat32;
+  // Why its values are >= 0 ("a second moment is >= 0"), so a checkpoint holding a
+  // negative one is refused; empty when they may take any sign.
+  std::string_view non_negative;
 };
+
+struct OptimizerKind {
+  config::OptimizerType type;
+  // The optimizer step's state operands (planner/operands.h): "weight", then the
+  // suffixes of `state`, in the same order.
+  std::span<const std::string_view> (*step_state)(const config::Optimizer& optimizer);
+  std::vector<OptimizerState> (*state)(const config::Optimizer& optimizer);
+  // FLOPs of one step per element of the parameter.
+  std::uint64_t (*flops_per_element)(const config::Optimizer& optimizer);
+};
+
+const OptimizerKind& optimizer_kind(config::OptimizerType type);
 
 // The state per parameter, in the order of the optimizer step's state operands after
 // the weight. Adam: the first moment (first_order_dtype) and the second (float32).
 // SGD: a momentum buffer when momentum != 0 (torch.optim.SGD keeps none without).
 std::vector<OptimizerState> optimizer_state(const config::Optimizer& optimizer);
 
-// The optimizer step's state operands (planner/operands.h): "weight", then the
-// suffixes of optimizer_state().
+// The optimizer step's state operands: "weight", then the suffixes of optimizer_state().
 std::span<const std::string_view> optimizer_step_state(const config::Optimizer& optimizer);
 
 // FLOPs of one step per element of the parameter.

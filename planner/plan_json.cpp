@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "config/optimizer_kinds.h"
 #include "planner/names.h"
 
 namespace popkit::planner {
@@ -76,20 +77,13 @@ json ops_json(const std::vector<Op>& ops) {
 }  // namespace
 
 json optimizer_json(const config::Optimizer& o) {
-  json j = {{"type", name_of(o.type)}, {"lr", o.lr}, {"weight_decay", o.weight_decay}};
-  switch (o.type) {
-    case config::OptimizerType::kAdam:
-      j["beta1"] = o.beta1;
-      j["beta2"] = o.beta2;
-      j["eps"] = o.eps;
-      j["bias_correction"] = o.bias_correction;
-      j["first_order_dtype"] = name_of(o.first_order_dtype);
-      break;
-    case config::OptimizerType::kSgd:
-      j["momentum"] = o.momentum;
-      j["nesterov"] = o.nesterov;
-      break;
-  }
+  json j = {{"type", name_of(o.type)}};
+  // The common keys, then the kind's (config/optimizer_kinds.h).
+  auto put = [&](const config::KindKey<config::Optimizer>& key) {
+    j[std::string(key.name)] = key_json(o, key);
+  };
+  for (const auto& key : config::common_optimizer_keys()) put(key);
+  for (const auto& key : config::optimizer_kind_rules(o.type).keys) put(key);
   return j;
 }
 

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <type_traits>
+#include <variant>
 
 #include "base/error.h"
+#include "config/optimizer_kinds.h"
 #include "planner/memory.h"
 #include "planner/names.h"
 #include "planner/plan_json.h"
@@ -293,6 +296,26 @@ class Reader {
     return b;
   }
 
+  // One of the optimizer's keys into the member its kind table names, read as its type.
+  void optimizer_key(const json& o, const config::KindKey<config::Optimizer>& key,
+                     config::Optimizer& into) const {
+    const std::string name(key.name);
+    std::visit(
+        [&](auto member) {
+          auto& field = into.*member;
+          using T = std::remove_cvref_t<decltype(field)>;
+          if constexpr (std::is_same_v<T, std::int64_t>)
+            field = integer(o, "optimizer", name.c_str());
+          else if constexpr (std::is_same_v<T, double>)
+            field = number(o, "optimizer", name.c_str());
+          else if constexpr (std::is_same_v<T, bool>)
+            field = boolean(o, "optimizer", name.c_str());
+          else
+            field = enumeration<T>(o, "optimizer", name.c_str());
+        },
+        key.member);
+  }
+
   Plan plan(const json& j) const;
 
  private:
@@ -374,18 +397,10 @@ Plan Reader::plan(const json& j) const {
   {
     const json& o = field(j, "", "optimizer");
     p.optimizer.type = enumeration<config::OptimizerType>(o, "optimizer", "type");
-    p.optimizer.lr = number(o, "optimizer", "lr");
-    p.optimizer.weight_decay = number(o, "optimizer", "weight_decay");
-    if (p.optimizer.type == config::OptimizerType::kAdam) {
-      p.optimizer.beta1 = number(o, "optimizer", "beta1");
-      p.optimizer.beta2 = number(o, "optimizer", "beta2");
-      p.optimizer.eps = number(o, "optimizer", "eps");
-      p.optimizer.bias_correction = boolean(o, "optimizer", "bias_correction");
-      p.optimizer.first_order_dtype = enumeration<DType>(o, "optimizer", "first_order_dtype");
-    } else {
-      p.optimizer.momentum = number(o, "optimizer", "momentum");
-      p.optimizer.nesterov = boolean(o, "optimizer", "nesterov");
-    }
+    // The common keys, then the kind's (config/optimizer_kinds.h), each as its type.
+    for (const auto& key : config::common_optimizer_keys()) optimizer_key(o, key, p.optimizer);
+    for (const auto& key : config::optimizer_kind_rules(p.optimizer.type).keys)
+      optimizer_key(o, key, p.optimizer);
   }
   p.seed = bytes(j, "", "seed");
   auto from = [this](auto member) { return split_ != nullptr ? &(split_->*member) : nullptr; };

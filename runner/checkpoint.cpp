@@ -234,6 +234,7 @@ LoadedCheckpoint check_checkpoint(SafeTensorsFile file, const std::string& path,
   // Every value the run will load must be usable: NaN weights pass a ReLU as 0 and train
   // on unnoticed, an Inf gives a NaN loss. Values are checked as the engine will hold
   // them (float32), so an F64 beyond float32's range counts as Inf.
+  const std::vector<planner::OptimizerState> states = planner::optimizer_state(plan.optimizer);
   for (const auto& [name, t] : f.tensors) {
     const auto found = variables.find(split_name(name)->base);
     if (found == variables.end()) continue;  // training state an evaluation plan skips
@@ -245,12 +246,15 @@ LoadedCheckpoint check_checkpoint(SafeTensorsFile file, const std::string& path,
     if (n_bad > 0)
       throw Error("{}: tensor {}: {} of {} values are not finite (NaN or Inf){}", path, name, n_bad,
                   values.size(), t.dtype == "F64" ? " as float32" : "");
-    if (v.role == VariableRole::kOptimizerState && v.name.ends_with(".adam_v")) {
+    if (v.role != VariableRole::kOptimizerState) continue;
+    // A state the optimizer kind keeps non-negative (planner/optimizer_kinds.h).
+    for (const planner::OptimizerState& st : states) {
+      if (st.non_negative.empty() || !v.name.ends_with(fmt::format(".{}", st.suffix))) continue;
       const auto n_negative =
           std::count_if(values.begin(), values.end(), [](float x) { return x < 0.0f; });
       if (n_negative > 0)
-        throw Error("{}: tensor {}: {} of {} values are negative (a second moment is >= 0)", path,
-                    name, n_negative, values.size());
+        throw Error("{}: tensor {}: {} of {} values are negative ({})", path, name, n_negative,
+                    values.size(), st.non_negative);
     }
   }
   return out;

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "config/layer_kinds.h"
 #include "config/names.h"
 #include "planner/plan_json.h"
 
@@ -32,16 +33,12 @@ json phases_json(const config::Execution& e) {
 
 json resolved_config_json(const config::Config& c) {
   json layers = json::array();
-  // Each layer with its kind's keys, as a config writes it (dropout: name, type, rate).
+  // Each layer with its kind's keys, as a config writes it (config/layer_kinds.h).
   for (const auto& l : c.model.layers) {
-    if (l.type == config::LayerType::kDropout) {
-      layers.push_back({{"name", l.name}, {"type", name(enum_name(l.type))}, {"rate", l.rate}});
-      continue;
-    }
-    layers.push_back({{"name", l.name},
-                      {"type", name(enum_name(l.type))},
-                      {"out_features", l.out_features},
-                      {"activation", name(enum_name(l.activation))}});
+    json layer = {{"name", l.name}, {"type", name(enum_name(l.type))}};
+    for (const auto& key : config::layer_kind_rules(l.type).keys)
+      layer[std::string(key.name)] = planner::key_json(l, key);
+    layers.push_back(std::move(layer));
   }
   json model = {
       {"input_shape", c.model.input_shape},

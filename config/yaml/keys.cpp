@@ -4,8 +4,27 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "config/layer_kinds.h"
+#include "config/optimizer_kinds.h"
 
 namespace popkit::config {
+namespace {
+
+// A section whose keys depend on a kind: its own keys, then every kind's (the kind
+// tables, config/layer_kinds.h and config/optimizer_kinds.h).
+std::vector<std::string> with_kind_keys(std::vector<std::string> keys,
+                                        const std::vector<std::string_view>& kind_keys) {
+  keys.insert(keys.end(), kind_keys.begin(), kind_keys.end());
+  return keys;
+}
+
+std::vector<std::string> optimizer_keys() {
+  std::vector<std::string> keys{"type"};
+  for (const auto& key : common_optimizer_keys()) keys.emplace_back(key.name);
+  return keys;
+}
+
+}  // namespace
 
 const std::vector<Section>& sections() {
   static const std::vector<Section> kSections{
@@ -13,7 +32,7 @@ const std::vector<Section>& sections() {
        {"version", "name", "model", "replication", "variables", "sharding", "remote", "execution",
         "training", "data", "eval", "device"}},
       {"model", {"input_shape", "layers", "loss", "init", "init_from"}},
-      {"model.layers[]", {"name", "type", "out_features", "activation", "rate"}},
+      {"model.layers[]", with_kind_keys({"name", "type"}, layer_kind_keys())},
       {"model.init", {"weights", "biases", "seed"}},
       {"model.init.weights", {"normal"}},
       {"model.init.weights.normal", {"mean", "std"}},
@@ -25,9 +44,7 @@ const std::vector<Section>& sections() {
       {"execution", {"mode", "phases", "io_mode", "io_tiles"}},
       {"training",
        {"micro_batch_size", "gradient_accumulation", "epochs", "steps", "optimizer", "seed"}},
-      {"training.optimizer",
-       {"type", "lr", "weight_decay", "beta1", "beta2", "eps", "bias_correction",
-        "first_order_dtype", "momentum", "nesterov"}},
+      {"training.optimizer", with_kind_keys(optimizer_keys(), optimizer_kind_keys())},
       {"data",
        {"dataset", "shuffle", "normalize_mean", "normalize_std", "dir", "train_images",
         "train_labels", "test_images", "test_labels", "synthetic_train", "synthetic_test",

@@ -1,6 +1,8 @@
-// Every key the loader accepts, section by section. The loader can only read keys
-// listed here (it asserts so), unknown-key suggestions come from here, and a unit test
-// checks that schemas/config.schema.json has exactly these keys, so the three cannot drift.
+// Every key the loader accepts, section by section; a layer's or an optimizer's come
+// from the kind tables (config/layer_kinds.h, config/optimizer_kinds.h). The loader can
+// only read keys listed here (it asserts so), unknown-key suggestions come from here,
+// and a unit test checks that schemas/config.schema.json has exactly these keys, so the
+// three cannot drift.
 #pragma once
 
 #include <string>

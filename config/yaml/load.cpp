@@ -13,14 +13,19 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <span>
 #include <sstream>
 #include <tuple>
+#include <type_traits>
+#include <variant>
 
 #include "base/error.h"
 #include "base/input_file.h"
 #include "base/suggest.h"
 #include "base/units.h"
+#include "config/layer_kinds.h"
 #include "config/names.h"
+#include "config/optimizer_kinds.h"
 #include "config/validate.h"
 #include "config/yaml/keys.h"
 #include "config/yaml/yaml_tree.h"
@@ -29,6 +34,11 @@ namespace popkit::config {
 namespace {
 
 constexpr const char* kSetSource = "--set";
+
+template <typename S>
+bool has_key(std::span<const KindKey<S>> keys, std::string_view name) {
+  return std::any_of(keys.begin(), keys.end(), [&](const KindKey<S>& k) { return k.name == name; });
+}
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -363,29 +373,36 @@ class ConfigReader {
     if (const auto* n = l.require("name", node.location))
       d_.string(*n, l.child("name"), layer.name);
     if (const auto* n = l.get("type")) d_.choice(*n, l.child("type"), layer.type);
-    if (layer.type == LayerType::kDropout) {
-      // Its width is its input's, and it has no activation.
-      for (const char* key : {"out_features", "activation"})
-        if (const auto* n = l.get(key))
-          d_.bad(*n, l.child(key),
-                 fmt::format("a dropout layer takes name, type and rate, not {}{}", key,
-                             std::string_view(key) == "out_features"
-                                 ? " (its output has its input's width)"
-                                 : ""));
-      if (const auto* n = l.require("rate", node.location))
-        d_.number(*n, l.child("rate"), layer.rate);
-      return layer;
+    // The kind's own keys; a key of another kind is an error, not ignored.
+    const LayerKindRules& kind = layer_kind_rules(layer.type);
+    for (const std::string_view key : layer_kind_keys()) {
+      if (has_key(kind.keys, key)) continue;
+      if (const auto* n = l.get(key)) d_.bad(*n, l.child(key), kind.foreign_key(key));
     }
-    if (const auto* n = l.get("rate"))
-      d_.bad(*n, l.child("rate"),
-             "rate is a key of dropout layers (type: dropout), not of linear ones");
-    if (const auto* n = l.require("out_features", node.location)) {
-      d_.integer(*n, l.child("out_features"), layer.out_features);
-    }
-    if (const auto* n = l.get("activation")) {
-      d_.choice(*n, l.child("activation"), layer.activation);
+    for (const KindKey<Layer>& key : kind.keys) {
+      const YamlNode* n = key.required ? l.require(key.name, node.location) : l.get(key.name);
+      if (n) read_key(*n, l.child(key.name), key, layer);
     }
     return layer;
+  }
+
+  // A kind's key into the member its table entry names, read as that member's type.
+  template <typename S>
+  void read_key(const YamlNode& node, const std::string& path, const KindKey<S>& key, S& into) {
+    std::visit(
+        [&](auto member) {
+          auto& field = into.*member;
+          using T = std::remove_cvref_t<decltype(field)>;
+          if constexpr (std::is_same_v<T, std::int64_t>)
+            d_.integer(node, path, field);
+          else if constexpr (std::is_same_v<T, double>)
+            d_.number(node, path, field);
+          else if constexpr (std::is_same_v<T, bool>)
+            d_.boolean(node, path, field);
+          else
+            d_.choice(node, path, field);
+        },
+        key.member);
   }
 
   void read_init(const YamlNode& node, Init& init) {
@@ -561,20 +578,16 @@ class ConfigReader {
       Optimizer& o = training.optimizer;
       MapReader r(d_, n, "training.optimizer", "training.optimizer");
       if (const auto* v = r.get("type")) d_.choice(*v, r.child("type"), o.type);
-      if (const auto* v = r.get("lr")) d_.number(*v, r.child("lr"), o.lr);
-      if (const auto* v = r.get("beta1")) d_.number(*v, r.child("beta1"), o.beta1);
-      if (const auto* v = r.get("beta2")) d_.number(*v, r.child("beta2"), o.beta2);
-      if (const auto* v = r.get("eps")) d_.number(*v, r.child("eps"), o.eps);
-      if (const auto* v = r.get("weight_decay"))
-        d_.number(*v, r.child("weight_decay"), o.weight_decay);
-      if (const auto* v = r.get("bias_correction")) {
-        d_.boolean(*v, r.child("bias_correction"), o.bias_correction);
-      }
-      if (const auto* v = r.get("first_order_dtype")) {
-        d_.choice(*v, r.child("first_order_dtype"), o.first_order_dtype);
-      }
-      if (const auto* v = r.get("momentum")) d_.number(*v, r.child("momentum"), o.momentum);
-      if (const auto* v = r.get("nesterov")) d_.boolean(*v, r.child("nesterov"), o.nesterov);
+      // Every kind's keys are read whatever the type; validation refuses another kind's.
+      for (const KindKey<Optimizer>& key : common_optimizer_keys())
+        if (const auto* v = r.get(key.name)) read_key(*v, r.child(key.name), key, o);
+      std::vector<std::string_view> read;
+      for (const OptimizerKindRules& kind : optimizer_kind_rules())
+        for (const KindKey<Optimizer>& key : kind.keys) {
+          if (std::find(read.begin(), read.end(), key.name) != read.end()) continue;
+          read.push_back(key.name);
+          if (const auto* v = r.get(key.name)) read_key(*v, r.child(key.name), key, o);
+        }
     }
     if (const auto* n = t.get("seed")) d_.unsigned_integer(*n, "training.seed", training.seed);
   }

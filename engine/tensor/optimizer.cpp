@@ -1,33 +1,72 @@
+// The optimizer kinds' steps (optimizer.h): adam and sgd.
 #include "engine/tensor/optimizer.h"
 
+#include <array>
+
+#include "config/kind_keys.h"
 #include "engine/kernels/kernels.h"
+#include "engine/tensor/adam.h"
+#include "engine/tensor/sgd.h"
 
 namespace popkit::engine {
 
+struct OptimizerKernel::Kind {
+  config::OptimizerType type;
+  bool (*accepts)(std::size_t i, config::DType dtype);
+  // The kind's parameters are made from the settings at each step: a few casts.
+  void (*step)(const config::Optimizer& o, const Kernels& k, float* w, const float* g,
+               std::span<std::byte* const> state, std::span<const config::DType> dtypes,
+               std::int64_t n, std::int64_t t);
+};
+
+namespace {
+
+bool only_float32(std::size_t, config::DType dtype) {
+  return dtype == config::DType::kFloat32;
+}
+
+// Adam's state: the first moment (may be stored as float16, first_order_dtype), the
+// second moment.
+bool adam_accepts(std::size_t i, config::DType dtype) {
+  return dtype == config::DType::kFloat32 || i == 0;
+}
+void step_adam(const config::Optimizer& o, const Kernels& k, float* w, const float* g,
+               std::span<std::byte* const> state, std::span<const config::DType> dtypes,
+               std::int64_t n, std::int64_t t) {
+  const AdamParams p = AdamParams::from(o);
+  auto* v = reinterpret_cast<float*>(state[1]);
+  if (dtypes[0] == config::DType::kFloat16)
+    k.adam_step_half_m(w, g, state[0], v, n, t, p);
+  else
+    k.adam_step(w, g, reinterpret_cast<float*>(state[0]), v, n, t, p);
+}
+
+// SGD's state: the momentum buffer, none without momentum.
+void step_sgd(const config::Optimizer& o, const Kernels& k, float* w, const float* g,
+              std::span<std::byte* const> state, std::span<const config::DType>, std::int64_t n,
+              std::int64_t) {
+  k.sgd_step(w, g, state.empty() ? nullptr : reinterpret_cast<float*>(state[0]), n,
+             SgdParams::from(o));
+}
+
+const std::array<OptimizerKernel::Kind, 2> kKinds{{
+    {config::OptimizerType::kAdam, adam_accepts, step_adam},
+    {config::OptimizerType::kSgd, only_float32, step_sgd},
+}};
+
+}  // namespace
+
 OptimizerKernel::OptimizerKernel(const config::Optimizer& o)
-    : type_(o.type), adam_(AdamParams::from(o)), sgd_(SgdParams::from(o)) {}
+    : optimizer_(o), kind_(&config::kind_entry(kKinds, o.type)) {}
 
 bool OptimizerKernel::accepts(std::size_t i, config::DType dtype) const {
-  // Adam's first moment may be stored as float16 (first_order_dtype).
-  return dtype == config::DType::kFloat32 || (type_ == config::OptimizerType::kAdam && i == 0);
+  return kind_->accepts(i, dtype);
 }
 
 void OptimizerKernel::step(const Kernels& k, float* w, const float* g,
                            std::span<std::byte* const> state, std::span<const config::DType> dtypes,
                            std::int64_t n, std::int64_t t) const {
-  switch (type_) {
-    case config::OptimizerType::kAdam: {
-      auto* v = reinterpret_cast<float*>(state[1]);
-      if (dtypes[0] == config::DType::kFloat16)
-        k.adam_step_half_m(w, g, state[0], v, n, t, adam_);
-      else
-        k.adam_step(w, g, reinterpret_cast<float*>(state[0]), v, n, t, adam_);
-      return;
-    }
-    case config::OptimizerType::kSgd:
-      k.sgd_step(w, g, state.empty() ? nullptr : reinterpret_cast<float*>(state[0]), n, sgd_);
-      return;
-  }
+  kind_->step(optimizer_, k, w, g, state, dtypes, n, t);
 }
 
 }  // namespace popkit::engine

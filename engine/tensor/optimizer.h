@@ -1,7 +1,8 @@
 // The engine's half of an optimizer kind: the step of the plan's optimizer on one
 // variable (a full tensor or its shard), given the weight, its reduced gradient and
 // the optimizer's state tensors in the order planner/optimizer_kinds.h lists them.
-// Adding an optimizer kind adds a case here and its loop to the kernel table.
+// Each kind is one entry of the table in optimizer.cpp (the dtypes it accepts and its
+// step) with its loop in the kernel table (engine/kernels).
 #pragma once
 
 #include <cstddef>
@@ -9,8 +10,6 @@
 #include <span>
 
 #include "config/config.h"
-#include "engine/tensor/adam.h"
-#include "engine/tensor/sgd.h"
 
 namespace popkit::engine {
 
@@ -27,10 +26,11 @@ class OptimizerKernel {
   void step(const Kernels& k, float* w, const float* g, std::span<std::byte* const> state,
             std::span<const config::DType> dtypes, std::int64_t n, std::int64_t t) const;
 
+  struct Kind;  // one optimizer kind's entry (optimizer.cpp)
+
  private:
-  config::OptimizerType type_;
-  AdamParams adam_;
-  SgdParams sgd_;
+  config::Optimizer optimizer_;
+  const Kind* kind_;
 };
 
 }  // namespace popkit::engine

@@ -1,7 +1,9 @@
 // schemas/config.schema.json describes exactly the keys the loader accepts, every key
-// has a description, and the schema compiled into popplan is the file.
+// has a description, its enums and kind entries are the name and kind tables, and the
+// schema compiled into popplan is the file.
 #include "config/yaml/schema.h"
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <fstream>
 #include <functional>
@@ -11,7 +13,9 @@
 #include <sstream>
 
 #include "config/device_profile.h"
+#include "config/layer_kinds.h"
 #include "config/names.h"
+#include "config/optimizer_kinds.h"
 #include "config/yaml/keys.h"
 
 using namespace popkit::config;
@@ -131,6 +135,52 @@ BOOST_AUTO_TEST_CASE(schema_enums_are_the_name_tables) {
                                          ["oneOf"][1]["items"]["items"]["pattern"];
   const auto passes = strings(popkit::enum_names<Pass>());
   BOOST_TEST(item_pattern.ends_with("\\.(" + passes[0] + "|" + passes[1] + ")$"));
+}
+
+// A section whose keys depend on a kind has one if/then entry per kind in `allOf`: when
+// `type` is that kind (or absent, for the default kind), the kind's required keys are
+// required and every other kind's keys are refused, as the kind tables
+// (config/layer_kinds.h, config/optimizer_kinds.h) say and the loader does.
+template <typename Kinds>
+void check_kind_entries(const json& section, Kinds kinds,
+                        const std::vector<std::string_view>& all) {
+  const json& entries = section.at("allOf");
+  BOOST_TEST(entries.size() == kinds.size());
+  const std::string default_kind = section.at("properties").at("type").at("default");
+  for (const auto& kind : kinds) {
+    const std::string name(popkit::enum_name(kind.type));
+    BOOST_TEST_CONTEXT(name) {
+      const json* entry = nullptr;
+      for (const json& e : entries)
+        if (e.at("if").at("properties").at("type").at("const") == name) entry = &e;
+      BOOST_REQUIRE(entry != nullptr);
+      // Without `required: [type]` the condition holds when type is absent.
+      BOOST_TEST(entry->at("if").contains("required") == (name != default_kind));
+      std::vector<std::string> required, refused;
+      for (const auto& key : kind.keys)
+        if (key.required) required.emplace_back(key.name);
+      for (const std::string_view key : all) {
+        const bool own = std::any_of(kind.keys.begin(), kind.keys.end(),
+                                     [&](const auto& k) { return k.name == key; });
+        if (!own) refused.emplace_back(key);
+      }
+      const json& then = entry->at("then");
+      BOOST_TEST(then.value("required", std::vector<std::string>{}) == required,
+                 boost::test_tools::per_element());
+      std::vector<std::string> schema_refused;
+      for (const json& r : then.at("not").at("anyOf"))
+        schema_refused.push_back(r.at("required").at(0));
+      BOOST_TEST(schema_refused == refused, boost::test_tools::per_element());
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(schema_kind_entries_are_the_kind_tables) {
+  const json schema = json::parse(read(kSchemaPath));
+  check_kind_entries(schema["properties"]["model"]["properties"]["layers"]["items"],
+                     layer_kind_rules(), layer_kind_keys());
+  check_kind_entries(schema["properties"]["training"]["properties"]["optimizer"],
+                     optimizer_kind_rules(), optimizer_kind_keys());
 }
 
 BOOST_AUTO_TEST_CASE(compiled_schema_is_the_file) {

@@ -1,12 +1,13 @@
 // Plan files: to_json / from_json round trip, validation against
-// schemas/plan.schema.json (Debian's python3-jsonschema), and errors that name the file
-// and the field.
+// schemas/plan.schema.json (Debian's python3-jsonschema) and its optimizer entries
+// against the kind tables, and errors that name the file and the field.
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 
 #include "base/error.h"
+#include "config/optimizer_kinds.h"
 #include "planner/build.h"
 #include "planner/plan_json.h"
 #include "tests/planner/configs.h"
@@ -91,6 +92,28 @@ BOOST_AUTO_TEST_CASE(written_plans_validate_against_the_schema) {
       "sys.exit(1 if bad else 0)' " +
       schema + files;
   BOOST_TEST(std::system(cmd.c_str()) == 0);
+}
+
+// The plan schema's optimizer has one if/then entry per optimizer kind, requiring
+// exactly the keys plan files write for it (the kind's keys, config/optimizer_kinds.h).
+BOOST_AUTO_TEST_CASE(schema_optimizer_entries_are_the_kind_tables) {
+  std::ifstream in(POPKIT_SOURCE_DIR "/schemas/plan.schema.json");
+  const json optimizer = json::parse(in)["properties"]["optimizer"];
+  const auto kinds = popkit::config::optimizer_kind_rules();
+  BOOST_TEST(optimizer["allOf"].size() == kinds.size());
+  for (const auto& kind : kinds) {
+    const std::string name(popkit::enum_name(kind.type));
+    std::vector<std::string> keys;
+    for (const auto& key : kind.keys) keys.emplace_back(key.name);
+    bool found = false;
+    for (const json& entry : optimizer["allOf"]) {
+      if (entry["if"]["properties"]["type"]["const"] != name) continue;
+      found = true;
+      BOOST_TEST(entry["then"]["required"].get<std::vector<std::string>>() == keys,
+                 boost::test_tools::per_element());
+    }
+    BOOST_TEST(found, "no plan schema entry for optimizer " << name);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(another_version_is_refused) {
