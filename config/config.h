@@ -83,6 +83,9 @@ struct Remote {
 
 enum class ExecutionMode { kPhased, kStandard };
 enum class IoMode { kCompute, kIo, kIoOverlapped };
+// When a phase's remote weights are loaded (PopART's ExecutionPhaseIOSchedule): at the
+// start of the phase that uses them, or during the phase before (Preload).
+enum class IoSchedule { kOnDemand, kPreload };
 enum class Pass { kForward, kBackward };
 
 // One item of an explicit phase: `fc1.forward` or `fc1.backward` (the backward item
@@ -101,7 +104,8 @@ struct Execution {
   // layer's backward in the same phase as, and right after, its forward.
   std::vector<std::vector<PhaseItem>> phases;
   IoMode io_mode = IoMode::kCompute;
-  std::int64_t io_tiles = 0;  // > 0 when io_mode is io or io_overlapped
+  std::int64_t io_tiles = 0;                       // > 0 when io_mode is io or io_overlapped
+  IoSchedule io_schedule = IoSchedule::kOnDemand;  // preload: phased mode only
 };
 
 enum class OptimizerType { kAdam, kSgd };

@@ -16,6 +16,8 @@ constexpr NameArray<ExecutionMode, 2> kModes{
     {{ExecutionMode::kPhased, "phased"}, {ExecutionMode::kStandard, "standard"}}};
 constexpr NameArray<IoMode, 3> kIoModes{
     {{IoMode::kCompute, "compute"}, {IoMode::kIo, "io"}, {IoMode::kIoOverlapped, "io_overlapped"}}};
+constexpr NameArray<IoSchedule, 2> kIoSchedules{
+    {{IoSchedule::kOnDemand, "on_demand"}, {IoSchedule::kPreload, "preload"}}};
 constexpr NameArray<Pass, 2> kPasses{{{Pass::kForward, "forward"}, {Pass::kBackward, "backward"}}};
 constexpr NameArray<OptimizerType, 2> kOptimizerTypes{
     {{OptimizerType::kAdam, "adam"}, {OptimizerType::kSgd, "sgd"}}};
@@ -45,6 +47,9 @@ NameTable<ExecutionMode> name_table(ExecutionMode) {
 }
 NameTable<IoMode> name_table(IoMode) {
   return kIoModes;
+}
+NameTable<IoSchedule> name_table(IoSchedule) {
+  return kIoSchedules;
 }
 NameTable<Pass> name_table(Pass) {
   return kPasses;

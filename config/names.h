@@ -15,6 +15,7 @@ NameTable<Loss> name_table(Loss);
 NameTable<RetrievalMode> name_table(RetrievalMode);
 NameTable<ExecutionMode> name_table(ExecutionMode);
 NameTable<IoMode> name_table(IoMode);
+NameTable<IoSchedule> name_table(IoSchedule);
 NameTable<Pass> name_table(Pass);
 NameTable<OptimizerType> name_table(OptimizerType);
 NameTable<DType> name_table(DType);

@@ -333,6 +333,18 @@ class Checker final : public RuleChecks {
                 fmt::format("io_tiles {} is ignored with io_mode compute", e.io_tiles));
       }
     }
+    if (e.io_schedule == IoSchedule::kPreload && ok("execution.io_schedule") &&
+        ok("execution.mode") && ok("remote.weights")) {
+      if (e.mode == ExecutionMode::kStandard) {
+        error("execution.io_schedule",
+              "preload loads the next phase's weights during the current phase, so it needs "
+              "execution.mode: phased; standard mode runs one phase");
+      } else if (!c_.remote.weights) {
+        warning("execution.io_schedule",
+                "preload is ignored without remote.weights: true (the weights stay on device, "
+                "nothing is loaded)");
+      }
+    }
     if (e.phases_auto || !ok("execution.phases")) return;
     if (e.mode == ExecutionMode::kStandard && ok("execution.mode")) {
       error("execution.phases",

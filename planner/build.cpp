@@ -107,6 +107,9 @@ class Builder {
     } else {
       for (std::size_t p = 0; p < phases.size(); ++p) build_phase(names[p], phases[p], false);
     }
+    if (c_.execution.io_schedule == config::IoSchedule::kPreload &&
+        c_.execution.mode == ExecutionMode::kPhased)
+      preload_next_phase_loads();
     finish();
     return std::move(p_);
   }
@@ -979,6 +982,105 @@ class Builder {
       alloc(pre_, slot);
       repeat_tensors_.push_back(slot);
     }
+  }
+
+  // ---- execution.io_schedule: preload ----
+
+  // PopART's Preload IO schedule: the remote weights a phase loads before its compute
+  // loop are loaded during the phase before instead, so the load can overlap that
+  // phase's compute. Each moved load gets a tensor of its own (the home's name with
+  // ".preload" and the parity of the phase that uses it), as the phase before may be
+  // using the home's tensor itself (fc2 and fc3 share "inner.weight.shard"); the ops of
+  // the using phase read it under that name up to its free. The moved alloc and load go
+  // to the start of the phase before, so the memory walk plans them there: the loaded
+  // bytes are live one phase longer. Same values, same order of arithmetic: the weights
+  // are bitwise those of on_demand.
+  void preload_next_phase_loads() {
+    for (std::size_t p = 1; p < p_.phases.size(); ++p) {
+      std::vector<Op>& ops = p_.phases[p].ops;
+      std::vector<Op> moved;
+      std::vector<std::pair<int, int>> renamed;  // (home tensor, preload tensor)
+      std::vector<Op> kept;
+      kept.reserve(ops.size());
+      bool before_loop = true;
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        const Op& o = ops[i];
+        if (o.kind == OpKind::kRepeat) before_loop = false;
+        const bool weight_load =
+            before_loop && o.kind == OpKind::kRemoteLoad && o.entry >= 0 &&
+            p_.buffers[static_cast<std::size_t>(o.buffer)].cls == TensorClass::kWeights &&
+            !kept.empty() && kept.back().kind == OpKind::kAlloc &&
+            planner::the_tensor(kept.back()) == planner::the_tensor(o) &&
+            !stores_to(p_.phases[p - 1].ops, o.buffer, o.entry);
+        if (!weight_load) {
+          kept.push_back(o);
+          continue;
+        }
+        const int home = planner::the_tensor(o);
+        const DeviceTensor d = p_.tensors[static_cast<std::size_t>(home)];
+        const int next =
+            tensor(fmt::format("{}.preload{}", d.name, p % 2), d.cls, d.dtype, d.shape);
+        kept.pop_back();  // the alloc moves with the load
+        for (OpKind kind : {OpKind::kAlloc, OpKind::kRemoteLoad}) {
+          Op m = kind == OpKind::kAlloc ? op(kind, tname(next)) : o;
+          set_tensor(m, next);
+          if (kind == OpKind::kRemoteLoad)
+            m.label =
+                fmt::format("{}[{}] -> {}", p_.buffers[static_cast<std::size_t>(o.buffer)].name,
+                            o.entry, tname(next));
+          m.preload = true;
+          moved.push_back(std::move(m));
+        }
+        renamed.emplace_back(home, next);
+      }
+      if (moved.empty()) continue;
+      for (const auto& [home, next] : renamed) {
+        bool freed = false;
+        for (auto& o : kept) rename_until_free(o, home, next, freed);
+      }
+      ops = std::move(kept);
+      std::vector<Op>& before = p_.phases[p - 1].ops;
+      before.insert(before.begin(), std::make_move_iterator(moved.begin()),
+                    std::make_move_iterator(moved.end()));
+    }
+  }
+
+  // Whether `ops` store to the entry: a load moved before that store would read the old
+  // value (no phase stores weights the next one uses, but the check keeps it so).
+  static bool stores_to(const std::vector<Op>& ops, int buffer, std::int64_t entry) {
+    return std::any_of(ops.begin(), ops.end(), [&](const Op& o) {
+      return (o.kind == OpKind::kRemoteStore && o.buffer == buffer && o.entry == entry) ||
+             stores_to(o.body, buffer, entry);
+    });
+  }
+
+  // Replaces `from` by `to` in the op's operands (and its body's) until the free of
+  // `from`, which is renamed too and sets `freed`.
+  void rename_until_free(Op& o, int from, int to, bool& freed) {
+    if (freed) return;
+    bool renamed = false;
+    for (auto* list : {&o.inputs, &o.outputs, &o.state})
+      for (int& t : *list)
+        if (t == from) t = to, renamed = true;
+    if (renamed) o.label = relabel(o.label, tname(from), tname(to));
+    for (Op& inner : o.body) rename_until_free(inner, from, to, freed);
+    if (o.kind == OpKind::kFree && renamed) freed = true;
+  }
+
+  // The label with the whole word `from` (between spaces or the ends) replaced by `to`.
+  static std::string relabel(const std::string& label, const std::string& from,
+                             const std::string& to) {
+    std::string out;
+    std::size_t at = 0;
+    while (at <= label.size()) {
+      std::size_t end = label.find(' ', at);
+      if (end == std::string::npos) end = label.size();
+      const std::string word = label.substr(at, end - at);
+      out += word == from ? to : word;
+      if (end < label.size()) out += ' ';
+      at = end + 1;
+    }
+    return out;
   }
 
   // ---- memory, cost, fit ----

@@ -198,6 +198,11 @@ struct Op {
   int buffer = -1;
   std::int64_t entry = -1;
   std::int64_t row = -1;
+  // execution.io_schedule: preload. The op (an alloc or remote_load of the next phase's
+  // weights) was moved from the start of the next phase into this one, so the load can
+  // overlap this phase's compute; the engine may run the load on its IO thread, and
+  // waits for it before the next phase.
+  bool preload = false;
   Stream stream = Stream::kImages;  // host ops
   // Collectives.
   ReplicaGrouping grouping;

@@ -35,6 +35,7 @@ json op_json(const Op& op) {
   put("buffer", op.buffer);
   put("entry", op.entry);
   put("row", op.row);
+  if (op.preload) j["preload"] = true;
   switch (op.kind) {
     case OpKind::kHostLoad:
     case OpKind::kHostStore:

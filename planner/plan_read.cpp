@@ -208,6 +208,7 @@ class Reader {
     o.buffer = small_or(j, path, "buffer", -1);
     o.entry = j.contains("entry") ? integer(j, path, "entry") : -1;
     o.row = j.contains("row") ? integer(j, path, "row") : -1;
+    o.preload = j.contains("preload") && boolean(j, path, "preload");
     if (j.contains("stream")) o.stream = enumeration<Stream>(j, path, "stream");
     if (j.contains("grouping")) o.grouping = grouping(j, path, "grouping");
     if (j.contains("shard_grouping")) o.shard_grouping = grouping(j, path, "shard_grouping");

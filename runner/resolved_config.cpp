@@ -99,6 +99,10 @@ json resolved_config_json(const config::Config& c) {
                        {"grouping", c.sharding.grouping},
                        {"weights", c.sharding.weights},
                        {"optimizer_state", c.sharding.optimizer_state}};
+  // Written only when not the default, so configs written before the key existed keep
+  // their hash (a checkpoint's config check).
+  if (c.execution.io_schedule != config::IoSchedule::kOnDemand)
+    out["execution"]["io_schedule"] = name(enum_name(c.execution.io_schedule));
   return out;
 }
 

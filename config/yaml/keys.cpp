@@ -41,7 +41,7 @@ const std::vector<Section>& sections() {
       {"variables", {"grouping", "retrieval_mode"}},
       {"sharding", {"enabled", "threshold", "grouping", "weights", "optimizer_state"}},
       {"remote", {"weights", "optimizer_state"}},
-      {"execution", {"mode", "phases", "io_mode", "io_tiles"}},
+      {"execution", {"mode", "phases", "io_mode", "io_tiles", "io_schedule"}},
       {"training",
        {"micro_batch_size", "gradient_accumulation", "epochs", "steps", "optimizer", "seed"}},
       {"training.optimizer", with_kind_keys(optimizer_keys(), optimizer_kind_keys())},

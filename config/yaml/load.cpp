@@ -500,6 +500,9 @@ class ConfigReader {
       d_.choice(*n, "execution.io_mode", execution.io_mode);
     }
     if (const auto* n = e.get("io_tiles")) d_.integer(*n, "execution.io_tiles", execution.io_tiles);
+    if (const auto* n = e.get("io_schedule")) {
+      d_.choice(*n, "execution.io_schedule", execution.io_schedule);
+    }
   }
 
   void read_phases(const YamlNode& node, Execution& execution) {

@@ -146,6 +146,22 @@ BOOST_AUTO_TEST_CASE(io_modes_need_io_tiles) {
              tt::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(preload_needs_phased_mode_and_remote_weights) {
+  BOOST_TEST(errors(kBase + "execution: {io_schedule: preload}\n") ==
+                 Messages{"execution.io_schedule: preload loads the next phase's weights during "
+                          "the current phase, so it needs execution.mode: phased; standard mode "
+                          "runs one phase"},
+             tt::per_element());
+  BOOST_TEST(warnings(kBase + "execution: {mode: phased, io_schedule: preload}\n") ==
+                 Messages{"execution.io_schedule: preload is ignored without remote.weights: "
+                          "true (the weights stay on device, nothing is loaded)"},
+             tt::per_element());
+  const std::string fine =
+      kBase + "remote: {weights: true}\nexecution: {mode: phased, io_schedule: preload}\n";
+  BOOST_TEST(errors(fine).empty());
+  BOOST_TEST(warnings(fine).empty());
+}
+
 BOOST_AUTO_TEST_CASE(remote_weights_need_phased_mode) {
   BOOST_TEST(errors(kBase + "remote: {weights: true}\n") ==
                  Messages{"remote.weights: remote weights need execution.mode: phased; standard "

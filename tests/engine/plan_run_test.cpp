@@ -218,6 +218,20 @@ BOOST_AUTO_TEST_CASE(sharding_modes_and_io_modes_are_bitwise_identical) {
            shard(c, 1);
            c.execution.io_mode = config::IoMode::kIo;
          }},
+        {"phased remote sharded, preload",
+         [](auto& c) {
+           c.execution.mode = config::ExecutionMode::kPhased;
+           c.remote = {true, true};
+           shard(c, 16);
+           c.execution.io_schedule = config::IoSchedule::kPreload;
+         }},
+        {"phased remote, preload, io_overlapped",
+         [](auto& c) {
+           c.execution.mode = config::ExecutionMode::kPhased;
+           c.remote = {true, false};
+           c.execution.io_schedule = config::IoSchedule::kPreload;
+           c.execution.io_mode = config::IoMode::kIoOverlapped;
+         }},
     };
     for (const auto& v : variants) {
       BOOST_TEST_CONTEXT(v.name << ", " << opt.name) {
@@ -497,6 +511,13 @@ BOOST_AUTO_TEST_CASE(measured_equals_planned_per_phase_replica_and_class) {
          c.remote = {true, true};
          c.execution.io_mode = config::IoMode::kIoOverlapped;
          c.training.optimizer.first_order_dtype = config::DType::kFloat16;
+       }},
+      {"phased remote sharded, preload",
+       [](auto& c) {
+         c.execution.mode = config::ExecutionMode::kPhased;
+         c.remote = {true, true};
+         shard(c, 16);
+         c.execution.io_schedule = config::IoSchedule::kPreload;
        }},
   };
   for (const auto& k : cases) {

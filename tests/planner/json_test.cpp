@@ -20,6 +20,9 @@ namespace {
 std::vector<Plan> sample_plans() {
   std::vector<Plan> plans;
   plans.push_back(build_plan(test::mnist_phased()));
+  auto preload = test::mnist_phased();
+  preload.execution.io_schedule = popkit::config::IoSchedule::kPreload;
+  plans.push_back(build_plan(preload));  // ops marked "preload"
   auto c = test::tiny_standard();
   plans.push_back(build_plan(c));
   c.remote.optimizer_state = true;

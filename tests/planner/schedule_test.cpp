@@ -268,4 +268,57 @@ BOOST_AUTO_TEST_CASE(explicit_phases_out_of_order_are_refused) {
   });
 }
 
+// execution.io_schedule: preload (PopART's Preload). The remote weights a phase loaded
+// before its compute loop are loaded in the phase before, into a tensor of their own;
+// the phase that uses them reads that tensor up to its free, and each phase's peak grows
+// by exactly the bytes it loads ahead.
+BOOST_AUTO_TEST_CASE(preload_moves_the_next_phases_weight_loads_into_the_phase_before) {
+  const Plan on_demand = build_plan(test::mnist_phased());
+  auto c = test::mnist_phased();
+  c.execution.io_schedule = popkit::config::IoSchedule::kPreload;
+  const Plan p = build_plan(c);
+  BOOST_REQUIRE(p.phases.size() == on_demand.phases.size());
+  auto loads_before_loop = [](const std::vector<Op>& ops) {
+    std::vector<std::string> out;
+    for (const Op& o : ops) {
+      if (o.kind == OpKind::kRepeat) break;
+      if (o.kind == OpKind::kRemoteLoad && !o.preload) out.push_back(o.label);
+    }
+    return out;
+  };
+  auto preloaded = [&](const Plan& plan, std::size_t ph) {
+    std::vector<std::string> out;
+    std::uint64_t bytes = 0;
+    for (const Op& o : plan.phases[ph].ops) {
+      if (!o.preload) continue;
+      if (o.kind == OpKind::kAlloc)
+        bytes += plan.tensors[static_cast<std::size_t>(o.outputs[0])].nbytes;
+      if (o.kind == OpKind::kRemoteLoad) out.push_back(o.label);
+    }
+    return std::make_pair(out, bytes);
+  };
+  const Lines first_loads = loads_before_loop(on_demand.phases[0].ops);
+  BOOST_TEST(loads_before_loop(p.phases[0].ops) == first_loads, boost::test_tools::per_element());
+  BOOST_TEST(preloaded(p, p.phases.size() - 1).first.empty());
+  std::size_t moved = 0;
+  for (std::size_t ph = 1; ph < p.phases.size(); ++ph) {
+    BOOST_TEST_CONTEXT("phase " << p.phases[ph].name) {
+      // Nothing left to load before the loop; what on_demand loaded there, the phase
+      // before loads, into "<home>.preload<parity>".
+      BOOST_TEST(loads_before_loop(p.phases[ph].ops).empty());
+      const auto [labels, bytes] = preloaded(p, ph - 1);
+      const Lines want = loads_before_loop(on_demand.phases[ph].ops);
+      BOOST_TEST(labels.size() == want.size());
+      for (std::size_t i = 0; i < std::min(labels.size(), want.size()); ++i)
+        BOOST_TEST(labels[i] == want[i] + ".preload" + std::to_string(ph % 2));
+      moved += labels.size();
+      BOOST_TEST(p.phases[ph - 1].memory.peak <= on_demand.phases[ph - 1].memory.peak + bytes);
+      BOOST_TEST(p.phases[ph - 1].memory.peak >= on_demand.phases[ph - 1].memory.peak);
+    }
+  }
+  // Weight and bias of fc2 forward, fc3 forward and fc4; the weight of fc3 backward and
+  // of fc2 backward (fc1 backward loads its weight after the loop, for the optimizer).
+  BOOST_TEST(moved == 8u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
