@@ -25,6 +25,7 @@
 #include "planner/optimizer_kinds.h"
 #include "planner/plan_text.h"
 #include "planner/sharding.h"
+#include "planner/workspace.h"
 
 namespace popkit::planner {
 namespace {
@@ -107,6 +108,7 @@ class Builder {
     } else {
       for (std::size_t p = 0; p < phases.size(); ++p) build_phase(names[p], phases[p], false);
     }
+    add_workspace(p_);  // the kernels' scratch, around the ops that need it
     finish();
     return std::move(p_);
   }
