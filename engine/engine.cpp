@@ -29,6 +29,7 @@
 #include "engine/tensor/optimizer.h"
 #include "planner/names.h"
 #include "planner/operands.h"
+#include "planner/workspace.h"
 
 namespace popkit::engine {
 
@@ -209,6 +210,12 @@ struct Engine::Impl {
       m_.in_column_blocks(rows_x_inner, n_cols, fn);
     }
     const Kernels& kernels() const override { return m_.kern; }
+    float* workspace() const override {
+      return op_.workspace >= 0 ? m_.f32(rep_, op_.workspace, s_, op_) : nullptr;
+    }
+    std::uint64_t workspace_bytes() const override {
+      return op_.workspace >= 0 ? m_.tensor(op_.workspace).nbytes : 0;
+    }
 
    private:
     Impl& m_;
@@ -454,22 +461,20 @@ struct Engine::Impl {
 
   // fn(j0, j1) over the columns [0, n_cols): in kColumnBlock blocks on the pool when one
   // replica has the threads and the GEMM is large enough (rows x inner x cols >= 2^18
-  // multiply-adds), else at once. The blocks depend on the shapes only.
+  // multiply-adds), else at once. The blocks depend on the shapes only
+  // (planner::column_blocks, which the workspace is sized by).
   template <typename Fn>
   void in_column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols, const Fn& fn) {
-    constexpr std::int64_t kMinWork = std::int64_t{1} << 18;
-    const std::int64_t n_blocks = (n_cols + kColumnBlock - 1) / kColumnBlock;
-    if (n_blocks < 2 || rows_x_inner * n_cols < kMinWork) {
+    const planner::ColumnBlocks cb = planner::column_blocks(rows_x_inner, n_cols);
+    if (cb.n == 1) {
       fn(0, n_cols);
       return;
     }
-    auto block = [&](std::int64_t k) {
-      fn(k * kColumnBlock, std::min(n_cols, (k + 1) * kColumnBlock));
-    };
+    auto block = [&](std::int64_t k) { fn(k * cb.width, std::min(n_cols, (k + 1) * cb.width)); };
     if (intra_op) {
-      pool->run(n_blocks, block);
+      pool->run(cb.n, block);
     } else {
-      for (std::int64_t k = 0; k < n_blocks; ++k) block(k);
+      for (std::int64_t k = 0; k < cb.n; ++k) block(k);
     }
   }
 

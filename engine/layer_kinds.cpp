@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "engine/tensor/dropout.h"
 #include "planner/operands.h"
+#include "planner/workspace.h"
 
 namespace popkit::engine {
 namespace {
@@ -15,6 +16,25 @@ using planner::LayerInfo;
 using planner::Op;
 
 // ---- linear: y = act(x W + b) ------------------------------------------------------
+
+// The op's workspace cut into its column blocks' regions (planner/workspace.h): the call
+// on the block starting at column j packs into region j / kColumnBlock. The plan sized
+// the workspace with the same functions; a smaller one is a bug in the plan.
+struct Regions {
+  Regions(const OpRun& run, const planner::OpWorkspace& need)
+      : base(run.workspace()), bytes(need.region_bytes) {
+    if (need.bytes() > run.workspace_bytes())
+      throw Error("the op's workspace holds {} bytes but its kernels need {}",
+                  run.workspace_bytes(), need.bytes());
+  }
+  [[nodiscard]] float* of(std::int64_t j0) const {
+    if (base == nullptr) return nullptr;
+    const auto region = static_cast<std::uint64_t>(j0 / planner::kColumnBlock);
+    return base + region * bytes / sizeof(float);
+  }
+  float* base;
+  std::uint64_t bytes;
+};
 
 void linear_check_forward(const Op& op, const LayerInfo& l, const OpChecks& c) {
   namespace fo = planner::forward_operand;
@@ -56,9 +76,10 @@ void linear_forward(const Op& op, const LayerInfo& l, const OpRun& run) {
   float* out = run.f32(op.outputs[fo::kOut]);
   float* pre = pre_t >= 0 ? run.f32(pre_t) : out;  // none kept: the activation in place
   const Kernels& k = run.kernels();
+  const Regions ws(run, planner::linear_forward_workspace(n, l.in_features, l.out_features));
   run.in_column_blocks(n * l.in_features, l.out_features, [&](std::int64_t j0, std::int64_t j1) {
     k.linear_act_forward_columns(l.activation, x, w, b, pre, out, n, l.in_features, l.out_features,
-                                 j0, j1);
+                                 j0, j1, ws.of(j0), ws.bytes);
   });
 }
 
@@ -70,13 +91,14 @@ void linear_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
   const std::int64_t s = run.repeat_step;
   const Kernels& k = run.kernels();
   float* dz = run.f32(dy);  // dz = dy act'(pre), in place in dy
+  const Regions ws(run, planner::linear_backward_workspace(n, in, out, dx_t >= 0));
   if (l.activation != config::Activation::kNone)
     k.activation_backward(l.activation, run.f32(op.inputs[bo::kPre]), dz, n * out);
   if (dx_t >= 0) {
     const float* w = run.f32(op.inputs[bo::kWeight]);
     float* dx = run.f32(dx_t);
     run.in_column_blocks(n * out, in, [&](std::int64_t i0, std::int64_t i1) {
-      k.linear_dx_columns(dz, w, dx, n, in, out, i0, i1);
+      k.linear_dx_columns(dz, w, dx, n, in, out, i0, i1, ws.of(i0), ws.bytes);
     });
   }
   // The running mean's g/(s+1) as x^T (dz/(s+1)): dz is no longer needed.
@@ -85,7 +107,7 @@ void linear_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
   float* gw = run.f32(op.state[bo::kGradWeight]);
   float* gb = run.f32(op.state[bo::kGradBias]);
   run.in_column_blocks(n * in, out, [&](std::int64_t j0, std::int64_t j1) {
-    k.linear_grad_columns(dz, x, gw, gb, n, in, out, s, j0, j1);
+    k.linear_grad_columns(dz, x, gw, gb, n, in, out, s, j0, j1, ws.of(j0), ws.bytes);
   });
 }
 

@@ -38,6 +38,10 @@ class OpRun {
       std::int64_t rows_x_inner, std::int64_t n_cols,
       const std::function<void(std::int64_t, std::int64_t)>& fn) const = 0;
   [[nodiscard]] virtual const Kernels& kernels() const = 0;
+  // The op's workspace (planner/workspace.h), 64-byte aligned, and its bytes; null and 0
+  // when the plan gives the op none.
+  [[nodiscard]] virtual float* workspace() const = 0;
+  [[nodiscard]] virtual std::uint64_t workspace_bytes() const = 0;
   // The random key of the op's rows (PopXL's seed input): training.seed, the optimizer
   // step being run (from 1), and the index in the global batch of the op's first row.
   std::uint64_t seed = 0;

@@ -25,6 +25,7 @@
 #include "planner/optimizer_kinds.h"
 #include "planner/plan_text.h"
 #include "planner/sharding.h"
+#include "planner/workspace.h"
 
 namespace popkit::planner {
 namespace {
@@ -110,6 +111,7 @@ class Builder {
     if (c_.execution.io_schedule == config::IoSchedule::kPreload &&
         c_.execution.mode == ExecutionMode::kPhased)
       preload_next_phase_loads();
+    add_workspace(p_);  // the kernels' scratch, around the ops that need it
     finish();
     return std::move(p_);
   }

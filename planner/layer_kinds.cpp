@@ -54,21 +54,50 @@ std::uint64_t dropout_backward_flops(const LayerInfo& l, std::uint64_t rows, boo
   return kDropoutFlops * rows * u(l.in_features);
 }
 
-const LayerKind kLinear{
-    config::LayerType::kLinear,
-    /*has_params=*/true,
-    /*keeps_width=*/false,
-    /*identity_in_eval=*/false, kParamForwardIn,      kParamForwardOut,     kParamBackwardIn, kDx,
-    kParamBackwardState,        linear_forward_flops, linear_backward_flops};
+// linear: Eigen's GEMM packs its operands (workspace.h).
+OpWorkspace linear_forward_ws(const LayerInfo& l, std::int64_t rows) {
+  return linear_forward_workspace(rows, l.in_features, l.out_features);
+}
+OpWorkspace linear_backward_ws(const LayerInfo& l, std::int64_t rows, bool dx) {
+  return linear_backward_workspace(rows, l.in_features, l.out_features, dx);
+}
+// dropout: elementwise, no scratch.
+OpWorkspace no_workspace(const LayerInfo&, std::int64_t) {
+  return {};
+}
+OpWorkspace no_backward_workspace(const LayerInfo&, std::int64_t, bool) {
+  return {};
+}
+
+const LayerKind kLinear{config::LayerType::kLinear,
+                        /*has_params=*/true,
+                        /*keeps_width=*/false,
+                        /*identity_in_eval=*/false,
+                        kParamForwardIn,
+                        kParamForwardOut,
+                        kParamBackwardIn,
+                        kDx,
+                        kParamBackwardState,
+                        linear_forward_flops,
+                        linear_backward_flops,
+                        linear_forward_ws,
+                        linear_backward_ws};
 
 // Inverted dropout: scaled by 1 / (1 - rate) in training, the identity in evaluation.
 // The mask is drawn again in backward from the same key, never stored.
-const LayerKind kDropout{
-    config::LayerType::kDropout,
-    /*has_params=*/false,
-    /*keeps_width=*/true,
-    /*identity_in_eval=*/true,   kIn, kOut, kDy, kDx, {}, dropout_forward_flops,
-    dropout_backward_flops};
+const LayerKind kDropout{config::LayerType::kDropout,
+                         /*has_params=*/false,
+                         /*keeps_width=*/true,
+                         /*identity_in_eval=*/true,
+                         kIn,
+                         kOut,
+                         kDy,
+                         kDx,
+                         {},
+                         dropout_forward_flops,
+                         dropout_backward_flops,
+                         no_workspace,
+                         no_backward_workspace};
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "planner/plan.h"
+#include "planner/workspace.h"
 
 namespace popkit::planner {
 
@@ -29,6 +30,10 @@ struct LayerKind {
   // the input's gradient.
   std::uint64_t (*forward_flops)(const LayerInfo& layer, std::uint64_t rows);
   std::uint64_t (*backward_flops)(const LayerInfo& layer, std::uint64_t rows, bool dx);
+  // The kernels' scratch of one forward or backward op on `rows` samples
+  // (planner/workspace.h); none for a kind whose kernels need none.
+  OpWorkspace (*forward_workspace)(const LayerInfo& layer, std::int64_t rows);
+  OpWorkspace (*backward_workspace)(const LayerInfo& layer, std::int64_t rows, bool dx);
 };
 
 const LayerKind& layer_kind(config::LayerType type);

@@ -75,12 +75,14 @@ OpSignature op_signature(const Op& op, const Plan& plan);
 // The single tensor of alloc, free, zero, remote and host loads and stores, all_reduce.
 [[nodiscard]] int the_tensor(const Op& op);
 
-// fn(tensor, position name) over every operand in use (>= 0): inputs, outputs, state.
+// fn(tensor) over every operand in use (>= 0): inputs, outputs, state, then the
+// workspace, which must be live around the op like any operand.
 template <typename Fn>
 void for_each_operand(const Op& op, Fn&& fn) {
   for (const auto* list : {&op.inputs, &op.outputs, &op.state})
     for (int t : *list)
       if (t >= 0) fn(t);
+  if (op.workspace >= 0) fn(op.workspace);
 }
 
 }  // namespace popkit::planner

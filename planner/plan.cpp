@@ -4,12 +4,13 @@
 namespace popkit::planner {
 namespace {
 
-constexpr NameArray<TensorClass, 5> kTensorClasses{{
+constexpr NameArray<TensorClass, 6> kTensorClasses{{
     {TensorClass::kWeights, "weights"},
     {TensorClass::kGradAccumulators, "gradient_accumulators"},
     {TensorClass::kOptimizerState, "optimizer_state"},
     {TensorClass::kActivations, "activations"},
     {TensorClass::kIoSlots, "io_slots"},
+    {TensorClass::kWorkspace, "workspace"},
 }};
 constexpr NameArray<OpKind, 16> kOpKinds{{
     {OpKind::kAlloc, "alloc"},

@@ -39,8 +39,9 @@ enum class TensorClass {
   kOptimizerState,    // Adam first and second moments
   kActivations,       // values computed per micro-batch and kept for backward
   kIoSlots,           // tensors that receive host or remote streams inside a repeat loop
+  kWorkspace,         // the kernels' scratch (GEMM packing), live around the op that uses it
 };
-inline constexpr std::size_t kNumTensorClasses = 5;
+inline constexpr std::size_t kNumTensorClasses = 6;
 using ClassBytes = std::array<std::uint64_t, kNumTensorClasses>;  // indexed by TensorClass
 
 // A tensor on the device of every replica. Ops name device tensors by index.
@@ -190,6 +191,10 @@ struct Op {
   std::vector<int> inputs;
   std::vector<int> outputs;
   std::vector<int> state;
+  // The kernels' scratch (planner/workspace.h): a kWorkspace tensor the op may overwrite
+  // freely, allocated just before the op (before the repeat that holds it) and freed just
+  // after; -1 when the op's kernels need none.
+  int workspace = -1;
 
   // Attributes.
   int layer = -1;     // kForward kBackward kOptimizerStep
@@ -263,7 +268,7 @@ struct HostMemory {
 };
 
 struct Plan {
-  int version = 2;  // of the plan file format (planner/plan_read.cpp)
+  int version = 3;  // of the plan file format (planner/plan_read.cpp)
   std::string name;
   Program program = Program::kTrain;
   std::int64_t replication_factor = 1;

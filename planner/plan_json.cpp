@@ -56,6 +56,7 @@ json op_json(const Op& op) {
   }
   put("layer", op.layer);
   put("variable", op.variable);
+  put("workspace", op.workspace);
   if (op.kind == OpKind::kRepeat) {
     j["steps"] = op.steps;
     j["io_mode"] = name_of(op.io_mode);

@@ -29,7 +29,8 @@ namespace {
 using nlohmann::json;
 
 // 2: ops name their tensors in inputs, outputs and state lists (planner/operands.h).
-constexpr int kPlanVersion = 2;
+// 3: the workspace class and an op's workspace tensor (planner/workspace.h).
+constexpr int kPlanVersion = 3;
 
 // Values quoted in an error message are cut to this many bytes, so a message stays a line.
 constexpr std::size_t kMaxShown = 40;
@@ -215,6 +216,7 @@ class Reader {
     if (j.contains("reduce")) o.reduce = enumeration<ReduceOp>(j, path, "reduce");
     o.layer = small_or(j, path, "layer", -1);
     o.variable = small_or(j, path, "variable", -1);
+    o.workspace = small_or(j, path, "workspace", -1);
     if (o.kind == OpKind::kRepeat) {
       o.steps = integer(j, path, "steps");
       o.io_mode = enumeration<IoMode>(j, path, "io_mode");

@@ -293,8 +293,8 @@ void print_plan(std::ostream& stream, const Plan& plan) {
 
   out.put("\nMemory per replica\n");
   TextTable mem({"Phase", "Peak", "Always live", "Not always live", "Weights", "Grad acc",
-                 "Optimizer", "Activations", "IO slots", "Est. time"},
-                {false, true, true, true, true, true, true, true, true, true});
+                 "Optimizer", "Activations", "IO slots", "Workspace", "Est. time"},
+                {false, true, true, true, true, true, true, true, true, true, true});
   for (std::size_t p = 0; p < plan.phases.size(); ++p) {
     const Phase& ph = plan.phases[p];
     std::vector<std::string> row{fmt::format("{}: {}", p + 1, ph.name),

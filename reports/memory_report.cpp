@@ -36,12 +36,40 @@ std::string source_title(const Source& s) {
                      s.record.plan.execution_mode);
 }
 
+// The classes of the memory table, keyed by the class's name in plan and run files.
+// Workspace (the kernels' scratch) only when some phase has any.
+const std::vector<std::pair<planner::TensorClass, std::string>>& class_columns() {
+  static const std::vector<std::pair<planner::TensorClass, std::string>> kColumns{
+      {planner::TensorClass::kWeights, "Weights"},
+      {planner::TensorClass::kGradAccumulators, "Grad accumulators"},
+      {planner::TensorClass::kOptimizerState, "Optimizer state"},
+      {planner::TensorClass::kActivations, "Activations"},
+      {planner::TensorClass::kIoSlots, "IO slots"},
+      {planner::TensorClass::kWorkspace, "Workspace"}};
+  return kColumns;
+}
+
+std::uint64_t workspace_of(const Memory& m) {
+  return m.by_class[static_cast<std::size_t>(planner::TensorClass::kWorkspace)];
+}
+
+bool any_workspace(const std::vector<PhaseRecord>& phases) {
+  for (const PhaseRecord& ph : phases) {
+    if (workspace_of(ph.planned) != 0) return true;
+    for (const Memory& m : ph.measured)
+      if (workspace_of(m) != 0) return true;
+  }
+  return false;
+}
+
 std::vector<Cell> memory_cells(const std::string& phase, const std::string& source, const Memory& m,
-                               const Memory* planned) {
+                               const Memory* planned, bool workspace) {
   std::vector<Cell> row{Cell{phase, {}}, Cell{source, {}}, bytes_cell(m.always_live),
                         bytes_cell(m.not_always_live), bytes_cell(m.peak)};
   if (planned) row.push_back(source == "planned" ? Cell{} : diff_cell(m.peak, planned->peak));
-  for (std::uint64_t b : m.by_class) row.push_back(bytes_cell(b));
+  for (const auto& [cls, title] : class_columns())
+    if (workspace || cls != planner::TensorClass::kWorkspace)
+      row.push_back(bytes_cell(m.by_class[static_cast<std::size_t>(cls)]));
   return row;
 }
 
@@ -67,15 +95,10 @@ Table phase_table(const Source& s, bool eval) {
                {"not_always_live", "Not-always-live", true},
                {"peak", "Peak", true}};
   if (run) t.columns.push_back({"peak_vs_plan", "Δ peak", true});
-  // A column per tensor class, keyed by the class's name in plan and run files.
-  for (const auto& [cls, title] : std::vector<std::pair<planner::TensorClass, std::string>>{
-           {planner::TensorClass::kWeights, "Weights"},
-           {planner::TensorClass::kGradAccumulators, "Grad accumulators"},
-           {planner::TensorClass::kOptimizerState, "Optimizer state"},
-           {planner::TensorClass::kActivations, "Activations"},
-           {planner::TensorClass::kIoSlots, "IO slots"}}) {
-    t.columns.push_back({std::string(planner::tensor_class_name(cls)), title, true});
-  }
+  const bool workspace = any_workspace(phases);
+  for (const auto& [cls, title] : class_columns())
+    if (workspace || cls != planner::TensorClass::kWorkspace)
+      t.columns.push_back({std::string(planner::tensor_class_name(cls)), title, true});
   bool identical = true;
   for (const PhaseRecord& ph : phases) identical = identical && all_equal(ph.measured);
   const std::size_t n_replicas = run && !phases.empty() ? phases.front().measured.size() : 0;
@@ -84,14 +107,14 @@ Table phase_table(const Source& s, bool eval) {
   }
   for (const PhaseRecord& ph : phases) {
     const Memory* planned = run ? &ph.planned : nullptr;
-    t.rows.push_back(memory_cells(ph.name, "planned", ph.planned, planned));
+    t.rows.push_back(memory_cells(ph.name, "planned", ph.planned, planned, workspace));
     if (!run || ph.measured.empty()) continue;
     if (identical) {
-      t.rows.push_back(memory_cells(ph.name, "measured", ph.measured.front(), planned));
+      t.rows.push_back(memory_cells(ph.name, "measured", ph.measured.front(), planned, workspace));
     } else {
       for (std::size_t r = 0; r < ph.measured.size(); ++r) {
-        t.rows.push_back(
-            memory_cells(ph.name, fmt::format("measured r{}", r), ph.measured[r], planned));
+        t.rows.push_back(memory_cells(ph.name, fmt::format("measured r{}", r), ph.measured[r],
+                                      planned, workspace));
       }
     }
   }

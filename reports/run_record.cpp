@@ -23,9 +23,9 @@ namespace {
 using nlohmann::json;
 
 constexpr std::array<planner::TensorClass, planner::kNumTensorClasses> kClasses{
-    planner::TensorClass::kWeights, planner::TensorClass::kGradAccumulators,
+    planner::TensorClass::kWeights,        planner::TensorClass::kGradAccumulators,
     planner::TensorClass::kOptimizerState, planner::TensorClass::kActivations,
-    planner::TensorClass::kIoSlots};
+    planner::TensorClass::kIoSlots,        planner::TensorClass::kWorkspace};
 
 json memory_to_json(const Memory& m) {
   json by_class = json::object();
@@ -45,8 +45,10 @@ Memory memory_from_json(const JsonReader& r) {
   m.peak = r.bytes("peak");
   const JsonReader by_class = r.object("by_class");
   for (const planner::TensorClass c : kClasses) {
-    m.by_class[static_cast<std::size_t>(c)] =
-        by_class.bytes(std::string(planner::tensor_class_name(c)));
+    const std::string key(planner::tensor_class_name(c));
+    // Run files from before the workspace class (issue 14 item 5) have no such key: 0.
+    if (c == planner::TensorClass::kWorkspace && !by_class.has(key)) continue;
+    m.by_class[static_cast<std::size_t>(c)] = by_class.bytes(key);
   }
   return m;
 }

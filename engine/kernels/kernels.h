@@ -23,16 +23,20 @@ struct SgdParams;
 struct Kernels {
   const char* level;         // "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4" or "native"
   const char* instructions;  // what the level adds, for --version: "AVX-512", ...
-  // layers.h, on float.
+  // layers.h, on float. The linear kernels pack their GEMM operands into `workspace`
+  // (64-byte aligned), which must hold planner/workspace.h's linear_*_call_workspace
+  // bytes for the call; it may be null when that is 0.
   void (*linear_act_forward_columns)(config::Activation act, const float* x, const float* w,
                                      const float* b, float* pre, float* out, std::int64_t n,
                                      std::int64_t in, std::int64_t n_out, std::int64_t j0,
-                                     std::int64_t j1);
+                                     std::int64_t j1, float* workspace,
+                                     std::uint64_t workspace_bytes);
   void (*linear_grad_columns)(const float* dz, const float* x, float* gw, float* gb, std::int64_t n,
                               std::int64_t in, std::int64_t n_out, std::int64_t s, std::int64_t j0,
-                              std::int64_t j1);
+                              std::int64_t j1, float* workspace, std::uint64_t workspace_bytes);
   void (*linear_dx_columns)(const float* dz, const float* w, float* dx, std::int64_t n,
-                            std::int64_t in, std::int64_t n_out, std::int64_t i0, std::int64_t i1);
+                            std::int64_t in, std::int64_t n_out, std::int64_t i0, std::int64_t i1,
+                            float* workspace, std::uint64_t workspace_bytes);
   void (*activation_backward)(config::Activation act, const float* pre, float* dy, std::int64_t n);
   float (*softmax_cross_entropy)(const float* logits, const float* labels, float* dlogits,
                                  std::int64_t n, std::int64_t classes);
@@ -43,10 +47,13 @@ struct Kernels {
                            std::int64_t t, const AdamParams& p);
   // sgd.h; b (the momentum buffer) is null without momentum.
   void (*sgd_step)(float* w, const float* g, float* b, std::int64_t n, const SgdParams& p);
-  // Elementwise: x[i] += y[i];  out[i] = x[i] + y[i];  x[i] /= d.
-  void (*add)(float* x, const float* y, std::int64_t n);
-  void (*sum)(float* out, const float* x, const float* y, std::int64_t n);
+  // Elementwise: x[i] /= d.
   void (*divide)(float* x, float d, std::int64_t n);
+  // The collectives' reduction, one pass, no scratch: out[i] = ((x[0][o + i] + x[1][o + i])
+  // + ...) / d for i in [0, n), terms in order; d == 1 divides nothing. `out` may be any
+  // x[k] + o: each element is read from every term before it is written.
+  void (*reduce)(float* out, const float* const* x, std::int64_t n_terms, std::int64_t o,
+                 std::int64_t n, float d);
 };
 
 // Every level compiled into this binary, lowest first.

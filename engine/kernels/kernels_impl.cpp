@@ -22,16 +22,17 @@ namespace {
 
 void forward(config::Activation act, const float* x, const float* w, const float* b, float* pre,
              float* out, std::int64_t n, std::int64_t in, std::int64_t n_out, std::int64_t j0,
-             std::int64_t j1) {
-  linear_act_forward_columns<float>(act, x, w, b, pre, out, n, in, n_out, j0, j1);
+             std::int64_t j1, float* ws, std::uint64_t ws_bytes) {
+  linear_act_forward_columns<float>(act, x, w, b, pre, out, n, in, n_out, j0, j1, ws, ws_bytes);
 }
 void grad(const float* dz, const float* x, float* gw, float* gb, std::int64_t n, std::int64_t in,
-          std::int64_t n_out, std::int64_t s, std::int64_t j0, std::int64_t j1) {
-  linear_grad_columns<float>(dz, x, gw, gb, n, in, n_out, s, j0, j1);
+          std::int64_t n_out, std::int64_t s, std::int64_t j0, std::int64_t j1, float* ws,
+          std::uint64_t ws_bytes) {
+  linear_grad_columns<float>(dz, x, gw, gb, n, in, n_out, s, j0, j1, ws, ws_bytes);
 }
 void dx(const float* dz, const float* w, float* dxp, std::int64_t n, std::int64_t in,
-        std::int64_t n_out, std::int64_t i0, std::int64_t i1) {
-  linear_dx_columns<float>(dz, w, dxp, n, in, n_out, i0, i1);
+        std::int64_t n_out, std::int64_t i0, std::int64_t i1, float* ws, std::uint64_t ws_bytes) {
+  linear_dx_columns<float>(dz, w, dxp, n, in, n_out, i0, i1, ws, ws_bytes);
 }
 void act_backward(config::Activation act, const float* pre, float* dy, std::int64_t n) {
   activation_backward<float>(act, pre, dy, n);
@@ -51,14 +52,29 @@ void adam_half(float* w, const float* g, void* m, float* v, std::int64_t n, std:
 void sgd(float* w, const float* g, float* b, std::int64_t n, const SgdParams& p) {
   sgd_step(w, g, b, n, p);
 }
-void add(float* x, const float* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
-}
-void sum(float* out, const float* x, const float* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
-}
 void divide(float* x, float d, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] /= d;
+}
+// In blocks of kB elements held in registers: every term of a block is read before the
+// block is written, so `out` may alias a term.
+void reduce(float* out, const float* const* x, std::int64_t n_terms, std::int64_t o, std::int64_t n,
+            float d) {
+  constexpr std::int64_t kB = 32;
+  std::int64_t i0 = 0;
+  for (; i0 + kB <= n; i0 += kB) {
+    float acc[kB];
+    for (std::int64_t i = 0; i < kB; ++i) acc[i] = x[0][o + i0 + i];
+    for (std::int64_t k = 1; k < n_terms; ++k)
+      for (std::int64_t i = 0; i < kB; ++i) acc[i] += x[k][o + i0 + i];
+    if (d != 1.0f)
+      for (std::int64_t i = 0; i < kB; ++i) acc[i] /= d;
+    for (std::int64_t i = 0; i < kB; ++i) out[i0 + i] = acc[i];
+  }
+  for (; i0 < n; ++i0) {
+    float acc = x[0][o + i0];
+    for (std::int64_t k = 1; k < n_terms; ++k) acc += x[k][o + i0];
+    out[i0] = d != 1.0f ? acc / d : acc;
+  }
 }
 
 }  // namespace
@@ -88,8 +104,7 @@ const popkit::engine::Kernels POPKIT_KERNEL_SYMBOL = {
     .adam_step = &popkit::engine::adam,
     .adam_step_half_m = &popkit::engine::adam_half,
     .sgd_step = &popkit::engine::sgd,
-    .add = &popkit::engine::add,
-    .sum = &popkit::engine::sum,
     .divide = &popkit::engine::divide,
+    .reduce = &popkit::engine::reduce,
 };
 }

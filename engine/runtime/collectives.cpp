@@ -3,7 +3,8 @@
 // messages, and counts every copy from one replica's buffer into another's as bytes the
 // one sent and the other received. Work runs over pieces of 64 KiB of each chunk, in
 // parallel on the engine's pool; every element is summed in replica order, so the result
-// is the same for any cut and any thread count.
+// is the same for any cut and any thread count. Sums are written straight into the
+// planned destination (no scratch outside the memory account).
 #include "engine/runtime/collectives.h"
 
 #include <algorithm>
@@ -63,16 +64,9 @@ class InProcessCollectives final : public Collectives {
       const std::int64_t owner = t.members[t.owner];
       float* own = t.dst[t.owner] + i0;
       // The owner receives the piece from every other member and sums in replica order,
-      // ((x_m0 + x_m1) + x_m2) ... [/ G]; summed in place when the owner is the first term,
-      // else through scratch, since its own term comes later in the order.
-      if (t.owner == 0) {
-        sum_into(own, t.src, i0, i1, op);
-      } else {
-        thread_local std::vector<float> scratch;
-        scratch.resize(static_cast<std::size_t>(kPiece));
-        sum_into(scratch.data(), t.src, i0, i1, op);
-        std::memcpy(own, scratch.data(), nbytes);
-      }
+      // ((x_m0 + x_m1) + x_m2) ... [/ G], in one pass into its own chunk (no scratch: each
+      // element is read from every term before it is written).
+      sum_into(own, t.src, i0, i1, op);
       for (const auto m : t.members) moved(m, owner, nbytes);
       // Then sends the result to every other member.
       for (std::size_t k = 0; k < t.dst.size(); ++k) {
@@ -191,7 +185,7 @@ class InProcessCollectives final : public Collectives {
   }
 
  private:
-  static constexpr std::int64_t kPiece = 16384;  // 64 KiB of float: the sums stay in L2
+  static constexpr std::int64_t kPiece = 16384;  // 64 KiB of float: a piece per task
 
   static std::size_t elem_size(DType t) { return static_cast<std::size_t>(planner::dtype_size(t)); }
 
@@ -234,23 +228,11 @@ class InProcessCollectives final : public Collectives {
   }
 
   // out[0, i1 - i0) = ((x_0 + x_1) + x_2) ... over elements [i0, i1) of every x, in
-  // replica order; divided by the number of terms for a mean. `out` may be x_0 + i0.
+  // replica order; divided by the number of terms for a mean. `out` may be any x_k + i0.
   static void sum_into(float* out, const std::vector<const float*>& x, std::int64_t i0,
                        std::int64_t i1, ReduceOp op) {
-    const std::int64_t n = i1 - i0;
-    const Kernels& kern = kernels();
-    std::size_t k = 1;
-    if (out == x[0] + i0) {
-      // in place in x_0
-    } else if (x.size() > 1) {
-      kern.sum(out, x[0] + i0, x[1] + i0, n);  // one pass, not a copy and then a sum
-      k = 2;
-    } else {
-      std::memcpy(out, x[0] + i0, static_cast<std::size_t>(n) * sizeof(float));
-    }
-    for (; k < x.size(); ++k) kern.add(out, x[k] + i0, n);
-    if (op == ReduceOp::kMean && x.size() > 1)  // x / 1 == x
-      kern.divide(out, static_cast<float>(x.size()), n);
+    const float d = op == ReduceOp::kMean && x.size() > 1 ? static_cast<float>(x.size()) : 1.0f;
+    kernels().reduce(out, x.data(), static_cast<std::int64_t>(x.size()), i0, i1 - i0, d);
   }
 
   // fn(task, i0, i1) over pieces of every task's `n` elements, on the pool when there is one.

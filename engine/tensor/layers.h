@@ -11,10 +11,14 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <type_traits>
 
+#include "base/error.h"
 #include "config/config.h"
+#include "planner/workspace.h"
 
 namespace popkit::engine {
 
@@ -160,10 +164,11 @@ void accumulate_running_mean(T* acc, const T* g, std::int64_t n, std::int64_t s)
 
 // ---- column blocks, for the engine's kernels -----------------------------------------
 // The engine runs a layer's GEMMs on blocks of output columns [j0, j1) so that one
-// replica can use several threads; the blocks are fixed by the shapes (kColumnBlock),
-// never by the thread count, so results do not depend on how many threads run them.
+// replica can use several threads; the blocks are fixed by the shapes (kColumnBlock,
+// planner/workspace.h), never by the thread count, so results do not depend on how many
+// threads run them.
 
-inline constexpr std::int64_t kColumnBlock = 128;
+inline constexpr std::int64_t kColumnBlock = planner::kColumnBlock;
 
 template <typename T>
 using StridedMap = Eigen::Map<RowMatrix<T>, 0, Eigen::OuterStride<>>;
@@ -176,12 +181,16 @@ using ConstStridedMap = Eigen::Map<const RowMatrix<T>, 0, Eigen::OuterStride<>>;
 // in vector registers. Each output element is summed in a fixed order (over k, or over
 // the rows r), so results depend on the shapes only.
 
-inline constexpr std::int64_t kSmallRows = 8;
+inline constexpr std::int64_t kSmallRows = planner::kSmallRows;
 
 namespace small {
 
 using Packet = Eigen::internal::packet_traits<float>::type;
 inline constexpr int kP = Eigen::internal::packet_traits<float>::size;
+// The planner sizes the workspace for the columns these kernels leave to the GEMM at
+// every packet width it knows.
+static_assert(std::ranges::find(planner::kPacketWidths, std::int64_t{kP}) !=
+              std::end(planner::kPacketWidths));
 
 // Rows of W fetched ahead of use by the kernels that walk down W's columns.
 inline constexpr std::int64_t kPrefetchRows = 16;
@@ -312,11 +321,60 @@ void with_rows(std::int64_t n, F&& f) {
 
 }  // namespace small
 
+// ---- the GEMM, packing into the op's workspace --------------------------------------
+// Eigen's blocked GEMM packs kc x mc blocks of one operand and kc x nc of the other; left
+// to itself it puts them on the stack (below 128 KiB) or the heap, outside the memory
+// account, with a blocking chosen from the machine's caches. Here the blocking is
+// planner::gemm_blocking's, fixed by the shapes, and the blocks live in the workspace
+// the plan allocates for the op (planner/workspace.h), which must hold
+// planner::gemm_workspace_bytes.
+
+template <typename T>
+class WorkspaceBlocking : public Eigen::internal::level3_blocking<T, T> {
+ public:
+  WorkspaceBlocking(const planner::GemmBlocking& b, T* workspace) {
+    this->m_kc = b.kc;
+    this->m_mc = b.mc;
+    this->m_nc = b.nc;
+    const auto a_bytes = static_cast<std::uint64_t>(b.kc * b.mc) * sizeof(T);
+    const std::uint64_t b_offset = (a_bytes + planner::kWorkspaceAlign - 1) /
+                                   planner::kWorkspaceAlign * planner::kWorkspaceAlign;
+    this->m_blockA = workspace;
+    this->m_blockB = workspace + b_offset / sizeof(T);
+  }
+};
+
+// C[rows, cols] = A B, or C += A B when `accumulate`; row-major with leading dimensions
+// lda, ldb, ldc. A is [rows, depth], stored as its transpose [depth, rows] when ATrans;
+// B is [depth, cols], stored as [cols, depth] when BTrans. Eigen runs it column-major:
+// C^T[cols, rows] = B^T A^T, inner size depth.
+template <bool ATrans, bool BTrans, typename T>
+void gemm(std::int64_t rows, std::int64_t cols, std::int64_t depth, const T* a, std::int64_t lda,
+          const T* b, std::int64_t ldb, T* c, std::int64_t ldc, bool accumulate, T* workspace,
+          std::uint64_t workspace_bytes) {
+  if (rows <= 0 || cols <= 0) return;
+  if (!accumulate)
+    for (std::int64_t i = 0; i < rows; ++i) std::fill(c + i * ldc, c + i * ldc + cols, T(0));
+  if (depth <= 0) return;
+  POPKIT_ASSERT(workspace != nullptr &&
+                reinterpret_cast<std::uintptr_t>(workspace) % planner::kWorkspaceAlign == 0 &&
+                planner::gemm_workspace_bytes(cols, depth, rows, sizeof(T)) <= workspace_bytes);
+  WorkspaceBlocking<T> blocking(planner::gemm_blocking(cols, depth, rows), workspace);
+  using Eigen::ColMajor;
+  using Eigen::RowMajor;
+  Eigen::internal::general_matrix_matrix_product<Eigen::Index, T, BTrans ? RowMajor : ColMajor,
+                                                 false, T, ATrans ? RowMajor : ColMajor, false,
+                                                 ColMajor, 1>::run(cols, rows, depth, b, ldb, a,
+                                                                   lda, c, 1, ldc, T(1), blocking,
+                                                                   nullptr);
+}
+
 // Columns [j0, j1) of pre = x W + b and out = act(pre) (out may be pre).
 template <typename T>
 void linear_act_forward_columns(config::Activation act, const T* x, const T* w, const T* b, T* pre,
                                 T* out, std::int64_t n, std::int64_t in, std::int64_t n_out,
-                                std::int64_t j0, std::int64_t j1) {
+                                std::int64_t j0, std::int64_t j1, T* workspace,
+                                std::uint64_t workspace_bytes) {
   std::int64_t j_small = j0;  // columns [j0, j_small) by the small-batch kernel
   if constexpr (std::is_same_v<T, float>) {
     if (n <= kSmallRows) {
@@ -324,12 +382,9 @@ void linear_act_forward_columns(config::Activation act, const T* x, const T* w, 
       small::with_rows(n, [&]<int N>() { small::forward<N>(x, w, pre, in, n_out, j0, j_small); });
     }
   }
-  if (j_small < j1) {
-    const std::int64_t m = j1 - j_small;
-    StridedMap<T> p(pre + j_small, n, m, Eigen::OuterStride<>(n_out));
-    p.noalias() = ConstMatrixMap<T>(x, n, in) *
-                  ConstStridedMap<T>(w + j_small, in, m, Eigen::OuterStride<>(n_out));
-  }
+  if (j_small < j1)
+    gemm<false, false>(n, j1 - j_small, in, x, in, w + j_small, n_out, pre + j_small, n_out, false,
+                       workspace, workspace_bytes);
   const std::int64_t m = j1 - j0;
   for (std::int64_t i = 0; i < n; ++i) {
     T* row = pre + i * n_out + j0;
@@ -345,7 +400,8 @@ void linear_act_forward_columns(config::Activation act, const T* x, const T* w, 
 // must already be divided by s+1 for s > 0.
 template <typename T>
 void linear_grad_columns(const T* dz, const T* x, T* gw, T* gb, std::int64_t n, std::int64_t in,
-                         std::int64_t n_out, std::int64_t s, std::int64_t j0, std::int64_t j1) {
+                         std::int64_t n_out, std::int64_t s, std::int64_t j0, std::int64_t j1,
+                         T* workspace, std::uint64_t workspace_bytes) {
   const T a = T(s) / T(s + 1);
   std::int64_t j_small = j0;  // columns [j0, j_small) by the small-batch kernel
   if constexpr (std::is_same_v<T, float>) {
@@ -357,14 +413,9 @@ void linear_grad_columns(const T* dz, const T* x, T* gw, T* gb, std::int64_t n, 
   }
   if (j_small < j1) {
     const std::int64_t m = j1 - j_small;
-    StridedMap<T> g(gw + j_small, in, m, Eigen::OuterStride<>(n_out));
-    const ConstStridedMap<T> dzm(dz + j_small, n, m, Eigen::OuterStride<>(n_out));
-    if (s == 0) {
-      g.noalias() = ConstMatrixMap<T>(x, n, in).transpose() * dzm;
-    } else {
-      g *= a;
-      g.noalias() += ConstMatrixMap<T>(x, n, in).transpose() * dzm;
-    }
+    if (s > 0) StridedMap<T>(gw + j_small, in, m, Eigen::OuterStride<>(n_out)) *= a;
+    gemm<true, false>(in, m, n, x, in, dz + j_small, n_out, gw + j_small, n_out, s > 0, workspace,
+                      workspace_bytes);
   }
   // Column sums in row order, in blocks held in registers; then acc = a acc + sum.
   constexpr std::int64_t kB = 64;
@@ -380,16 +431,16 @@ void linear_grad_columns(const T* dz, const T* x, T* gw, T* gb, std::int64_t n, 
 // Columns [i0, i1) of dx = dz W^T (dx [n, in]).
 template <typename T>
 void linear_dx_columns(const T* dz, const T* w, T* dx, std::int64_t n, std::int64_t in,
-                       std::int64_t n_out, std::int64_t i0, std::int64_t i1) {
+                       std::int64_t n_out, std::int64_t i0, std::int64_t i1, T* workspace,
+                       std::uint64_t workspace_bytes) {
   if constexpr (std::is_same_v<T, float>) {
     if (n <= kSmallRows && n_out % small::kP == 0) {
       small::with_rows(n, [&]<int N>() { small::dx<N>(dz, w, dx, in, n_out, i0, i1); });
       return;
     }
   }
-  StridedMap<T>(dx + i0, n, i1 - i0, Eigen::OuterStride<>(in)).noalias() =
-      ConstMatrixMap<T>(dz, n, n_out) *
-      ConstMatrixMap<T>(w + i0 * n_out, i1 - i0, n_out).transpose();
+  gemm<false, true>(n, i1 - i0, n_out, dz, n_out, w + i0 * n_out, n_out, dx + i0, in, false,
+                    workspace, workspace_bytes);
 }
 
 }  // namespace popkit::engine

@@ -184,7 +184,12 @@ BOOST_AUTO_TEST_CASE(an_evaluation_plan_holds_no_training_state) {
       BOOST_TEST(logits == 1);
       // Phased: a phase per linear layer, the dropout layer with the one after it.
       BOOST_TEST(eval.phases.size() == (mode == config::ExecutionMode::kPhased ? 3u : 1u));
-      BOOST_TEST(eval.peak_bytes < train.peak_bytes);
+      // No optimizer state and no gradients on the device in any phase.
+      for (const planner::Phase& ph : eval.phases) {
+        const auto& by = ph.memory.peak_by_class;
+        BOOST_TEST(by[static_cast<std::size_t>(planner::TensorClass::kOptimizerState)] == 0u);
+        BOOST_TEST(by[static_cast<std::size_t>(planner::TensorClass::kGradAccumulators)] == 0u);
+      }
     }
   }
 }

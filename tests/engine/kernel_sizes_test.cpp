@@ -17,6 +17,7 @@
 #include "engine/kernels/kernels.h"
 #include "engine/tensor/dropout.h"
 #include "engine/tensor/layers.h"
+#include "planner/workspace.h"
 #include "tests/support/kernel_check.h"
 
 using namespace popkit::engine;
@@ -67,6 +68,21 @@ std::vector<Split> splits(std::int64_t columns) {
           {"blocks", blocks, 0, columns},
           {"middle", {{third, columns - third}}, third, columns - third},
           {"last column", {{columns - 1, columns}}, columns - 1, columns}};
+}
+
+// ---- workspace -------------------------------------------------------------------------
+
+// The GEMM packed within the planned bound (planner/workspace.h), and, when it ran on
+// every column (more rows than the small-batch kernels take), filled the bound to its
+// last 64-byte line: the bound is exact, not merely safe.
+void check_workspace(Mismatches& m, const GuardedWorkspace& ws, std::int64_t n, std::int64_t j0,
+                     std::int64_t j1) {
+  if (!ws.guard_intact())
+    m.note(fmt::format("columns [{}, {}): the kernel wrote past its {} workspace bytes", j0, j1,
+                       ws.bytes()));
+  if (n > kSmallRows && ws.touched() + popkit::planner::kWorkspaceAlign <= ws.bytes())
+    m.note(fmt::format("columns [{}, {}): the kernel used {} of its {} workspace bytes", j0, j1,
+                       ws.touched(), ws.bytes()));
 }
 
 // ---- activations -----------------------------------------------------------------------
@@ -200,10 +216,14 @@ BOOST_AUTO_TEST_CASE(linear_forward_with_bias_and_activation) {
                                     << (run.in_place ? ", out = pre" : "")) {
           std::vector<float> pre(ref.size(), kUnwritten), out(pre);
           float* o = run.in_place ? pre.data() : out.data();
-          for (const auto& [j0, j1] : run.split.ranges)
-            k->linear_act_forward_columns(run.act, x.data(), w.data(), b.data(), pre.data(), o, n,
-                                          in, c, j0, j1);
           Mismatches m;
+          for (const auto& [j0, j1] : run.split.ranges) {
+            const GuardedWorkspace ws(
+                popkit::planner::linear_forward_call_workspace(n, in, j0, j1));
+            k->linear_act_forward_columns(run.act, x.data(), w.data(), b.data(), pre.data(), o, n,
+                                          in, c, j0, j1, ws.data(), ws.bytes());
+            check_workspace(m, ws, n, j0, j1);
+          }
           for (std::int64_t i = 0; i < n; ++i)
             for (std::int64_t j = 0; j < c; ++j) {
               const auto e = static_cast<std::size_t>(i * c + j);
@@ -259,11 +279,15 @@ BOOST_AUTO_TEST_CASE(linear_weight_and_bias_gradients_at_each_repeat_step) {
             std::fill(gb.begin(), gb.end(), kUnwritten);
           }
           const std::vector<float> gw_before(gw), gb_before(gb);
-          for (const auto& [j0, j1] : split->ranges)
-            k->linear_grad_columns(dz.data(), x.data(), gw.data(), gb.data(), n, in, c, s, j0, j1);
+          Mismatches m;
+          for (const auto& [j0, j1] : split->ranges) {
+            const GuardedWorkspace ws(popkit::planner::linear_grad_call_workspace(n, in, j0, j1));
+            k->linear_grad_columns(dz.data(), x.data(), gw.data(), gb.data(), n, in, c, s, j0, j1,
+                                   ws.data(), ws.bytes());
+            check_workspace(m, ws, n, j0, j1);
+          }
           // acc = a old + sum (old ignored at s = 0), within the tolerance of n + 1 terms.
           const double a = double(s) / double(s + 1);
-          Mismatches m;
           const auto check = [&](float got, float old, const Sum& sum, const char* what,
                                  std::int64_t r, std::int64_t j) {
             const double acc = s == 0 ? 0.0 : a * old;
@@ -307,9 +331,13 @@ BOOST_AUTO_TEST_CASE(linear_input_gradient) {
         BOOST_TEST_CONTEXT(k->level << ", n " << n << ", in " << in << ", out " << c << ", "
                                     << split.name) {
           std::vector<float> dx(ref.size(), kUnwritten);
-          for (const auto& [i0, i1] : split.ranges)
-            k->linear_dx_columns(dz.data(), w.data(), dx.data(), n, in, c, i0, i1);
           Mismatches m;
+          for (const auto& [i0, i1] : split.ranges) {
+            const GuardedWorkspace ws(popkit::planner::linear_dx_call_workspace(n, c, i0, i1));
+            k->linear_dx_columns(dz.data(), w.data(), dx.data(), n, in, c, i0, i1, ws.data(),
+                                 ws.bytes());
+            check_workspace(m, ws, n, i0, i1);
+          }
           for (std::int64_t i = 0; i < n; ++i)
             for (std::int64_t q = 0; q < in; ++q) {
               const auto e = static_cast<std::size_t>(i * in + q);
@@ -353,7 +381,8 @@ BOOST_AUTO_TEST_CASE(gradients_over_repeat_steps_are_their_mean) {
         for (std::int64_t s = 0; s < kSteps; ++s) {
           std::vector<float> dz(dzs[s]);
           if (s > 0) k->divide(dz.data(), static_cast<float>(s + 1), n * c);
-          k->linear_grad_columns(dz.data(), xs[s].data(), gw.data(), gb.data(), n, in, c, s, 0, c);
+          k->linear_grad_columns(dz.data(), xs[s].data(), gw.data(), gb.data(), n, in, c, s, 0, c,
+                                 any_workspace(), any_workspace_bytes());
         }
         const auto tol = [&](const Sum& sum) {
           return 2.0 * kSteps * sum_tolerance(n + 2, sum.magnitude);
@@ -396,15 +425,18 @@ BOOST_AUTO_TEST_CASE(activation_backward_and_elementwise) {
                           name(act), 0, i);
           }
         }
-        // Sums and quotients are correctly rounded: bit for bit.
-        std::vector<float> x(dy0), out(dy0.size(), kUnwritten);
-        k->add(x.data(), pre.data(), size);
-        k->sum(out.data(), dy0.data(), pre.data(), size);
+        // Sums and quotients are correctly rounded: bit for bit. The reduction's terms in
+        // order, ((a + b) + c) / 3, into a fresh output and in place in its second term.
+        std::vector<float> x(dy0), out(dy0.size(), kUnwritten), c = random_floats(size, 99);
+        const float* terms[] = {dy0.data(), pre.data(), c.data()};
+        k->reduce(out.data(), terms, 3, 0, size, 3.0f);
+        std::vector<float> in_place(pre);
+        const float* aliased[] = {dy0.data(), in_place.data(), c.data()};
+        k->reduce(in_place.data(), aliased, 3, 0, size, 1.0f);
         for (std::int64_t i = 0; i < size; ++i) {
-          m.same_bits(x[i], dy0[i] + pre[i], "add", 0, i);
-          m.same_bits(out[i], dy0[i] + pre[i], "sum", 0, i);
+          m.same_bits(out[i], ((dy0[i] + pre[i]) + c[i]) / 3.0f, "reduce", 0, i);
+          m.same_bits(in_place[i], (dy0[i] + pre[i]) + c[i], "reduce in place", 0, i);
         }
-        x = dy0;
         k->divide(x.data(), 7.0f, size);
         for (std::int64_t i = 0; i < size; ++i) m.same_bits(x[i], dy0[i] / 7.0f, "divide", 0, i);
         expect_none(m);

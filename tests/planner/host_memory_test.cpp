@@ -55,8 +55,8 @@ BOOST_AUTO_TEST_CASE(counted_by_hand) {
   std::uint64_t device = 0;
   for (const auto& t : plan.tensors) device += t.nbytes;
   // The evaluation engine beside training's: fc.weight 48, fc.bias 12, the images
-  // [2, 4] 32 and the logits [2, 3] 24 bytes.
-  BOOST_TEST(m.device == device + 48u + 12u + 32u + 24u);
+  // [2, 4] 32, the logits [2, 3] 24 bytes and the forward's GEMM workspace 128.
+  BOOST_TEST(m.device == device + 48u + 12u + 32u + 24u + 128u);
   // Global batch 4 x 5 + order 100 x 16 + max(evaluation, checkpoint):
   //   evaluation: fc.weight's copy 48 + its batch 4 x (4 + 1) + logits 4 x 3 x 4 = 116
   //   checkpoint: (weight, bias, Adam m and v) 15 x 4 x 3 + fc.weight's copy 48 = 228
@@ -65,7 +65,7 @@ BOOST_AUTO_TEST_CASE(counted_by_hand) {
   // checkpoint file while it is read (15 x 4 x 3, Adam's state too).
   const HostMemory e = estimate_host_memory(
       eval, nullptr, c, {DatasetSize{100, 4}, DatasetSize{10, 4}}, HostUse::kEvaluate);
-  BOOST_TEST(e.device == 48u + 12u + 32u + 24u);
+  BOOST_TEST(e.device == 48u + 12u + 32u + 24u + 128u);
   BOOST_TEST(e.datasets == 50u + 50u + 24u);  // the test set and its file while read
   BOOST_TEST(e.host_buffers == 60u + 180u);
   BOOST_TEST(m.overhead == kHostOverhead);

@@ -59,7 +59,7 @@ expect 2 "popreport: error: $tmp/huge.json: 5368709120 bytes, more than the 4294
 
 # Numbers a double cannot hold, and integers beyond 64 bits, name the file and the place.
 sed 's/"median": 640.0/"median": 1e999/' base.json >"$tmp/overflow.json"
-expect 2 "popreport: error: $tmp/overflow.json:205:15: number out of range: 1e999" \
+expect 2 "popreport: error: $tmp/overflow.json:214:15: number out of range: 1e999" \
   -- popreport throughput "$tmp/overflow.json"
 echo 1e999 >"$tmp/number.json"
 expect 2 "popreport: error: $tmp/number.json:1:1: number out of range: 1e999" -- popreport memory "$tmp/number.json"
@@ -69,8 +69,8 @@ expect 2 "popreport: error: $tmp/uint64.json: throughput.warmup_steps: 184467440
 sed '3s/"version": 1/"version": 4294967297/' base.json >"$tmp/version.json"
 expect 2 "popreport: error: $tmp/version.json: version: 4294967297 is newer than this build of popkit reads (1)" \
   -- popreport memory "$tmp/version.json"
-sed 's/^  "version": 2,$/  "version": 4294967297,/' quick_plan.json >"$tmp/plan_version.json"
-expect 2 "popreport: error: $tmp/plan_version.json: version: plan format 4294967297 is newer than this build reads (2)" \
+sed 's/^  "version": 3,$/  "version": 4294967297,/' quick_plan.json >"$tmp/plan_version.json"
+expect 2 "popreport: error: $tmp/plan_version.json: version: plan format 4294967297 is newer than this build reads (3)" \
   -- popreport memory "$tmp/plan_version.json"
 # Nesting a million deep (in the resolved config, which reports never look into) is
 # refused at the level too many, not by a stack overflow.

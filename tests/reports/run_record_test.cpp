@@ -82,6 +82,16 @@ BOOST_AUTO_TEST_CASE(fixtures_match_their_own_writer) {
   }
 }
 
+// Run files written before the workspace class (issue 14 item 5) read with none.
+BOOST_AUTO_TEST_CASE(run_files_without_workspace_read_as_zero) {
+  nlohmann::json j = r::read_json_file(data_dir() + "/base.json");
+  const r::RunRecord with = r::run_record_from_json(j, "base.json");
+  j["phases"][0]["planned_memory"]["by_class"].erase("workspace");
+  const r::RunRecord without = r::run_record_from_json(j, "base.json");
+  BOOST_TEST(without.phases[0].planned.by_class == with.phases[0].planned.by_class);
+  BOOST_TEST(without.phases[0].planned.by_class[5] == 0u);  // workspace
+}
+
 BOOST_AUTO_TEST_CASE(written_run_files_follow_the_schema) {
   const auto dir = std::filesystem::temp_directory_path() / "popkit_reports_run_record_test";
   std::filesystem::create_directories(dir);

@@ -10,17 +10,22 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "engine/kernels/kernels.h"
 #include "engine/tensor/init.h"
+#include "planner/workspace.h"
 
 namespace popkit::test {
 
@@ -80,5 +85,48 @@ struct Sum {
     magnitude += std::abs(term);
   }
 };
+
+// A kernel call's workspace of exactly `bytes` (64-byte aligned, as the engine's), filled
+// with a byte pattern and followed by a guard of the same pattern: a kernel that packs
+// past the planned bound (planner/workspace.h) changes the guard; `touched` is one past
+// the last byte it changed, so a test can also show that the bound is not loose.
+class GuardedWorkspace {
+ public:
+  static constexpr std::byte kFill{0xA5};
+  static constexpr std::size_t kGuard = 4096;
+
+  explicit GuardedWorkspace(std::uint64_t bytes)
+      : bytes_(bytes),
+        data_(static_cast<std::byte*>(::operator new (bytes + kGuard, std::align_val_t{64}))) {
+    std::fill(data_.get(), data_.get() + bytes + kGuard, kFill);
+  }
+  [[nodiscard]] float* data() const { return reinterpret_cast<float*>(data_.get()); }
+  [[nodiscard]] std::uint64_t bytes() const { return bytes_; }
+  [[nodiscard]] bool guard_intact() const {
+    return std::all_of(data_.get() + bytes_, data_.get() + bytes_ + kGuard,
+                       [](std::byte b) { return b == kFill; });
+  }
+  [[nodiscard]] std::uint64_t touched() const {
+    for (std::uint64_t i = bytes_ + kGuard; i > 0; --i)
+      if (data_.get()[i - 1] != kFill) return i;
+    return 0;
+  }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const { ::operator delete (p, std::align_val_t{64}); }
+  };
+  std::uint64_t bytes_;
+  std::unique_ptr<std::byte, Free> data_;
+};
+
+// A workspace large enough for any one call of the linear kernels.
+inline std::uint64_t any_workspace_bytes() {
+  return planner::gemm_workspace_bytes(planner::kGemmMc, planner::kGemmKc, planner::kGemmNc);
+}
+inline float* any_workspace() {
+  static const GuardedWorkspace ws(any_workspace_bytes());
+  return ws.data();
+}
 
 }  // namespace popkit::test

@@ -1,0 +1,97 @@
+// The kernels' scratch as planned memory (issue 14 item 5): what the engine's linear
+// kernels (engine/tensor/layers.h) need beyond the op's operands, and the pass that
+// gives every op that needs some a workspace tensor, allocated around the op. The
+// engine's kernels size themselves with these same functions, so the planned bytes are
+// an exact bound of what they touch, never a guess.
+//
+// The only shape-dependent scratch is the packing of a GEMM: C[m, n] (+)= A[m, k] B[k, n]
+// (column-major view, as Eigen's blocked GEMM sees it) packs a kc x mc block of A and a
+// kc x nc block of B, with kc = min(k, kGemmKc), mc = min(m, kGemmMc), nc = min(n, kGemmNc)
+// (the blocks are fixed by the shapes, never by the machine's caches). Fixed-size locals
+// (a 64-float column sum, a 256-float tanh block) are the kernels' stack frame, the
+// same for every shape, and not workspace.
+#pragma once
+
+#include <cstdint>
+
+#include "planner/plan.h"
+
+namespace popkit::planner {
+
+// A layer's GEMMs run on blocks of kColumnBlock output columns, one replica's blocks on
+// several threads when the work is at least kMinBlockedWork multiply-adds; otherwise on
+// the whole range at once. Each block packs into its own region of the workspace, so
+// the blocks may run on any number of threads.
+inline constexpr std::int64_t kColumnBlock = 128;
+inline constexpr std::int64_t kMinBlockedWork = std::int64_t{1} << 18;
+
+// Rows up to kSmallRows take the small-batch kernels, which stream W without packing;
+// they cover columns in multiples of 2 packets (forward, weight gradient), and the input
+// gradient when the layer's width is a multiple of a packet. kPacketWidths: the float
+// packet sizes of every kernel level (none, SSE/NEON, AVX2, AVX-512).
+inline constexpr std::int64_t kSmallRows = 8;
+inline constexpr std::int64_t kPacketWidths[] = {1, 4, 8, 16};
+
+inline constexpr std::int64_t kGemmKc = 256;
+inline constexpr std::int64_t kGemmMc = 128;
+inline constexpr std::int64_t kGemmNc = 256;
+inline constexpr std::uint64_t kWorkspaceAlign = 64;  // each packed block starts on a line
+
+struct GemmBlocking {
+  std::int64_t kc = 0, mc = 0, nc = 0;
+};
+// The blocking of a GEMM with C[m, n], inner size k (column-major view); all zero when
+// there is nothing to multiply.
+[[nodiscard]] GemmBlocking gemm_blocking(std::int64_t m, std::int64_t k, std::int64_t n);
+// The bytes its packed blocks take, each rounded up to kWorkspaceAlign: its scratch.
+[[nodiscard]] std::uint64_t gemm_workspace_bytes(std::int64_t m, std::int64_t k, std::int64_t n,
+                                                 std::uint64_t scalar_bytes = 4);
+
+// How a GEMM over n_cols output columns with rows x inner multiply-adds per column is cut:
+// `n` calls of `width` columns (the last one may be narrower).
+struct ColumnBlocks {
+  std::int64_t n = 1;
+  std::int64_t width = 0;
+};
+[[nodiscard]] ColumnBlocks column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols);
+
+// One op's workspace: `regions` regions of `region_bytes`, one per column block; the
+// call on block b packs into region b.
+struct OpWorkspace {
+  std::uint64_t region_bytes = 0;
+  std::int64_t regions = 0;
+  [[nodiscard]] std::uint64_t bytes() const {
+    return region_bytes * static_cast<std::uint64_t>(regions);
+  }
+};
+
+// The scratch of one call of the linear kernels over columns [j0, j1), n rows:
+//  forward: pre[:, j0:j1] = x[n, in] W[:, j0:j1]     (columns j of pre and W)
+//  grad:    gw[:, j0:j1] (+)= x^T dz[:, j0:j1]       (columns j of gw and dz)
+//  dx:      dx[:, j0:j1] = dz[n, out] W[j0:j1, :]^T  (columns j of dx, rows of W)
+// The small-batch kernels' share is excluded for every packet width, so the bytes are
+// the largest any kernel level needs.
+[[nodiscard]] std::uint64_t linear_forward_call_workspace(std::int64_t n, std::int64_t in,
+                                                          std::int64_t j0, std::int64_t j1);
+[[nodiscard]] std::uint64_t linear_grad_call_workspace(std::int64_t n, std::int64_t in,
+                                                       std::int64_t j0, std::int64_t j1);
+[[nodiscard]] std::uint64_t linear_dx_call_workspace(std::int64_t n, std::int64_t out,
+                                                     std::int64_t j0, std::int64_t j1);
+
+// A linear layer's forward and backward ops on n rows: the forward's GEMM, or the
+// larger of the backward's two (dx, when computed, then the weight gradient; they run
+// one after the other and share the regions).
+[[nodiscard]] OpWorkspace linear_forward_workspace(std::int64_t n, std::int64_t in,
+                                                   std::int64_t out);
+[[nodiscard]] OpWorkspace linear_backward_workspace(std::int64_t n, std::int64_t in,
+                                                    std::int64_t out, bool dx);
+
+// The workspace bytes an op needs (0 for most kinds).
+[[nodiscard]] std::uint64_t op_workspace_bytes(const Op& op, const Plan& plan);
+
+// Gives every top-level op of every phase that needs workspace (a repeat: the largest
+// need of its body) a kWorkspace tensor of that size, allocated just before it and freed
+// just after; the op (or the repeat's body ops that need it) name it in Op::workspace.
+void add_workspace(Plan& plan);
+
+}  // namespace popkit::planner
