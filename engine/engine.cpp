@@ -131,6 +131,11 @@ struct Engine::Impl {
     std::vector<std::vector<float>> logits;  // per repeat step (evaluation plans)
     // Time of this replica's ops in the current segment, by category (its own thread).
     std::array<double, kNumOpCategories> segment_seconds{};
+    // execution.io_schedule: preload, on the IO thread: this replica's piece of the
+    // phase's preload loads is in flight, and the time it took (written by the IO thread
+    // before the wait that reads it).
+    bool preload_posted = false;
+    double preload_seconds = 0.0;
     std::exception_ptr error;  // the first failure in the current segment ...
     std::size_t error_at = 0;  // ... and its position (step-major, then op)
     // Updated by compute threads and the IO thread: relaxed atomics.
@@ -149,7 +154,13 @@ struct Engine::Impl {
   // /sys on every call, and a phased step asks once per repeat.
   int n_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::size_t current_phase = 0;  // the phase being run, for per-phase timings
-  std::unique_ptr<IoQueue> io;    // io_overlapped, made at first use
+  std::unique_ptr<IoQueue> io;    // io_overlapped and preload, made at first use
+  // Per phase, its preload loads (top-level ops marked preload) and their bytes; whether
+  // the current phase runs them on the IO thread, and that thread's job for them.
+  std::vector<std::vector<const Op*>> preloads;
+  std::vector<std::uint64_t> preload_bytes;
+  bool preload_on_io_thread = false;
+  std::function<void(std::int64_t)> preload_job;
   std::shared_ptr<Collectives> collectives;
   std::vector<std::unique_ptr<Replica>> replicas;
   std::optional<OptimizerKernel> optimizer;
@@ -705,6 +716,17 @@ struct Engine::Impl {
       std::size_t at = 0;
       for (std::int64_t s = s0; s < s1; ++s) {
         for (const Op* op : ops) {
+          if (preload_on_io_thread && op->preload && op->kind == OpKind::kRemoteLoad) {
+            // The phase's preload loads go to the IO thread as one piece, posted at the
+            // first of them (the planner puts their allocs before them), waited for at
+            // the phase's end (finish_preloads).
+            if (!rep.preload_posted) {
+              io->post(r, preload_job, r);
+              rep.preload_posted = true;
+            }
+            ++at;
+            continue;
+          }
           const auto t0 = Clock::now();
           try {
             run_local(*op, r, s);
@@ -877,6 +899,7 @@ struct Engine::Impl {
     };
 
     if (!io) io = std::make_unique<IoQueue>(n_replicas);
+    finish_preloads();  // a slot holds one piece at a time
     // The IO thread's job: piece s of replica r, as one argument.
     const std::function<void(std::int64_t)> piece_job = [&](std::int64_t arg) {
       io_piece(arg % n_replicas, arg / n_replicas);
@@ -966,7 +989,10 @@ struct Engine::Impl {
         const auto t0 = Clock::now();
         current_phase = p;
         for (auto& rep : replicas) rep->sampler.begin(rep->account);
+        preload_on_io_thread = !preloads[p].empty() && use_io_thread(preload_bytes[p]);
+        if (preload_on_io_thread && !io) io = std::make_unique<IoQueue>(n_replicas);
         run_ops(phase.ops, true);
+        finish_preloads();
         timings.phase_seconds[p] += seconds_since(t0);
         for (std::size_t r = 0; r < replicas.size(); ++r) {
           const auto& m = replicas[r]->sampler.memory();
@@ -975,12 +1001,55 @@ struct Engine::Impl {
         }
       }
     } catch (...) {
+      try {
+        finish_preloads();  // a piece in flight writes this engine's memory
+      } catch (...) {       // the first error stands
+      }
       batches = nullptr;
       throw;
     }
     batches = nullptr;
     ++timings.steps;
     timings.step_seconds.push_back(seconds_since(t_step));
+  }
+
+  // execution.io_schedule: preload. Which ops each phase loads ahead, and the IO thread's
+  // job for them: replica r's preload loads of the current phase, timed.
+  void index_preloads() {
+    preloads.assign(plan.phases.size(), {});
+    preload_bytes.assign(plan.phases.size(), 0);
+    for (std::size_t p = 0; p < plan.phases.size(); ++p)
+      for (const Op& op : plan.phases[p].ops)
+        if (op.preload && op.kind == OpKind::kRemoteLoad) {
+          preloads[p].push_back(&op);
+          preload_bytes[p] += tensor(planner::the_tensor(op)).nbytes;
+        }
+    preload_job = [this](std::int64_t r) {
+      Replica& rep = *replicas[static_cast<std::size_t>(r)];
+      const auto t0 = Clock::now();
+      for (const Op* op : preloads[current_phase]) run_local(*op, r, 0);
+      rep.preload_seconds = seconds_since(t0);
+    };
+  }
+
+  // Waits for the preload pieces in flight; their time counts as remote IO (the slowest
+  // replica's, on top of the compute it overlapped). The first error is rethrown.
+  void finish_preloads() {
+    std::exception_ptr first;
+    double slowest = 0.0;
+    for (std::int64_t r = 0; r < n_replicas; ++r) {
+      Replica& rep = *replicas[static_cast<std::size_t>(r)];
+      if (!rep.preload_posted) continue;
+      rep.preload_posted = false;
+      try {
+        io->wait(r);
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+      slowest = std::max(slowest, rep.preload_seconds);
+    }
+    if (slowest > 0.0) add_seconds(OpCategory::kRemote, slowest);
+    if (first) std::rethrow_exception(first);
   }
 
   void need_program(planner::Program want, const char* what) const {
@@ -1085,6 +1154,7 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
   m.check_plan();
   m.n_replicas = m.plan.replication_factor;
   m.arena_bytes = device_arena_bytes(m.plan);
+  m.index_preloads();
   int threads = m.options.n_threads;
   if (threads <= 0) threads = m.n_cores;
   // R >= threads: one replica per thread, each single-threaded. One replica: its GEMMs

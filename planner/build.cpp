@@ -1000,7 +1000,9 @@ class Builder {
   void preload_next_phase_loads() {
     for (std::size_t p = 1; p < p_.phases.size(); ++p) {
       std::vector<Op>& ops = p_.phases[p].ops;
-      std::vector<Op> moved;
+      // The allocs go first, then the loads: the engine may hand the loads to its IO
+      // thread as one piece, whose tensors must all be allocated by then.
+      std::vector<Op> moved_allocs, moved;
       std::vector<std::pair<int, int>> renamed;  // (home tensor, preload tensor)
       std::vector<Op> kept;
       kept.reserve(ops.size());
@@ -1023,19 +1025,21 @@ class Builder {
         const int next =
             tensor(fmt::format("{}.preload{}", d.name, p % 2), d.cls, d.dtype, d.shape);
         kept.pop_back();  // the alloc moves with the load
-        for (OpKind kind : {OpKind::kAlloc, OpKind::kRemoteLoad}) {
-          Op m = kind == OpKind::kAlloc ? op(kind, tname(next)) : o;
-          set_tensor(m, next);
-          if (kind == OpKind::kRemoteLoad)
-            m.label =
-                fmt::format("{}[{}] -> {}", p_.buffers[static_cast<std::size_t>(o.buffer)].name,
-                            o.entry, tname(next));
-          m.preload = true;
-          moved.push_back(std::move(m));
-        }
+        Op a = op(OpKind::kAlloc, tname(next));
+        set_tensor(a, next);
+        a.preload = true;
+        moved_allocs.push_back(std::move(a));
+        Op l = o;
+        set_tensor(l, next);
+        l.label = fmt::format("{}[{}] -> {}", p_.buffers[static_cast<std::size_t>(o.buffer)].name,
+                              o.entry, tname(next));
+        l.preload = true;
+        moved.push_back(std::move(l));
         renamed.emplace_back(home, next);
       }
       if (moved.empty()) continue;
+      moved.insert(moved.begin(), std::make_move_iterator(moved_allocs.begin()),
+                   std::make_move_iterator(moved_allocs.end()));
       for (const auto& [home, next] : renamed) {
         bool freed = false;
         for (auto& o : kept) rename_until_free(o, home, next, freed);
