@@ -19,7 +19,6 @@
 #include "base/error.h"
 #include "engine/kernels/kernels.h"
 #include "engine/layer_kinds.h"
-#include "engine/runtime/device_arena.h"
 #include "engine/runtime/float_mode.h"
 #include "engine/runtime/memory_account.h"
 #include "engine/runtime/remote_store.h"
@@ -27,6 +26,7 @@
 #include "engine/tensor/init.h"
 #include "engine/tensor/layers.h"
 #include "engine/tensor/optimizer.h"
+#include "planner/device_layout.h"
 #include "planner/names.h"
 #include "planner/operands.h"
 #include "planner/workspace.h"
@@ -117,11 +117,11 @@ void normalize_pixels(const std::uint8_t* pixels, std::size_t n, double mean, do
 
 struct Engine::Impl {
   struct Replica {
-    // The replica's device memory, one block (runtime/device_arena.h): a tensor lives at
+    // The replica's device memory, one block (planner/device_layout.h): a tensor lives at
     // the offset first fit gives its alloc, so the step loop neither allocates nor faults
     // pages in, and the bytes a phase touches are about its planned peak.
     AlignedBuffer block;
-    std::optional<FirstFit> fit;
+    std::optional<planner::FirstFit> fit;
     std::vector<std::byte*> tensors;     // by plan tensor index; null when not live
     std::vector<std::uint64_t> offsets;  // in `block`, of the live tensors
     MemoryAccount account;
@@ -501,7 +501,7 @@ struct Engine::Impl {
         const std::uint64_t at = rep.fit->allocate(d.nbytes);
         // The block was sized by replaying this plan's allocs and frees; only a plan the
         // replay skipped (an alloc of a live tensor) could get here.
-        if (at == FirstFit::kNone)
+        if (at == planner::FirstFit::kNone)
           throw Error("{}, op '{}': no room for tensor '{}' ({} bytes) in the replica's {} bytes",
                       where, op.label, d.name, d.nbytes, arena_bytes);
         rep.offsets[static_cast<std::size_t>(t)] = at;
@@ -1153,7 +1153,7 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
   m.optimizer.emplace(m.plan.optimizer);
   m.check_plan();
   m.n_replicas = m.plan.replication_factor;
-  m.arena_bytes = device_arena_bytes(m.plan);
+  m.arena_bytes = planner::device_block_bytes(m.plan);
   m.index_preloads();
   int threads = m.options.n_threads;
   if (threads <= 0) threads = m.n_cores;
@@ -1171,7 +1171,7 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
     rep->block = AlignedBuffer(m.arena_bytes);
     rep->fit.emplace(m.arena_bytes);
     rep->tensors.resize(m.plan.tensors.size(), nullptr);
-    rep->offsets.resize(m.plan.tensors.size(), FirstFit::kNone);
+    rep->offsets.resize(m.plan.tensors.size(), planner::FirstFit::kNone);
     rep->store = std::make_unique<RemoteStore>(m.plan.buffers);
     m.replicas.push_back(std::move(rep));
   }

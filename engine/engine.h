@@ -141,7 +141,7 @@ class Engine {
 
   [[nodiscard]] const planner::Plan& plan() const;
   [[nodiscard]] int n_threads() const;
-  // The bytes of each replica's device memory block (runtime/device_arena.h): the planned
+  // The bytes of each replica's device memory block (planner/device_layout.h): the planned
   // peak plus what first fit and alignment add.
   [[nodiscard]] std::uint64_t device_block_bytes() const;
 

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "planner/device_layout.h"
 #include "planner/optimizer_kinds.h"
 #include "planner/plan_text.h"
 
@@ -56,12 +57,9 @@ std::uint64_t datasets_bytes(const Plan& plan, const config::Config& config,
   return add(add(train, test), extra);
 }
 
-// An engine allocates every device tensor of its plan, and keeps each freed one's memory
-// for its next allocation.
+// An engine holds one block of device memory per replica (device_layout.h).
 std::uint64_t device_bytes(const Plan& plan) {
-  std::uint64_t per_replica = 0;
-  for (const DeviceTensor& t : plan.tensors) per_replica = add(per_replica, t.nbytes);
-  return mul(per_replica, u(plan.replication_factor));
+  return mul(device_block_bytes(plan), u(plan.replication_factor));
 }
 
 std::uint64_t image_bytes(const Plan& plan) {

@@ -48,9 +48,8 @@ enum class HostUse {
 //              the file bytes while a split is read (IDX) or the class prototypes
 //              (synthetic, 8 bytes a pixel a class)
 //   streaming  R x streaming_bytes of each plan (the remote buffers, zero-filled)
-//   device     R x the bytes of every device tensor of each plan: an engine keeps a
-//              freed tensor's memory for its next allocation, so after the first step
-//              all of them are resident, not only the peak's
+//   device     R x the device memory block of each plan (device_layout.h): the planned
+//              peak plus first fit's fragmentation, resident after the first step
 //   host       the global batch gathered for the engine, the epoch's sample order
 //              (8 bytes a training sample, twice while the next epoch's is made), and the
 //              larger of evaluating (a variable's float copy on its way to the
@@ -68,8 +67,8 @@ HostMemory estimate_host_memory(const Plan& plan, const Plan* eval, const config
 // examples/mnist.yaml and mnist_offchip_optimizer.yaml peaks 11 and 17 MiB above their
 // other parts, of which 9 and 12 MiB are freed memory the allocator's per-thread arenas
 // keep (MALLOC_ARENA_MAX=1 drops it). With 20 MiB every example's estimate is above its
-// measured peak: with the evaluation engine counted, mnist.yaml 90.4 MiB for 66.0 MiB,
-// mnist_offchip_optimizer 111.0 for 80.9 (/usr/bin/time -v, 50 steps).
+// measured peak: with the evaluation engine counted, mnist.yaml 73.9 MiB for 53.7 MiB,
+// mnist_offchip_optimizer 97.8 for 67.6 (/usr/bin/time -v, 50 steps).
 inline constexpr std::uint64_t kHostOverhead = 20ull << 20;
 
 // "74.66 GiB (datasets 73.11 GiB, streaming memory 10.02 MiB, device memory 19.58 MiB,

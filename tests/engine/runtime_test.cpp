@@ -15,7 +15,6 @@
 
 #include "base/error.h"
 #include "engine/runtime/collectives.h"
-#include "engine/runtime/device_arena.h"
 #include "engine/runtime/float_mode.h"
 #include "engine/runtime/memory_account.h"
 #include "engine/runtime/remote_store.h"
@@ -473,28 +472,6 @@ BOOST_AUTO_TEST_CASE(memory_account_and_sampler) {
   BOOST_TEST(s.memory().peak_by_class[static_cast<std::size_t>(TensorClass::kActivations)] == 50u);
   BOOST_TEST(a.peak() == 180u);
   BOOST_TEST(a.live() == 180u);
-}
-
-BOOST_AUTO_TEST_CASE(first_fit_takes_the_lowest_free_range_and_merges_neighbours) {
-  FirstFit fit(1024);
-  const auto a = fit.allocate(100), b = fit.allocate(64), c = fit.allocate(1), d = fit.allocate(0);
-  BOOST_TEST(a == 0u);    // 100 rounds up to 128
-  BOOST_TEST(b == 128u);  // offsets stay 64-byte aligned
-  BOOST_TEST(c == 192u);
-  BOOST_TEST(d == 256u);  // an empty tensor still gets its own address
-  BOOST_TEST(fit.allocate(1024) == FirstFit::kNone);
-  fit.release(b, 64);
-  BOOST_TEST(fit.allocate(128) == 320u);  // the hole at 128 is too small: the first fit after
-  BOOST_TEST(fit.allocate(64) == 128u);   // but a range that fits takes the hole
-  fit.release(128, 64);
-  fit.release(a, 100);  // merges with the free range after it: 0..192 is one range now
-  BOOST_TEST(fit.allocate(192) == 0u);
-  BOOST_TEST(fit.high_water() == 448u);
-  fit.release(0, 192);
-  fit.release(c, 1);
-  fit.release(d, 0);
-  fit.release(320, 128);  // every range back: one free range of the whole block again
-  BOOST_TEST(fit.allocate(1024) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(thread_pool_runs_every_task_once) {

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "configs.h"
 #include "planner/build.h"
+#include "planner/device_layout.h"
 
 using namespace popkit;
 using namespace popkit::planner;
@@ -52,11 +53,12 @@ BOOST_AUTO_TEST_CASE(counted_by_hand) {
   BOOST_TEST(m.datasets == 500u + 50u + 524u);
   BOOST_TEST(m.datasets_counted);
   BOOST_TEST(m.streaming == 0u);  // standard mode, nothing remote
-  std::uint64_t device = 0;
-  for (const auto& t : plan.tensors) device += t.nbytes;
-  // The evaluation engine beside training's: fc.weight 48, fc.bias 12, the images
-  // [2, 4] 32, the logits [2, 3] 24 bytes and the forward's GEMM workspace 128.
-  BOOST_TEST(m.device == device + 48u + 12u + 32u + 24u + 128u);
+  // Each engine's device memory block (device_layout.h). The evaluation engine's: fc.weight
+  // 48, fc.bias 12, the images [2, 4] 32, the logits [2, 3] 24 bytes and the forward's
+  // GEMM workspace 128, all live at once, each at a 64-byte aligned offset.
+  BOOST_TEST(device_block_bytes(eval) == 64u + 64u + 64u + 64u + 128u);
+  BOOST_TEST(device_block_bytes(plan) >= plan.peak_bytes);
+  BOOST_TEST(m.device == device_block_bytes(plan) + device_block_bytes(eval));
   // Global batch 4 x 5 + order 100 x 16 + max(evaluation, checkpoint):
   //   evaluation: fc.weight's copy 48 + its batch 4 x (4 + 1) + logits 4 x 3 x 4 = 116
   //   checkpoint: (weight, bias, Adam m and v) 15 x 4 x 3 + fc.weight's copy 48 = 228
@@ -65,7 +67,7 @@ BOOST_AUTO_TEST_CASE(counted_by_hand) {
   // checkpoint file while it is read (15 x 4 x 3, Adam's state too).
   const HostMemory e = estimate_host_memory(
       eval, nullptr, c, {DatasetSize{100, 4}, DatasetSize{10, 4}}, HostUse::kEvaluate);
-  BOOST_TEST(e.device == 48u + 12u + 32u + 24u + 128u);
+  BOOST_TEST(e.device == device_block_bytes(eval));
   BOOST_TEST(e.datasets == 50u + 50u + 24u);  // the test set and its file while read
   BOOST_TEST(e.host_buffers == 60u + 180u);
   BOOST_TEST(m.overhead == kHostOverhead);
@@ -83,10 +85,7 @@ BOOST_AUTO_TEST_CASE(device_and_streaming_memory_count_every_replica) {
   const Plan eval = build_plan(c, Program::kEval);
   const HostMemory m = estimate_host_memory(plan, &eval, c, {});
   BOOST_TEST(m.streaming == 2 * (plan.streaming_bytes + eval.streaming_bytes));
-  std::uint64_t device = 0;
-  for (const auto& t : plan.tensors) device += t.nbytes;
-  for (const auto& t : eval.tensors) device += t.nbytes;
-  BOOST_TEST(m.device == 2 * device);
+  BOOST_TEST(m.device == 2 * (device_block_bytes(plan) + device_block_bytes(eval)));
   // Data read from files is not known to the planner.
   BOOST_TEST(!m.datasets_counted);
   BOOST_TEST(m.datasets == 0u);

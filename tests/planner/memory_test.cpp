@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "planner/build.h"
+#include "planner/device_layout.h"
 #include "tests/planner/configs.h"
 #include "tests/planner/helpers.h"
 
@@ -143,6 +144,44 @@ BOOST_AUTO_TEST_CASE(every_plan_ends_the_step_with_only_always_live_tensors) {
         c.execution.mode = mode;
         BOOST_CHECK_NO_THROW(build_plan(c));
       }
+}
+
+// The engine's device memory block (device_layout.h).
+BOOST_AUTO_TEST_CASE(first_fit_takes_the_lowest_free_range_and_merges_neighbours) {
+  popkit::planner::FirstFit fit(1024);
+  const auto a = fit.allocate(100), b = fit.allocate(64), c = fit.allocate(1), d = fit.allocate(0);
+  BOOST_TEST(a == 0u);    // 100 rounds up to 128
+  BOOST_TEST(b == 128u);  // offsets stay 64-byte aligned
+  BOOST_TEST(c == 192u);
+  BOOST_TEST(d == 256u);  // an empty tensor still gets its own address
+  BOOST_TEST(fit.allocate(1024) == popkit::planner::FirstFit::kNone);
+  fit.release(b, 64);
+  BOOST_TEST(fit.allocate(128) == 320u);  // the hole at 128 is too small: the first fit after
+  BOOST_TEST(fit.allocate(64) == 128u);   // but a range that fits takes the hole
+  fit.release(128, 64);
+  fit.release(a, 100);  // merges with the free range after it: 0..192 is one range now
+  BOOST_TEST(fit.allocate(192) == 0u);
+  BOOST_TEST(fit.high_water() == 448u);
+  fit.release(0, 192);
+  fit.release(c, 1);
+  fit.release(d, 0);
+  fit.release(320, 128);  // every range back: one free range of the whole block again
+  BOOST_TEST(fit.allocate(1024) == 0u);
+}
+
+// The block a replica needs: at least the planned peak (first fit cannot pack tighter),
+// below the sum of every tensor for the phased example, whose phases reuse each other's
+// bytes.
+BOOST_AUTO_TEST_CASE(device_block_is_the_peak_plus_fragmentation) {
+  const Plan p = build_plan(test::mnist_phased());
+  std::uint64_t every_tensor = 0;
+  for (const auto& t : p.tensors) every_tensor += t.nbytes;
+  const std::uint64_t block = popkit::planner::device_block_bytes(p);
+  BOOST_TEST_MESSAGE("peak " << p.peak_bytes << ", block " << block << ", every tensor "
+                             << every_tensor);
+  BOOST_TEST(block >= p.peak_bytes);
+  BOOST_TEST(block < every_tensor);
+  BOOST_TEST(block <= p.peak_bytes + p.peak_bytes / 4);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

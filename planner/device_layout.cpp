@@ -1,5 +1,5 @@
 // First fit over one block, and the replay of a plan that sizes the block.
-#include "engine/runtime/device_arena.h"
+#include "planner/device_layout.h"
 
 #include <iterator>
 #include <limits>
@@ -8,7 +8,7 @@
 #include "base/error.h"
 #include "planner/operands.h"
 
-namespace popkit::engine {
+namespace popkit::planner {
 
 FirstFit::FirstFit(std::uint64_t capacity) {
   if (capacity > 0) free_.emplace(0, capacity);
@@ -62,7 +62,10 @@ class Replay {
         case planner::OpKind::kAlloc: {
           const int t = planner::the_tensor(op);
           auto& at = offsets_.at(static_cast<std::size_t>(t));
-          if (at == FirstFit::kNone) at = fit_.allocate(tensor(t).nbytes);
+          if (at == FirstFit::kNone) {
+            at = fit_.allocate(tensor(t).nbytes);
+            if (at == FirstFit::kNone) overflow_ = true;
+          }
           break;
         }
         case planner::OpKind::kFree: {
@@ -82,7 +85,9 @@ class Replay {
     }
   }
 
-  [[nodiscard]] std::uint64_t high_water() const { return fit_.high_water(); }
+  [[nodiscard]] std::uint64_t high_water() const {
+    return overflow_ ? FirstFit::kNone : fit_.high_water();
+  }
 
  private:
   const planner::DeviceTensor& tensor(int t) const {
@@ -92,11 +97,12 @@ class Replay {
   const planner::Plan& plan_;
   FirstFit fit_{std::numeric_limits<std::uint64_t>::max() / 2};
   std::vector<std::uint64_t> offsets_;
+  bool overflow_ = false;
 };
 
 }  // namespace
 
-std::uint64_t device_arena_bytes(const planner::Plan& plan) {
+std::uint64_t device_block_bytes(const Plan& plan) {
   Replay replay(plan);
   replay.run(plan.setup);
   for (int step = 0; step < 2; ++step)
@@ -104,4 +110,4 @@ std::uint64_t device_arena_bytes(const planner::Plan& plan) {
   return replay.high_water();
 }
 
-}  // namespace popkit::engine
+}  // namespace popkit::planner
