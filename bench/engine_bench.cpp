@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -32,6 +33,7 @@
 #include "engine/tensor/init.h"
 #include "engine/tensor/layers.h"
 #include "planner/build.h"
+#include "planner/workspace.h"
 
 namespace {
 
@@ -122,16 +124,28 @@ double machine_sgemm_flops() {
 
 // ---- layers --------------------------------------------------------------------------
 
+// A kernel call's workspace, as the engine gives it: 64-byte aligned, of the planned size.
+struct Workspace {
+  explicit Workspace(std::uint64_t n) : bytes(n), floats(n / sizeof(float) + 16) {}
+  float* data() {
+    auto p = reinterpret_cast<std::uintptr_t>(floats.data());
+    return bytes == 0 ? nullptr : reinterpret_cast<float*>((p + 63) / 64 * 64);
+  }
+  std::uint64_t bytes;
+  std::vector<float> floats;
+};
+
 // A 512 -> 512 GELU layer (fc2, fc3), forward: pre = x W + b, out = gelu(pre).
 void BM_LayerForward(benchmark::State& state) {
   const std::int64_t n = state.range(0), in = state.range(1), out = 512;
   const auto x = random_vector(n * in, 1), w = random_vector(in * out, 2),
              b = random_vector(out, 3);
   std::vector<float> pre(static_cast<std::size_t>(n * out)), y(pre.size());
+  Workspace ws(planner::linear_forward_call_workspace(n, in, 0, out));
   for (auto _ : state) {
     engine::kernels().linear_act_forward_columns(config::Activation::kGelu, x.data(), w.data(),
-                                                 b.data(), pre.data(), y.data(), n, in, out, 0,
-                                                 out);
+                                                 b.data(), pre.data(), y.data(), n, in, out, 0, out,
+                                                 ws.data(), ws.bytes);
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["FLOP/s"] =
@@ -152,13 +166,16 @@ void BM_LayerBackward(benchmark::State& state) {
   std::vector<float> dy(dy0), dx(static_cast<std::size_t>(n * in));
   std::vector<float> gw(static_cast<std::size_t>(in * out)), gb(static_cast<std::size_t>(out));
   std::int64_t s = 0;
+  Workspace ws_dx(planner::linear_dx_call_workspace(n, out, 0, in));
+  Workspace ws_grad(planner::linear_grad_call_workspace(n, in, 0, out));
   for (auto _ : state) {
     std::copy(dy0.begin(), dy0.end(), dy.begin());
     engine::kernels().activation_backward(config::Activation::kGelu, pre.data(), dy.data(),
                                           n * out);
-    engine::kernels().linear_dx_columns(dy.data(), w.data(), dx.data(), n, in, out, 0, in);
+    engine::kernels().linear_dx_columns(dy.data(), w.data(), dx.data(), n, in, out, 0, in,
+                                        ws_dx.data(), ws_dx.bytes);
     engine::kernels().linear_grad_columns(dy.data(), x.data(), gw.data(), gb.data(), n, in, out,
-                                          s % 4, 0, out);
+                                          s % 4, 0, out, ws_grad.data(), ws_grad.bytes);
     ++s;
     benchmark::DoNotOptimize(gw.data());
   }
