@@ -25,6 +25,7 @@
 # Every run trains on data whose loss stays above zero (checked: a loss of 0 means
 # subnormal arithmetic was timed). Configurations (examples/mnist.yaml, dataset mnist):
 #   (a) phased example: R 2, micro-batch 8, accumulation 4, threshold 512, phased, io
+#       (also with execution.io_schedule: preload, and with io_overlapped)
 #   (b) the same in standard mode
 #   (c) R 2, micro-batch 128, accumulation 1 (standard)
 #   (d) R 1, batch 256 (standard)
@@ -46,7 +47,7 @@ while [[ $# -gt 0 ]]; do
     --bench) bench="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --quick) quick=1; rounds=1; shift ;;
-    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "throughput.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -93,11 +94,13 @@ base=(--set data.dataset=mnist --set training.seed=42)
 declare -A popkit_sets popkit_steps popkit_config popkit_flags popkit_binary
 popkit_sets[a]=""
 popkit_sets[a_overlapped]="execution.io_mode=io_overlapped"
+popkit_sets[a_preload]="execution.io_schedule=preload"
 popkit_sets[a_again]=""  # (a) once more: how far two runs of one configuration differ
 popkit_sets[b]="execution.mode=standard remote.weights=false remote.optimizer_state=false"
 popkit_sets[c]="execution.mode=standard remote.weights=false remote.optimizer_state=false training.micro_batch_size=128 training.gradient_accumulation=1"
 popkit_sets[d]="execution.mode=standard remote.weights=false remote.optimizer_state=false replication.factor=1 replication.groupings.everyone.group_size=1 training.micro_batch_size=256 training.gradient_accumulation=1"
 popkit_steps[a]=$((100 * scale)); popkit_steps[a_overlapped]=$((100 * scale)); popkit_steps[b]=$((100 * scale))
+popkit_steps[a_preload]=$((100 * scale))
 popkit_steps[a_again]=$((100 * scale))
 popkit_steps[c]=$((40 * scale)); popkit_steps[d]=$((40 * scale))
 popkit_sets[e]=""
@@ -181,7 +184,7 @@ uptime_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 for ((round = 1; round <= rounds; round++)); do
   echo "round $round/$rounds" >&2
   [[ -n "$bench" ]] && echo "sgemm - $round $(sgemm_rate)" >>"$results"
-  pairs=(a:a_emulated a_overlapped:- a_again:- b:a_plain c:c_plain -:c_emulated -:c_ddp d:d_plain
+  pairs=(a:a_emulated a_overlapped:- a_preload:- a_again:- b:a_plain c:c_plain -:c_emulated -:c_ddp d:d_plain
     e:- e_overlapped:-)
   [[ -n "$native_poprun" ]] && pairs+=(a_native:- c_native:-)
   for pair in "${pairs[@]}"; do
@@ -229,7 +232,7 @@ for (tool, name) in sorted(k for k in v if k[0] == "torch_coretype"):
 print()
 print(f"{'samples/s (median of rounds)':40s} {'popkit':>10s} {'torch':>10s}")
 for p, t in [("a", "a_emulated"), ("a", "a_plain"), ("b", "a_emulated"),
-             ("a_overlapped", None), ("c", "c_plain"), (None, "c_emulated"), (None, "c_ddp"),
+             ("a_overlapped", None), ("a_preload", None), ("c", "c_plain"), (None, "c_emulated"), (None, "c_ddp"),
              ("d", "d_plain"), ("e", None), ("e_overlapped", None), ("a_native", None),
              ("c_native", None)]:
     if p and ("popkit", p) not in v:
@@ -258,6 +261,7 @@ ratio("(d) R1 b256 / torch plain", rates("popkit", "d"), rates("torch", "d_plain
 ratio("phased / standard", rates("popkit", "a"), rates("popkit", "b"), 0.95)
 print(f"{'noise floor: (a) run again / (a)':46s} {mmm(same)}")
 ratio("io_overlapped / io (phased example)", rates("popkit", "a_overlapped"), rates("popkit", "a"))
+ratio("preload / on_demand (phased example)", rates("popkit", "a_preload"), rates("popkit", "a"))
 ratio("io_overlapped / io (e: IO-heavy, a core free)", rates("popkit", "e_overlapped"), rates("popkit", "e"))
 if ("popkit", "a_native") in v:
     ratio("(a) this build / native build", rates("popkit", "a"), rates("popkit", "a_native"), 0.9)
