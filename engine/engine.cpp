@@ -122,8 +122,7 @@ struct Engine::Impl {
     // pages in, and the bytes a phase touches are about its planned peak.
     AlignedBuffer block;
     std::optional<planner::FirstFit> fit;
-    std::vector<std::byte*> tensors;     // by plan tensor index; null when not live
-    std::vector<std::uint64_t> offsets;  // in `block`, of the live tensors
+    std::vector<std::byte*> tensors;  // by plan tensor index, in `block`; null when not live
     MemoryAccount account;
     PhaseSampler sampler;
     std::unique_ptr<RemoteStore> store;
@@ -145,7 +144,7 @@ struct Engine::Impl {
   Plan plan;
   EngineOptions options;
   std::int64_t n_replicas = 1;
-  std::uint64_t arena_bytes = 0;  // each replica's device memory block
+  std::uint64_t block_bytes = 0;  // each replica's device memory block
   std::unique_ptr<ThreadPool> pool;
   // One replica with several threads: a layer's GEMMs split over column blocks on the
   // pool. With R > 1 the threads run replicas instead (one per core).
@@ -503,8 +502,7 @@ struct Engine::Impl {
         // replay skipped (an alloc of a live tensor) could get here.
         if (at == planner::FirstFit::kNone)
           throw Error("{}, op '{}': no room for tensor '{}' ({} bytes) in the replica's {} bytes",
-                      where, op.label, d.name, d.nbytes, arena_bytes);
-        rep.offsets[static_cast<std::size_t>(t)] = at;
+                      where, op.label, d.name, d.nbytes, block_bytes);
         ptr = rep.block.data() + at;
         if (options.poison_new_tensors) std::memset(ptr, 0xFF, d.nbytes);
         rep.account.allocate(d.nbytes, d.cls, d.always_live);
@@ -516,7 +514,7 @@ struct Engine::Impl {
         auto& ptr = rep.tensors[static_cast<std::size_t>(t)];
         if (!ptr)
           throw Error("{}, op '{}': frees '{}', which is not allocated", where, op.label, d.name);
-        rep.fit->release(rep.offsets[static_cast<std::size_t>(t)], d.nbytes);
+        rep.fit->release(static_cast<std::uint64_t>(ptr - rep.block.data()), d.nbytes);
         ptr = nullptr;
         rep.account.release(d.nbytes, d.cls, d.always_live);
         return;
@@ -1153,7 +1151,7 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
   m.optimizer.emplace(m.plan.optimizer);
   m.check_plan();
   m.n_replicas = m.plan.replication_factor;
-  m.arena_bytes = planner::device_block_bytes(m.plan);
+  m.block_bytes = planner::device_block_bytes(m.plan);
   m.index_preloads();
   int threads = m.options.n_threads;
   if (threads <= 0) threads = m.n_cores;
@@ -1168,10 +1166,9 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
           : std::shared_ptr<Collectives>(make_in_process_collectives(m.n_replicas, m.pool.get()));
   for (std::int64_t r = 0; r < m.n_replicas; ++r) {
     auto rep = std::make_unique<Impl::Replica>();
-    rep->block = AlignedBuffer(m.arena_bytes);
-    rep->fit.emplace(m.arena_bytes);
+    rep->block = AlignedBuffer(m.block_bytes);
+    rep->fit.emplace(m.block_bytes);
     rep->tensors.resize(m.plan.tensors.size(), nullptr);
-    rep->offsets.resize(m.plan.tensors.size(), planner::FirstFit::kNone);
     rep->store = std::make_unique<RemoteStore>(m.plan.buffers);
     m.replicas.push_back(std::move(rep));
   }
@@ -1346,7 +1343,7 @@ const planner::Plan& Engine::plan() const {
   return impl_->plan;
 }
 std::uint64_t Engine::device_block_bytes() const {
-  return impl_->arena_bytes;
+  return impl_->block_bytes;
 }
 
 int Engine::n_threads() const {

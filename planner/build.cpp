@@ -1007,8 +1007,7 @@ class Builder {
       std::vector<Op> kept;
       kept.reserve(ops.size());
       bool before_loop = true;
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        const Op& o = ops[i];
+      for (const Op& o : ops) {
         if (o.kind == OpKind::kRepeat) before_loop = false;
         const bool weight_load =
             before_loop && o.kind == OpKind::kRemoteLoad && o.entry >= 0 &&
@@ -1021,20 +1020,15 @@ class Builder {
           continue;
         }
         const int home = planner::the_tensor(o);
-        const DeviceTensor d = p_.tensors[static_cast<std::size_t>(home)];
+        const DeviceTensor d =
+            p_.tensors[static_cast<std::size_t>(home)];  // tensor() may grow them
         const int next =
             tensor(fmt::format("{}.preload{}", d.name, p % 2), d.cls, d.dtype, d.shape);
         kept.pop_back();  // the alloc moves with the load
-        Op a = op(OpKind::kAlloc, tname(next));
-        set_tensor(a, next);
-        a.preload = true;
-        moved_allocs.push_back(std::move(a));
-        Op l = o;
-        set_tensor(l, next);
-        l.label = fmt::format("{}[{}] -> {}", p_.buffers[static_cast<std::size_t>(o.buffer)].name,
-                              o.entry, tname(next));
-        l.preload = true;
-        moved.push_back(std::move(l));
+        alloc(moved_allocs, next);
+        moved_allocs.back().preload = true;
+        remote_load(moved, o.buffer, -1, o.entry, next);
+        moved.back().preload = true;
         renamed.emplace_back(home, next);
       }
       if (moved.empty()) continue;
