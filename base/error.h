@@ -21,6 +21,21 @@ class Error : public std::runtime_error {
       : std::runtime_error(fmt::format(format, std::forward<Args>(args)...)) {}
 };
 
+// A failure the ranks of a multi-process run agreed on before any of them began to
+// wait for another (runner: set-up, the config): the lowest rank that failed prints it
+// (`print`), the others exit with the same code in silence, and no rank is aborted.
+class AgreedError : public Error {
+ public:
+  AgreedError(const std::string& message, bool print, int exit_code)
+      : Error(message), print_(print), exit_code_(exit_code) {}
+  [[nodiscard]] bool print() const { return print_; }
+  [[nodiscard]] int exit_code() const { return exit_code_; }
+
+ private:
+  bool print_;
+  int exit_code_;
+};
+
 // A bug, never user input: abort with file and line.
 [[noreturn]] void assertion_failed(const char* expr, const char* file, int line);
 

@@ -1,9 +1,13 @@
 // poprun: executes a config's plan on this CPU: trains, evaluates, measures.
+#include <algorithm>
+#include <chrono>
 #include <exception>
 #include <string>
+#include <thread>
 
 #include "cli/verbs.h"
 #include "engine/kernels/kernels.h"
+#include "engine/runtime/world.h"
 
 namespace {
 
@@ -23,8 +27,30 @@ std::string kernels_line() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Under mpirun each rank is a poprun process hosting its share of the replicas
+  // (engine/runtime/world.h); without it, one process hosts them all.
+  popkit::engine::WorldSession session(argc, argv);
   popkit::cli::Tool tool("poprun", "poprun: execute a popkit plan on this CPU: train and evaluate");
-  tool.add_version_detail(kernels_line);
+  tool.add_version_detail([] { return kernels_line() + "\n" + popkit::engine::mpi_build_info(); });
+  // A failure in one rank after the ranks began to work together (others may be waiting
+  // for it in a collective) is printed with its rank and ends every rank (MPI_Abort).
+  tool.on_failure(
+      [] {
+        auto& world = popkit::engine::process_world();
+        return world.size() > 1 ? "rank " + std::to_string(world.rank()) + ": " : std::string();
+      },
+      [](int code) {
+        auto& world = popkit::engine::process_world();
+        if (world.size() > 1) world.abort(code);
+      },
+      // When ranks fail at the same step (a NaN reduced into every replica), the lowest
+      // prints and aborts first: rank k waits k tenths of a second (at most two seconds)
+      // and is usually ended by then, so the error shows once.
+      [] {
+        auto& world = popkit::engine::process_world();
+        if (world.size() > 1)
+          std::this_thread::sleep_for(std::chrono::milliseconds(100 * std::min(world.rank(), 20)));
+      });
   popkit::cli::add_run_verbs(tool);
   return tool.main(argc, argv);
 }

@@ -66,6 +66,8 @@ void add_run_verbs(Tool& tool) {
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->default_str("auto");
   t->add_flag("-q,--quiet", train->quiet, "no progress output");
+  t->add_flag("--verbose", train->verbose,
+              "under mpirun: every rank prints its progress and summary, not rank 0 alone");
 
   auto eval = std::make_shared<runner::EvalCommand>();
   CLI::App* e = tool.add(
@@ -80,6 +82,7 @@ void add_run_verbs(Tool& tool) {
   e->add_option("--threads", eval->options.n_threads, "engine threads")
       ->check(CLI::NonNegativeNumber);
   add_set_option(e, eval->overrides);
+  e->add_flag("--verbose", eval->verbose, "under mpirun: every rank prints its result");
 }
 
 }  // namespace popkit::cli

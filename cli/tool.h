@@ -50,6 +50,16 @@ class Tool {
   }
   const std::string& name() const { return name_; }
 
+  // poprun under mpirun: `prefix` goes before every error message ("rank 1: "), `before`
+  // runs before a failure is printed and `after` after it, with the exit code (it ends
+  // every rank).
+  void on_failure(std::function<std::string()> prefix, std::function<void(int)> after,
+                  std::function<void()> before) {
+    error_prefix_ = std::move(prefix);
+    after_failure_ = std::move(after);
+    before_failure_ = std::move(before);
+  }
+
   // Adds a verb; `run` is called after parsing when the verb was given and returns the
   // exit code.
   CLI::App* add(const std::string& verb, const std::string& description, std::function<int()> run) {
@@ -75,17 +85,22 @@ class Tool {
       if (!sub->parsed()) continue;
       try {
         return run();
+      } catch (const AgreedError& e) {  // every rank knows; one prints
+        if (e.print()) std::cerr << name_ << ": error: " << e.what() << '\n';
+        return e.exit_code();
       } catch (const std::bad_alloc&) {
+        if (before_failure_) before_failure_();
         // The last resort: poprun estimates the host memory a run needs and refuses
         // it up front (planner/host_memory.h), so this is an estimate that fell short.
-        std::cerr << name_
-                  << ": error: out of host memory: an allocation failed (std::bad_alloc); "
+        std::cerr << name_ << ": error: " << prefix()
+                  << "out of host memory: an allocation failed (std::bad_alloc); "
                      "make the run smaller (datasets, model, replication.factor) or use a "
                      "machine with more memory\n";
-        return kExitFailure;
+        return failed(kExitFailure);
       } catch (const std::exception& e) {  // popkit::Error among them
-        std::cerr << name_ << ": error: " << e.what() << '\n';
-        return kExitFailure;
+        if (before_failure_) before_failure_();
+        std::cerr << name_ << ": error: " << prefix() << e.what() << '\n';
+        return failed(kExitFailure);
       }
     }
     std::cout << app_.help();
@@ -93,6 +108,16 @@ class Tool {
   }
 
  private:
+  std::string prefix() const { return error_prefix_ ? error_prefix_() : std::string(); }
+  int failed(int code) {
+    std::cerr.flush();
+    if (after_failure_) after_failure_(code);
+    return code;
+  }
+
+  std::function<std::string()> error_prefix_;
+  std::function<void(int)> after_failure_;
+  std::function<void()> before_failure_;
   std::string name_;
   CLI::App app_;
   std::vector<std::pair<CLI::App*, std::function<int()>>> verbs_;

@@ -23,6 +23,7 @@
 #include "engine/runtime/memory_account.h"
 #include "engine/runtime/remote_store.h"
 #include "engine/runtime/thread_pool.h"
+#include "engine/runtime/world.h"
 #include "engine/tensor/init.h"
 #include "engine/tensor/layers.h"
 #include "engine/tensor/optimizer.h"
@@ -143,7 +144,11 @@ struct Engine::Impl {
 
   Plan plan;
   EngineOptions options;
-  std::int64_t n_replicas = 1;
+  std::int64_t n_replicas = 1;  // R, over every rank
+  // The processes of the run, and the replicas this one hosts (engine/runtime/world.h):
+  // `replicas` holds those, replica r at r - hosted.first.
+  std::shared_ptr<World> world;
+  HostedReplicas hosted;
   std::uint64_t block_bytes = 0;  // each replica's device memory block
   std::unique_ptr<ThreadPool> pool;
   // One replica with several threads: a layer's GEMMs split over column blocks on the
@@ -182,6 +187,13 @@ struct Engine::Impl {
     for (std::size_t i = 0; i < plan.variables.size(); ++i)  // the first of a name wins
       variable_index.emplace(plan.variables[i].name, static_cast<int>(i));
   }
+
+  // Replica r (a global index), hosted by this process.
+  Replica& replica(std::int64_t r) const {
+    POPKIT_ASSERT(hosted.hosts(r));
+    return *replicas[static_cast<std::size_t>(r - hosted.first)];
+  }
+  std::int64_t local(std::int64_t r) const { return r - hosted.first; }
 
   // ---- the layer kinds' view (engine/layer_kinds.h) -----------------------------------
 
@@ -489,7 +501,7 @@ struct Engine::Impl {
   }
 
   void run_local(const Op& op, std::int64_t r, std::int64_t s) {
-    Replica& rep = *replicas[static_cast<std::size_t>(r)];
+    Replica& rep = replica(r);
     switch (op.kind) {
       case OpKind::kAlloc: {
         const int t = planner::the_tensor(op);
@@ -643,12 +655,10 @@ struct Engine::Impl {
 
   std::vector<ReplicaBuffer> buffers_of(int t, std::int64_t s, const Op& op) {
     std::vector<ReplicaBuffer> out;
-    out.reserve(static_cast<std::size_t>(n_replicas));
+    out.reserve(static_cast<std::size_t>(hosted.n));
     const int k = slot(t, s);
-    for (std::int64_t r = 0; r < n_replicas; ++r) {
-      out.push_back({r, raw(*replicas[static_cast<std::size_t>(r)], t, s, op), tensor(k).nelms,
-                     tensor(k).dtype});
-    }
+    for (std::int64_t r = hosted.first; r < hosted.first + hosted.n; ++r)
+      out.push_back({r, raw(replica(r), t, s, op), tensor(k).nelms, tensor(k).dtype});
     return out;
   }
 
@@ -708,7 +718,7 @@ struct Engine::Impl {
                    bool sample) {
     if (ops.empty() || s0 >= s1) return;
     auto task = [&](std::int64_t r) {
-      Replica& rep = *replicas[static_cast<std::size_t>(r)];
+      Replica& rep = replica(r);
       rep.segment_seconds.fill(0.0);
       rep.error = nullptr;
       std::size_t at = 0;
@@ -719,7 +729,7 @@ struct Engine::Impl {
             // first of them (the planner puts their allocs before them), waited for at
             // the phase's end (finish_preloads).
             if (!rep.preload_posted) {
-              io->post(r, preload_job, r);
+              io->post(local(r), preload_job, r);
               rep.preload_posted = true;
             }
             ++at;
@@ -748,13 +758,13 @@ struct Engine::Impl {
     if (failed != nullptr) std::rethrow_exception(failed->error);
   }
 
-  // task(r) for every replica: one per pool thread, or one after another on the caller
-  // when one replica has the threads (its GEMMs use them).
+  // task(r) for every replica this process hosts: one per pool thread, or one after
+  // another on the caller when one replica has the threads (its GEMMs use them).
   void on_every_replica(const std::function<void(std::int64_t)>& task) {
-    if (intra_op || n_replicas == 1) {
-      for (std::int64_t r = 0; r < n_replicas; ++r) task(r);
+    if (intra_op || hosted.n == 1) {
+      for (std::int64_t r = hosted.first; r < hosted.first + hosted.n; ++r) task(r);
     } else {
-      pool->run(n_replicas, task);
+      pool->run(hosted.n, [&](std::int64_t i) { task(hosted.first + i); });
     }
   }
 
@@ -871,9 +881,9 @@ struct Engine::Impl {
       std::exception_ptr error;
       Position error_at{};
     };
-    std::vector<ReplicaIo> state(static_cast<std::size_t>(n_replicas));
+    std::vector<ReplicaIo> state(static_cast<std::size_t>(hosted.n));
     auto io_piece = [&](std::int64_t r, std::int64_t s) {
-      ReplicaIo& st = state[static_cast<std::size_t>(r)];
+      ReplicaIo& st = state[static_cast<std::size_t>(local(r))];
       st.at = 0;
       for (const bool load : {false, true}) {
         const std::int64_t step = load ? s + 1 : s - 1;
@@ -896,15 +906,15 @@ struct Engine::Impl {
       }
     };
 
-    if (!io) io = std::make_unique<IoQueue>(n_replicas);
+    if (!io) io = std::make_unique<IoQueue>(hosted.n);
     finish_preloads();  // a slot holds one piece at a time
     // The IO thread's job: piece s of replica r, as one argument.
     const std::function<void(std::int64_t)> piece_job = [&](std::int64_t arg) {
-      io_piece(arg % n_replicas, arg / n_replicas);
+      io_piece(hosted.first + arg % hosted.n, arg / hosted.n);
     };
     auto task = [&](std::int64_t r) {
-      Replica& rep = *replicas[static_cast<std::size_t>(r)];
-      ReplicaIo& st = state[static_cast<std::size_t>(r)];
+      Replica& rep = replica(r);
+      ReplicaIo& st = state[static_cast<std::size_t>(local(r))];
       rep.segment_seconds.fill(0.0);
       auto fail = [&](Position at) {
         st.error = std::current_exception();
@@ -916,7 +926,7 @@ struct Engine::Impl {
         if (!posted) return true;
         posted = false;
         try {
-          io->wait(r);
+          io->wait(local(r));
         } catch (...) {
           if (!st.error) fail({s + 1, 0, st.at});
           return false;
@@ -935,7 +945,7 @@ struct Engine::Impl {
       if (!piece_here(-1, 0)) return;  // the loads of step 0
       for (std::int64_t s = 0; s < steps; ++s) {
         if (!finish_piece(s - 1)) return;  // the loads of step s
-        io->post(r, piece_job, s * n_replicas + r);
+        io->post(local(r), piece_job, s * hosted.n + local(r));
         posted = true;
         for (std::size_t k = 0; k < compute.size(); ++k) {
           const auto t0 = Clock::now();
@@ -979,7 +989,7 @@ struct Engine::Impl {
     timings.phase_seconds.resize(plan.phases.size(), 0.0);
     timings.phase_category_seconds.resize(plan.phases.size());
     phase_memory.resize(plan.phases.size(),
-                        std::vector<planner::PhaseMemory>(static_cast<std::size_t>(n_replicas)));
+                        std::vector<planner::PhaseMemory>(static_cast<std::size_t>(hosted.n)));
     try {
       for (std::size_t p = 0; p < plan.phases.size(); ++p) {
         const auto& phase = plan.phases[p];
@@ -988,7 +998,7 @@ struct Engine::Impl {
         current_phase = p;
         for (auto& rep : replicas) rep->sampler.begin(rep->account);
         preload_on_io_thread = !preloads[p].empty() && use_io_thread(preload_bytes[p]);
-        if (preload_on_io_thread && !io) io = std::make_unique<IoQueue>(n_replicas);
+        if (preload_on_io_thread && !io) io = std::make_unique<IoQueue>(hosted.n);
         run_ops(phase.ops, true);
         finish_preloads();
         timings.phase_seconds[p] += seconds_since(t0);
@@ -1023,7 +1033,7 @@ struct Engine::Impl {
           preload_bytes[p] += tensor(planner::the_tensor(op)).nbytes;
         }
     preload_job = [this](std::int64_t r) {
-      Replica& rep = *replicas[static_cast<std::size_t>(r)];
+      Replica& rep = replica(r);
       const auto t0 = Clock::now();
       for (const Op* op : preloads[current_phase]) run_local(*op, r, 0);
       rep.preload_seconds = seconds_since(t0);
@@ -1035,12 +1045,12 @@ struct Engine::Impl {
   void finish_preloads() {
     std::exception_ptr first;
     double slowest = 0.0;
-    for (std::int64_t r = 0; r < n_replicas; ++r) {
-      Replica& rep = *replicas[static_cast<std::size_t>(r)];
+    for (std::int64_t r = hosted.first; r < hosted.first + hosted.n; ++r) {
+      Replica& rep = replica(r);
       if (!rep.preload_posted) continue;
       rep.preload_posted = false;
       try {
-        io->wait(r);
+        io->wait(local(r));
       } catch (...) {
         if (!first) first = std::current_exception();
       }
@@ -1063,14 +1073,21 @@ struct Engine::Impl {
       rep->losses.assign(static_cast<std::size_t>(plan.gradient_accumulation), 0.0);
     run_phases(source);
     ++steps_done;
+    // Every replica's losses, in replica order on every rank (ranks host ascending blocks
+    // of replicas), summed in that order as one process sums them.
+    std::vector<double> mine;
+    for (auto& rep : replicas) mine.insert(mine.end(), rep->losses.begin(), rep->losses.end());
+    const auto all = all_gather_values(*world, std::span<const double>(mine));
+    const auto per = static_cast<std::size_t>(plan.gradient_accumulation);
+    POPKIT_ASSERT(all.size() == per * static_cast<std::size_t>(n_replicas));
     last_losses.clear();
     double total = 0.0;
-    std::int64_t count = 0;
-    for (auto& rep : replicas) {
-      last_losses.push_back(rep->losses);
-      for (double l : rep->losses) total += l, ++count;
+    for (std::size_t r = 0; r < static_cast<std::size_t>(n_replicas); ++r) {
+      last_losses.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(r * per),
+                               all.begin() + static_cast<std::ptrdiff_t>((r + 1) * per));
+      for (double l : last_losses.back()) total += l;
     }
-    return total / static_cast<double>(count);
+    return total / static_cast<double>(all.size());
   }
 
   // ---- variables ---------------------------------------------------------------------
@@ -1085,7 +1102,7 @@ struct Engine::Impl {
 
   // The bytes of the variable's home on replica r (its shard when sharded).
   std::byte* home(const Variable& v, std::int64_t r) const {
-    Replica& rep = *replicas[static_cast<std::size_t>(r)];
+    Replica& rep = replica(r);
     if (v.remote) return rep.store->entry(v.buffer, v.entry);
     std::byte* p = rep.tensors[static_cast<std::size_t>(v.device_tensor)];
     if (!p) throw Error("variable '{}': its device tensor is not allocated", v.name);
@@ -1096,24 +1113,29 @@ struct Engine::Impl {
     return v.sharded ? plan.sharding_grouping.rank_in_group(r) : 0;
   }
 
+  // The full values of `v` as replica r's group holds them. Each shard comes from the
+  // member holding it through the world's all_gather, so a process reads only the
+  // replicas it hosts; shard k's member precedes shard k+1's in replica order, so the
+  // gathered shards are the flat tensor, padding last. Every rank must call it.
   std::vector<float> read_replica(const Variable& v, std::int64_t r) const {
-    std::vector<float> full(static_cast<std::size_t>(v.nelms));
     const std::int64_t n_shards = v.sharded ? plan.sharding_grouping.group_size : 1;
+    const std::int64_t count = v.sharded ? v.shard_size : v.nelms;
     const std::int64_t group = plan.sharding_grouping.group_of(r);
+    std::vector<float> mine;
     for (std::int64_t k = 0; k < n_shards; ++k) {
       const std::int64_t m = v.sharded ? plan.sharding_grouping.member(group, k) : r;
+      if (!hosted.hosts(m)) continue;
       const std::byte* src = home(v, m);
-      const std::int64_t begin = k * v.shard_size;
-      const std::int64_t count = std::min(v.shard_size, v.nelms - begin);
       for (std::int64_t i = 0; i < count; ++i) {
-        float x;
         if (v.dtype == planner::DType::kFloat16)
-          x = static_cast<float>(reinterpret_cast<const Eigen::half*>(src)[i]);
+          mine.push_back(static_cast<float>(reinterpret_cast<const Eigen::half*>(src)[i]));
         else
-          x = reinterpret_cast<const float*>(src)[i];
-        full[static_cast<std::size_t>(begin + i)] = x;
+          mine.push_back(reinterpret_cast<const float*>(src)[i]);
       }
     }
+    std::vector<float> full = all_gather_values(*world, std::span<const float>(mine));
+    POPKIT_ASSERT(static_cast<std::int64_t>(full.size()) == n_shards * count);
+    full.resize(static_cast<std::size_t>(v.nelms));
     return full;
   }
 
@@ -1138,7 +1160,8 @@ struct Engine::Impl {
     if (group < 0 || group >= plan.variables_grouping.n_groups())
       throw Error("variable '{}': group {} out of range ({} groups)", v.name, group,
                   plan.variables_grouping.n_groups());
-    for (const auto r : plan.variables_grouping.members(group)) write_replica(v, r, values);
+    for (const auto r : plan.variables_grouping.members(group))
+      if (hosted.hosts(r)) write_replica(v, r, values);
   }
 };
 
@@ -1151,20 +1174,23 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
   m.optimizer.emplace(m.plan.optimizer);
   m.check_plan();
   m.n_replicas = m.plan.replication_factor;
+  m.world = m.options.world ? m.options.world : process_world_shared();
+  m.hosted = hosted_replicas(m.n_replicas, m.world->rank(), m.world->size());
   m.block_bytes = planner::device_block_bytes(m.plan);
   m.index_preloads();
   int threads = m.options.n_threads;
-  if (threads <= 0) threads = m.n_cores;
-  // R >= threads: one replica per thread, each single-threaded. One replica: its GEMMs
-  // use the threads (in_column_blocks).
-  if (m.n_replicas > 1) threads = static_cast<int>(std::min<std::int64_t>(threads, m.n_replicas));
+  // The host's cores are shared by the ranks on it.
+  if (threads <= 0) threads = std::max(1, m.n_cores / std::max(1, m.world->local_size()));
+  // Replicas >= threads: one replica per thread, each single-threaded. One replica: its
+  // GEMMs use the threads (in_column_blocks).
+  if (m.hosted.n > 1) threads = static_cast<int>(std::min<std::int64_t>(threads, m.hosted.n));
   m.pool = std::make_unique<ThreadPool>(threads);
-  m.intra_op = m.n_replicas == 1 && threads > 1;
+  m.intra_op = m.hosted.n == 1 && threads > 1;
   m.collectives =
       m.options.collectives
           ? m.options.collectives
-          : std::shared_ptr<Collectives>(make_in_process_collectives(m.n_replicas, m.pool.get()));
-  for (std::int64_t r = 0; r < m.n_replicas; ++r) {
+          : std::shared_ptr<Collectives>(m.world->make_collectives(m.n_replicas, m.pool.get()));
+  for (std::int64_t r = m.hosted.first; r < m.hosted.first + m.hosted.n; ++r) {
     auto rep = std::make_unique<Impl::Replica>();
     rep->block = AlignedBuffer(m.block_bytes);
     rep->fit.emplace(m.block_bytes);
@@ -1210,17 +1236,24 @@ EvalResult Engine::evaluate(const Dataset& data) {
   EvalResult result;
   double loss_sum = 0.0;
   std::vector<float> labels, dlogits;
+  // Per micro-batch of the replicas hosted here: whether it had samples, its summed loss
+  // and its correct count; gathered from every rank and added in replica and step order.
+  std::vector<double> scored;
   for (std::int64_t b = 0; b < batches.n_batches(); ++b) {
     batches.set_batch(b);
     for (auto& rep : m.replicas) rep->logits.clear();
     m.run_phases(batches);
     // The host scores the valid rows of each micro-batch's logits, in replica and step
     // order, so the sums do not depend on the threads.
-    for (std::int64_t r = 0; r < m.n_replicas; ++r) {
-      const auto& rep = *m.replicas[static_cast<std::size_t>(r)];
+    scored.clear();
+    for (std::int64_t r = m.hosted.first; r < m.hosted.first + m.hosted.n; ++r) {
+      const auto& rep = m.replica(r);
       for (std::int64_t s = 0; s < steps; ++s) {
         const std::int64_t n = batches.valid(r, s);
-        if (n == 0) continue;
+        if (n == 0) {
+          scored.insert(scored.end(), {0.0, 0.0, 0.0});
+          continue;
+        }
         if (static_cast<std::size_t>(s) >= rep.logits.size())
           throw Error("evaluate: plan '{}' streamed no logits at step {}", m.plan.name, s);
         const float* logits = rep.logits[static_cast<std::size_t>(s)].data();
@@ -1233,15 +1266,23 @@ EvalResult Engine::evaluate(const Dataset& data) {
                 mb.labels[static_cast<std::size_t>(i)], r, i, s, classes);
         labels.assign(mb.labels.begin(), mb.labels.begin() + n);
         dlogits.resize(static_cast<std::size_t>(n * classes));
-        loss_sum += static_cast<double>(m.kern.softmax_cross_entropy(logits, labels.data(),
-                                                                     dlogits.data(), n, classes)) *
-                    static_cast<double>(n);
+        const double loss = static_cast<double>(m.kern.softmax_cross_entropy(
+                                logits, labels.data(), dlogits.data(), n, classes)) *
+                            static_cast<double>(n);
+        std::int64_t correct = 0;
         for (std::int64_t i = 0; i < n; ++i) {
           const float* row = logits + i * classes;
           if (std::max_element(row, row + classes) - row == mb.labels[static_cast<std::size_t>(i)])
-            ++result.correct;
+            ++correct;
         }
+        scored.insert(scored.end(), {1.0, loss, static_cast<double>(correct)});
       }
+    }
+    const auto all = all_gather_values(*m.world, std::span<const double>(scored));
+    for (std::size_t i = 0; i + 2 < all.size(); i += 3) {
+      if (all[i] == 0.0) continue;
+      loss_sum += all[i + 1];
+      result.correct += static_cast<std::int64_t>(all[i + 2]);
     }
   }
   result.n = data.n;
@@ -1301,16 +1342,25 @@ std::vector<std::string> Engine::variable_names() const {
   return out;
 }
 
+// Every replica's figures, gathered from the ranks hosting them (every rank must call it).
 MemoryReport Engine::memory_report() const {
   const Impl& m = *impl_;
+  World& world = *m.world;
   MemoryReport r;
-  r.phases = m.phase_memory;
+  std::vector<std::uint64_t> peak, live, streaming;
+  std::vector<planner::ClassBytes> by_class;
   for (const auto& rep : m.replicas) {
-    r.peak_bytes.push_back(rep->account.peak());
-    r.always_live_bytes.push_back(rep->account.always_live());
-    r.streaming_bytes.push_back(rep->store->account().bytes);
-    r.streaming_by_class.push_back(rep->store->account().by_class);
+    peak.push_back(rep->account.peak());
+    live.push_back(rep->account.always_live());
+    streaming.push_back(rep->store->account().bytes);
+    by_class.push_back(rep->store->account().by_class);
   }
+  r.peak_bytes = all_gather_values(world, std::span<const std::uint64_t>(peak));
+  r.always_live_bytes = all_gather_values(world, std::span<const std::uint64_t>(live));
+  r.streaming_bytes = all_gather_values(world, std::span<const std::uint64_t>(streaming));
+  r.streaming_by_class = all_gather_values(world, std::span<const planner::ClassBytes>(by_class));
+  for (const auto& phase : m.phase_memory)
+    r.phases.push_back(all_gather_values(world, std::span<const planner::PhaseMemory>(phase)));
   return r;
 }
 
@@ -1320,13 +1370,28 @@ const Timings& Engine::timings() const {
 
 std::vector<BytesMoved> Engine::bytes_moved() const {
   const Impl& m = *impl_;
-  std::vector<BytesMoved> out;
-  for (std::int64_t r = 0; r < m.n_replicas; ++r) {
-    const auto& rep = *m.replicas[static_cast<std::size_t>(r)];
+  std::vector<BytesMoved> mine;
+  for (std::int64_t r = m.hosted.first; r < m.hosted.first + m.hosted.n; ++r) {
+    const auto& rep = m.replica(r);
     const CollectiveBytes c = m.collectives->bytes(r);
-    out.push_back({rep.host_in.load(), rep.host_out.load(), rep.remote_in.load(),
-                   rep.remote_out.load(), c.sent, c.received});
+    const CollectiveBytes x = m.collectives->cross_process_bytes(r);
+    mine.push_back({rep.host_in.load(), rep.host_out.load(), rep.remote_in.load(),
+                    rep.remote_out.load(), c.sent, c.received, x.sent, x.received});
   }
+  return all_gather_values(*m.world, std::span<const BytesMoved>(mine));
+}
+
+int Engine::rank() const {
+  return impl_->world->rank();
+}
+int Engine::n_ranks() const {
+  return impl_->world->size();
+}
+std::vector<int> Engine::replica_ranks() const {
+  const Impl& m = *impl_;
+  std::vector<int> out;
+  for (std::int64_t r = 0; r < m.n_replicas; ++r)
+    out.push_back(rank_of_replica(r, m.n_replicas, m.world->size()));
   return out;
 }
 

@@ -28,6 +28,8 @@
 
 namespace popkit::engine {
 
+class World;
+
 // io_overlapped: who moves a repeat step's data while the step before computes.
 enum class IoOverlap {
   kAuto,    // kThread when the machine has a core the compute threads leave free and the
@@ -42,7 +44,10 @@ struct EngineOptions {
   double normalize_std = 0.3081;
   IoOverlap io_overlap = IoOverlap::kAuto;
   bool check_finite = true;                  // NaN/Inf in the loss or a gradient stops training
-  std::shared_ptr<Collectives> collectives;  // null = in-process
+  std::shared_ptr<Collectives> collectives;  // null = the world's
+  // The processes of the run (engine/runtime/world.h); null = process_world(). The
+  // engine hosts the replicas its rank hosts.
+  std::shared_ptr<World> world;
   // Fill every tensor with 0xFF bytes (a NaN) when it is allocated, for tests: an op that
   // reads a tensor before anything wrote it then shows in the results.
   bool poison_new_tensors = false;
@@ -71,6 +76,9 @@ struct BytesMoved {
   std::uint64_t remote_out = 0;  // remote_store
   std::uint64_t collective_sent = 0;
   std::uint64_t collective_received = 0;
+  // The part of the two above that crossed between processes (mpirun ranks).
+  std::uint64_t cross_process_sent = 0;
+  std::uint64_t cross_process_received = 0;
 };
 
 struct MemoryReport {
@@ -140,6 +148,10 @@ class Engine {
   void set_steps_done(std::int64_t steps);
 
   [[nodiscard]] const planner::Plan& plan() const;
+  // This process's rank and the ranks of the run; the rank hosting each replica.
+  [[nodiscard]] int rank() const;
+  [[nodiscard]] int n_ranks() const;
+  [[nodiscard]] std::vector<int> replica_ranks() const;
   [[nodiscard]] int n_threads() const;
   // The bytes of each replica's device memory block (planner/device_layout.h): the planned
   // peak plus what first fit and alignment add.

@@ -360,6 +360,11 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
   // such a file reads and writes back unchanged.
   if (!e.kernels.empty()) out["environment"]["kernels"] = e.kernels;
   if (r.eval) out["eval"] = eval_to_json(*r.eval);
+  if (r.processes)
+    out["processes"] = {{"ranks", r.processes->ranks},
+                        {"mpi", r.processes->mpi},
+                        {"replica_ranks", r.processes->replica_ranks},
+                        {"cross_process_bytes", r.processes->cross_process_bytes}};
   return out;
 }
 
@@ -394,6 +399,13 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
   r.plan = plan_summary_from_json(top.object("plan"));
   r.phases = phases_from_json(top, split);
   if (top.has("eval")) r.eval = eval_from_json(top.object("eval"), split);
+  if (top.has("processes")) {
+    const JsonReader p = top.object("processes");
+    Processes processes{p.integer("ranks"), p.string("mpi"), {}, p.bytes("cross_process_bytes")};
+    for (const double k : p.numbers("replica_ranks"))
+      processes.replica_ranks.push_back(static_cast<std::int64_t>(k));
+    r.processes = std::move(processes);
+  }
   const JsonReader streaming = top.object("streaming_memory");
   r.streaming_planned = streaming.bytes("planned");
   r.streaming_measured = streaming.bytes_list("measured");

@@ -102,6 +102,16 @@ struct Environment {
   std::string kernels;
 };
 
+// A run over several processes (mpirun -np N): which rank hosted each replica, and the
+// bytes per replica per optimizer step (mean, sent + received) that crossed between
+// processes. Absent for a run in one process.
+struct Processes {
+  std::int64_t ranks = 1;
+  std::string mpi;                          // the MPI library, "Open MPI v4.1.4"
+  std::vector<std::int64_t> replica_ranks;  // per replica, in replica order
+  std::uint64_t cross_process_bytes = 0;
+};
+
 // The plan's headline figures, copied into the run file so a run reads on its own.
 struct PlanSummary {
   std::string name;
@@ -134,9 +144,10 @@ struct RunRecord {
   std::vector<double> loss;  // per optimizer step: mean over micro-batches and replicas
   Throughput throughput;
   std::optional<TestResult> test;
-  std::optional<EvalRecord> eval;  // absent when no evaluation plan ran (older files)
-  BytesMoved bytes_planned;        // per replica per optimizer step
-  BytesMoved bytes_measured;       // per replica per optimizer step (mean)
+  std::optional<EvalRecord> eval;      // absent when no evaluation plan ran (older files)
+  std::optional<Processes> processes;  // absent for a run in one process
+  BytesMoved bytes_planned;            // per replica per optimizer step
+  BytesMoved bytes_measured;           // per replica per optimizer step (mean)
   std::vector<CheckpointRecord> checkpoints;
   Environment environment;
 };

@@ -160,7 +160,10 @@ SafeTensorsFile make_checkpoint(const engine::Engine& engine, const CheckpointSt
 
 void save_checkpoint(const std::string& path, const engine::Engine& engine,
                      const CheckpointState& state) {
-  engine::write_safetensors(path, make_checkpoint(engine, state));
+  // Every rank gathers (the shards of a variable live on the ranks hosting them); rank 0
+  // writes the one file.
+  engine::SafeTensorsFile file = make_checkpoint(engine, state);
+  if (engine.rank() == 0) engine::write_safetensors(path, file);
 }
 
 LoadedCheckpoint read_checkpoint(const std::string& path, const planner::Plan& plan, Restore what) {

@@ -22,7 +22,7 @@ namespace popkit::runner {
 // The safetensors content of a checkpoint of `engine` (metadata and checksum included).
 engine::SafeTensorsFile make_checkpoint(const engine::Engine& engine, const CheckpointState& state);
 
-// make_checkpoint, written atomically to `path`.
+// make_checkpoint, written atomically to `path` by rank 0; every rank must call it.
 void save_checkpoint(const std::string& path, const engine::Engine& engine,
                      const CheckpointState& state);
 

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <csignal>
+#include <sstream>
 
 #include "base/units.h"
 #include "config/yaml/load.h"
+#include "runner/agreement.h"
+#include "runner/resolved_config.h"
 #include "runner/stop_signal.h"
 
 namespace popkit::runner {
@@ -14,6 +17,47 @@ namespace {
 
 constexpr int kExitOk = 0;
 constexpr int kExitInvalid = 2;
+
+// Under mpirun, rank 0 speaks for the run; the other ranks print nothing but their own
+// errors unless --verbose.
+struct RankStreams {
+  std::ostringstream captured;  // a quiet rank's config diagnostics
+  std::ostream none{nullptr};   // discards everything
+  bool speaks = true;
+  std::ostream& out(std::ostream& real) { return speaks ? real : none; }
+  std::ostream& diagnostics(std::ostream& real) { return speaks ? real : captured; }
+};
+
+// The config on every rank; when it is invalid on any, the lowest such rank's
+// diagnostics are printed once and every rank returns false.
+std::optional<config::Config> load_config_on_every_rank(const std::string& path,
+                                                        const std::vector<std::string>& overrides,
+                                                        RankStreams& streams, std::ostream& err) {
+  auto config = config::load_config_reporting(path, overrides, streams.diagnostics(err));
+  engine::World& world = engine::process_world();
+  if (world.size() == 1) return config;
+  SetupAgreement agreement(world);
+  const std::string failure =
+      config ? std::string()
+             : (streams.speaks ? std::string("invalid config") : streams.captured.str());
+  agreement.agree(failure, streams.speaks, kExitInvalid);
+  // Every rank must run the same program: the same config file and --set values (a
+  // rank's own environment, such as POPKIT_DATA_DIR, may differ).
+  const std::string hash = config_hash(*config);
+  const auto hashes = world.all_gather(std::as_bytes(std::span(hash.data(), hash.size())));
+  std::string differing;
+  for (std::size_t k = 1; k < hashes.size(); ++k)
+    if (hashes[k] != hashes[0]) {
+      differing = fmt::format(
+          "the config of rank {} differs from rank 0's (hash {} against {}): every rank "
+          "must run the same config with the same --set values",
+          k, std::string(reinterpret_cast<const char*>(hashes[k].data()), hashes[k].size()),
+          std::string(reinterpret_cast<const char*>(hashes[0].data()), hashes[0].size()));
+      break;
+    }
+  if (!differing.empty()) throw AgreedError(differing, world.rank() == 0, kExitInvalid);
+  return config;
+}
 
 }  // namespace
 
@@ -38,8 +82,14 @@ void print_train_summary(std::ostream& out, const TrainResult& r) {
   if (!r.checkpoint.empty()) out << fmt::format("  checkpoint            {}\n", r.checkpoint);
 }
 
-int run_train_command(const TrainCommand& command, std::ostream& out, std::ostream& err) {
-  const auto config = config::load_config_reporting(command.config, command.overrides, err);
+int run_train_command(const TrainCommand& command, std::ostream& out_stream,
+                      std::ostream& err_stream) {
+  RankStreams streams;
+  streams.speaks = engine::process_world().rank() == 0 || command.verbose;
+  std::ostream& out = streams.out(out_stream);
+  std::ostream& err = streams.out(err_stream);
+  const auto config =
+      load_config_on_every_rank(command.config, command.overrides, streams, err_stream);
   if (!config) return kExitInvalid;
   StopSignals signals;
   StopSignals::clear();
@@ -69,8 +119,13 @@ int run_train_command(const TrainCommand& command, std::ostream& out, std::ostre
   return kExitOk;
 }
 
-int run_eval_command(const EvalCommand& command, std::ostream& out, std::ostream& err) {
-  const auto config = config::load_config_reporting(command.config, command.overrides, err);
+int run_eval_command(const EvalCommand& command, std::ostream& out_stream,
+                     std::ostream& err_stream) {
+  RankStreams streams;
+  streams.speaks = engine::process_world().rank() == 0 || command.verbose;
+  std::ostream& out = streams.out(out_stream);
+  const auto config =
+      load_config_on_every_rank(command.config, command.overrides, streams, err_stream);
   if (!config) return kExitInvalid;
   const EvalOutcome outcome = evaluate_checkpoint(*config, command.options);
   out << fmt::format("{} on the {} test samples: loss {:.4f}, accuracy {:.2f}% ({}/{})\n",

@@ -19,6 +19,7 @@ struct TrainCommand {
   TrainOptions options;
   std::string io_thread = "auto";  // --io-thread: auto, on or off (options.io_overlap)
   bool quiet = false;
+  bool verbose = false;  // under mpirun: every rank prints, not rank 0 alone
 };
 
 // Trains; SIGINT/SIGTERM finish the step, write a checkpoint and return 130 with a
@@ -29,6 +30,7 @@ struct EvalCommand {
   std::string config;
   std::vector<std::string> overrides;
   EvalOptions options;
+  bool verbose = false;
 };
 
 // Prints the test set's loss and accuracy. Returns 0 or 2 (invalid config).

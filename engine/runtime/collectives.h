@@ -70,6 +70,11 @@ class Collectives {
   // tensor does not split evenly, members of a group move different bytes; the planner's
   // cost model (planner/cost.h) gives the mean over a group's members.
   [[nodiscard]] virtual CollectiveBytes bytes(std::int64_t replica) const = 0;
+  // The part of bytes(replica) that went to or came from a replica in another process
+  // (the MPI backend's messages); nothing in-process. Only for replicas this process hosts.
+  [[nodiscard]] virtual CollectiveBytes cross_process_bytes(std::int64_t /*replica*/) const {
+    return {};
+  }
 };
 
 // The all_reduce chunk that the member of rank k owns, of n elements over G members:

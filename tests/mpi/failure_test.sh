@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# A failure on any rank stops every rank within seconds, prints the error once with its
+# rank, and exits non-zero; nothing hangs (each run has 60 s, far more than it needs).
+set -uo pipefail
+source "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
+source "$POPKIT_SOURCE_DIR/tests/mpi/lib.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+config=$POPKIT_SOURCE_DIR/examples/mnist.yaml
+synthetic=(--set data.dataset=synthetic --set data.synthetic_train=1024 --set data.synthetic_test=256)
+
+# expect_once NAME WANT -- COMMAND...: exits non-zero within 60 s, and poprun printed one
+# error, containing WANT.
+expect_once() {
+  local name=$1 want=$2
+  shift 3
+  local start=$SECONDS
+  timeout 60 "$@" >"$name.out" 2>"$name.err"
+  local rc=$? took=$((SECONDS - start))
+  local errors
+  errors=$(grep -c '^poprun: error:' "$name.err")
+  if [ "$rc" = 0 ] || [ "$rc" = 124 ]; then
+    fail "$name: exit code $rc (0 = not stopped, 124 = hung); stderr: $(cat "$name.err")"
+  elif [ "$errors" != 1 ]; then
+    fail "$name: $errors error lines, want 1: $(grep '^poprun: error:' "$name.err")"
+  elif ! grep -q "^poprun: error: .*$want" "$name.err"; then
+    fail "$name: the error is '$(grep '^poprun: error:' "$name.err")', want it to contain '$want'"
+  else
+    echo "$name: exit $rc after ${took} s: $(grep '^poprun: error:' "$name.err")"
+  fi
+}
+
+# A missing data file on rank 1 only (its data folder is elsewhere).
+expect_once missing_data "rank 1: MNIST not found" -- \
+  "${mpirun[@]}" -np 1 poprun train "$config" --steps 2 -q -o a/run.json \
+  : -np 1 -x POPKIT_DATA_DIR="$tmp/nowhere" poprun train "$config" --steps 2 -q -o a/run.json
+
+# A bad checkpoint, on every rank: rank 0 alone reports it.
+echo "not a checkpoint" >bad.safetensors
+expect_once bad_checkpoint "rank 0: bad.safetensors: truncated or not safetensors" -- \
+  "${mpirun[@]}" -np 2 poprun train "$config" "${synthetic[@]}" --steps 2 -q -o b/run.json \
+  --resume bad.safetensors
+
+# Ranks that disagree on the config are refused before they start.
+expect_once different_configs "the config of rank 1 differs from rank 0's" -- \
+  "${mpirun[@]}" -np 1 poprun train "$config" "${synthetic[@]}" --steps 2 -q -o c/run.json \
+  : -np 1 poprun train "$config" "${synthetic[@]}" --steps 2 -q -o c/run.json \
+  --set training.optimizer.lr=0.1
+
+# A failure in the middle of training on rank 0 (writing a checkpoint whose path a folder
+# took after the run began), while rank 1 waits for it in the next step's collectives.
+mkdir d
+"${mpirun[@]}" -np 2 poprun train "$config" "${synthetic[@]}" --steps 100000 -q -o d/run.json \
+  --checkpoint-every 50 >d.out 2>d.err &
+pid=$!
+for _ in $(seq 600); do [ -e d/checkpoint-step50.safetensors ] && break; sleep 0.1; done
+mkdir d/checkpoint-step250.safetensors
+start=$SECONDS
+wait $pid
+rc=$?
+errors=$(grep -c '^poprun: error:' d.err)
+if [ "$rc" = 0 ] || [ "$errors" != 1 ] || ! grep -q '^poprun: error: rank 0: .*checkpoint-step250' d.err; then
+  fail "mid-run failure: exit $rc, $errors error lines: $(cat d.err)"
+else
+  echo "mid_run: exit $rc $((SECONDS - start)) s after step 50: $(grep '^poprun: error:' d.err)"
+fi
+finish mpi.failure

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# SIGTERM under mpirun: every rank stops after the same step, rank 0 writes one checkpoint
+# and the run resumes from it. Sent to the ranks (as a scheduler such as Slurm signals a
+# job's processes), mpirun exits 130 as poprun does; sent to mpirun itself, OpenMPI
+# passes SIGTERM on to the ranks, gives them odls_base_sigkill_timeout seconds, and exits
+# 1 whatever they return (README, "Replicas across processes").
+set -uo pipefail
+source "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
+source "$POPKIT_SOURCE_DIR/tests/mpi/lib.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+config=$POPKIT_SOURCE_DIR/examples/mnist.yaml
+synthetic=(--set data.dataset=synthetic --set data.synthetic_train=1024 --set data.synthetic_test=256)
+
+# stop DIR TARGET [MPIRUN OPTIONS]: starts a long run, waits for its first checkpoint, sends
+# SIGTERM to TARGET (ranks | mpirun); sets rc.
+stop() {
+  local dir=$1 target=$2
+  shift 2
+  "${mpirun[@]}" "$@" -np 2 poprun train "$config" "${synthetic[@]}" --steps 100000 \
+    --checkpoint-every 20 -o "$dir/run.json" >"$dir.out" 2>"$dir.err" &
+  local pid=$!
+  for _ in $(seq 600); do [ -e "$dir/checkpoint-step20.safetensors" ] && break; sleep 0.1; done
+  if [ "$target" = ranks ]; then pkill -TERM -P "$pid" -x poprun; else kill -TERM "$pid"; fi
+  timeout 60 tail --pid="$pid" -f /dev/null
+  wait "$pid"
+  rc=$?
+}
+
+# last_checkpoint DIR: the checkpoint of the highest step
+last_checkpoint() { ls "$1"/checkpoint-step*.safetensors | sort -V | tail -1; }
+
+stop ranks ranks
+last=$(last_checkpoint ranks)
+if [ "$rc" != 130 ]; then
+  fail "SIGTERM to the ranks: mpirun exited $rc, want 130: $(cat ranks.err)"
+elif [ "$last" = ranks/checkpoint-step20.safetensors ] && ! grep -q "stopped by SIGTERM" ranks.err; then
+  fail "SIGTERM to the ranks: no checkpoint at the stop: $(cat ranks.err)"
+else
+  echo "SIGTERM to the ranks: exit 130, $(grep -o 'stopped by SIGTERM at step [0-9]*' ranks.err)"
+  # The run resumes from it, in one process.
+  poprun train "$config" "${synthetic[@]}" --resume "$last" --steps $(( $(grep -o '[0-9]*' <<<"${last##*step}") + 2 )) \
+    -q -o resumed/run.json >resumed.log 2>&1 || fail "resume from $last: $(cat resumed.log)"
+fi
+
+stop mpirun mpirun --mca odls_base_sigkill_timeout 5
+last=$(last_checkpoint mpirun)
+if [ "$rc" = 0 ]; then
+  fail "SIGTERM to mpirun: exit 0"
+elif [ "$last" = mpirun/checkpoint-step20.safetensors ]; then
+  fail "SIGTERM to mpirun: no checkpoint written at the stop (last: $last)"
+else
+  echo "SIGTERM to mpirun: exit $rc (OpenMPI's), checkpoint $last"
+fi
+finish mpi.signal

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Replicas across processes (mpirun, engine/runtime/world.h): every example config trained
+# under mpirun -np 1, 2 and 4 (where the ranks divide its replication factor) writes a
+# checkpoint byte for byte equal to the single-process run's, with the same losses; a
+# grouping whose groups span ranks does too; a resume under another number of ranks
+# continues bitwise; eval prints the same result; and the bytes the MPI backend counted
+# between ranks equal the plan's.
+set -uo pipefail
+source "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
+source "$POPKIT_SOURCE_DIR/tests/mpi/lib.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+# same_run DIR_A DIR_B STEP: the checkpoints of step STEP are the same bytes, the losses
+# the same numbers.
+same_run() {
+  if ! cmp -s "$1/checkpoint-step$3.safetensors" "$2/checkpoint-step$3.safetensors"; then
+    fail "$2: checkpoint of step $3 differs from $1's"
+    return
+  fi
+  /usr/bin/python3 - "$1/run.json" "$2/run.json" <<'PY' || fail "$2: losses differ from $1's"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["loss"] == b["loss"], (a["loss"], b["loss"])
+assert a["test"] == b["test"], (a["test"], b["test"])
+PY
+}
+
+train() {  # train DIR [mpirun -np N] -- ARGS...
+  local dir=$1; shift
+  local launcher=()
+  while [ "$1" != "--" ]; do launcher+=("$1"); shift; done
+  shift
+  "${launcher[@]}" poprun train "$@" --quiet --out "$dir/run.json" >"$dir.log" 2>&1 \
+    || { fail "${launcher[*]} poprun train $* failed:"; cat "$dir.log"; return 1; }
+}
+
+steps=4
+for example in "$POPKIT_SOURCE_DIR"/examples/*.yaml; do
+  name=$(basename "$example" .yaml)
+  args=("$example" --set data.dataset=synthetic --set data.synthetic_train=1024 --set data.synthetic_test=256 --steps $steps)
+  train "$name.single" -- "${args[@]}" || continue
+  factor=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["plan"]["replication_factor"])' "$name.single/run.json")
+  for n in 1 2 4; do
+    [ $((factor % n)) = 0 ] || continue
+    train "$name.np$n" "${mpirun[@]}" -np $n -- "${args[@]}" || continue
+    same_run "$name.single" "$name.np$n" $steps
+  done
+  echo "$name: R $factor, bitwise under mpirun -np 1, 2, 4 where they divide it"
+done
+
+# Groups across ranks: R 4, groups {0, 2} and {1, 3} (stride 2) on 2 ranks of 2 replicas,
+# with sharding, so every collective has a member on each rank.
+groups=(--set replication.factor=4 --set replication.groupings.everyone.group_size=2
+        --set replication.groupings.everyone.stride=2)
+args=("$POPKIT_SOURCE_DIR/examples/mnist.yaml" --set data.dataset=synthetic
+      --set data.synthetic_train=1024 --set data.synthetic_test=256 "${groups[@]}" --steps $steps)
+train strided.single -- "${args[@]}" && train strided.np2 "${mpirun[@]}" -np 2 -- "${args[@]}" \
+  && same_run strided.single strided.np2 $steps && echo "groups across ranks: bitwise"
+
+# Resume under another number of ranks: 2 steps on 2 ranks, then 2 more in one process.
+args=("$POPKIT_SOURCE_DIR/examples/mnist.yaml" --set data.dataset=synthetic
+      --set data.synthetic_train=1024 --set data.synthetic_test=256)
+train resume.whole -- "${args[@]}" --steps 4 \
+  && train resume.first "${mpirun[@]}" -np 2 -- "${args[@]}" --steps 2 \
+  && train resume.second -- "${args[@]}" --steps 4 --resume resume.first/checkpoint-step2.safetensors \
+  && cmp -s resume.whole/checkpoint-step4.safetensors resume.second/checkpoint-step4.safetensors \
+  && echo "resume from 2 ranks in 1 process: bitwise" \
+  || fail "resume from a 2-rank checkpoint in one process differs from the whole run"
+
+# Eval on 2 ranks prints what one process prints.
+ckpt=resume.whole/checkpoint-step4.safetensors
+one=$(poprun eval "${args[@]}" --checkpoint $ckpt 2>&1)
+two=$("${mpirun[@]}" -np 2 poprun eval "${args[@]}" --checkpoint $ckpt 2>&1)
+[ "$one" = "$two" ] && echo "eval: $two" || fail "eval on 2 ranks printed '$two', one process '$one'"
+
+# Bytes across ranks: with one replica per rank every collective byte crosses, and the
+# backend's count equals the plan's collective bytes per replica per step.
+/usr/bin/python3 - mnist.np2/run.json mnist_offchip_optimizer.np2/run.json <<'PY' || fail "bytes across ranks"
+import json, sys
+run = json.load(open(sys.argv[1]))
+p, planned = run["processes"], run["bytes_moved"]["planned"]["collective"]
+assert p["ranks"] == 2 and p["replica_ranks"] == [0, 1], p
+assert p["cross_process_bytes"] == planned > 0, (p["cross_process_bytes"], planned)
+print(f"mnist on 2 ranks: {p['cross_process_bytes']} bytes per replica per step crossed ranks, "
+      f"the plan's {planned}")
+run = json.load(open(sys.argv[2]))  # R 4 on 2 ranks: replicas 0, 1 on rank 0
+p = run["processes"]
+assert p["replica_ranks"] == [0, 0, 1, 1], p
+assert 0 < p["cross_process_bytes"] < run["bytes_moved"]["measured"]["collective"], p
+print(f"offchip on 2 ranks of 2 replicas: {p['cross_process_bytes']} of "
+      f"{run['bytes_moved']['measured']['collective']} bytes per replica per step crossed ranks")
+PY
+finish mpi.train
