@@ -1,8 +1,10 @@
 // popplan plan and popplan groups: build a config's plan (text or JSON, to stdout or a
-// file) and print replica groupings as "Group | Replicas" tables.
+// file), optionally priced over a network of hosts, and print replica groupings as
+// "Group | Replicas" tables.
 // Exit codes: plan 0 fits / 1 does not fit / 2 invalid config; groups 0 / 2.
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,14 +24,24 @@ struct PlanOptions {
   std::string output;
   bool eval = false;
   std::vector<std::string> overrides;
+  // The network, when the replicas span hosts (0: all on one host). Where a run is
+  // deployed is not part of what it computes, so it is an option, not a config key.
+  std::int64_t replicas_per_host = 0;
+  double network_gbps = 10.0;
+  double network_latency_us = 5.0;
 };
 
 int run_plan(const PlanOptions& o) {
   const auto cfg = config::load_config_reporting(o.config, o.overrides, std::cerr);
   if (!cfg) return kExitInvalid;
   planner::Plan plan;
+  std::optional<planner::NetworkProfile> network;
+  if (o.replicas_per_host > 0)
+    network = planner::NetworkProfile{o.replicas_per_host, o.network_gbps * 1e9 / 8,
+                                      o.network_latency_us / 1e6};
   try {
-    plan = planner::build_plan(*cfg, o.eval ? planner::Program::kEval : planner::Program::kTrain);
+    plan = planner::build_plan(*cfg, o.eval ? planner::Program::kEval : planner::Program::kTrain,
+                               nullptr, network ? &*network : nullptr);
   } catch (const Error& e) {
     std::cerr << "popplan: error: " << o.config << ": " << e.what() << '\n';
     return kExitInvalid;
@@ -155,6 +167,22 @@ void add_plan_verbs(Tool& tool) {
               "where training keeps them, no optimizer state or gradients");
   p->add_option("--set", plan->overrides, "override a config key: --set key.path=value")
       ->allow_extra_args(false);
+  CLI::Option* per_host =
+      p->add_option("--replicas-per-host", plan->replicas_per_host,
+                    "spread the replicas over hosts, N per host (host h holds replicas [h N, "
+                    "(h+1) N), as mpirun fills hosts with consecutive ranks) and price the "
+                    "collectives' cross-host bytes over the network")
+          ->check(CLI::PositiveNumber);
+  p->add_option("--network-gbps", plan->network_gbps,
+                "each host's network link in Gb/s, each way (with --replicas-per-host)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->needs(per_host);
+  p->add_option("--network-latency-us", plan->network_latency_us,
+                "microseconds per message across hosts (with --replicas-per-host)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber)
+      ->needs(per_host);
 
   auto groups = std::make_shared<GroupsOptions>();
   CLI::App* g = tool.add(

@@ -1175,8 +1175,13 @@ class Builder {
 
 }  // namespace
 
-Plan build_plan(const config::Config& config, Program program, const Plan* eval) {
+Plan build_plan(const config::Config& config, Program program, const Plan* eval,
+                const NetworkProfile* network) {
   Plan plan = Builder(config, program).build();
+  if (network != nullptr) {
+    // Priced again with the network; the builder has checked the profile's name.
+    estimate_time(plan, *find_device_profile(plan.device_profile), network);
+  }
   const DatasetSizes sizes = dataset_sizes_from_config(config);
   if (program == Program::kEval) {
     plan.host_memory = estimate_host_memory(plan, nullptr, config, sizes, HostUse::kEvaluate);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "config/config.h"
+#include "planner/device_profile.h"
 #include "planner/plan.h"
 
 namespace popkit::planner {
@@ -12,7 +13,9 @@ namespace popkit::planner {
 // device is still returned, with fits == false and the not_fitting report filled.
 // A training plan's host memory counts the evaluation engine poprun runs beside it:
 // `eval` is the config's evaluation plan when the caller has it (else it is built).
+// `network`, when given, spreads the replicas over hosts and prices the collectives'
+// cross-host bytes with it (planner/cost.h); plan.network then holds the traffic.
 Plan build_plan(const config::Config& config, Program program = Program::kTrain,
-                const Plan* eval = nullptr);
+                const Plan* eval = nullptr, const NetworkProfile* network = nullptr);
 
 }  // namespace popkit::planner

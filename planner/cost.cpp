@@ -1,7 +1,9 @@
-// FLOP and byte counts per op, and the time estimate.
+// FLOP and byte counts per op, the split of collective bytes over hosts, and the time
+// estimate.
 #include "planner/cost.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "planner/layer_kinds.h"
 #include "planner/operands.h"
@@ -108,6 +110,133 @@ class Costs {
   Plan& plan_;
 };
 
+bool is_collective(OpKind k) {
+  return k == OpKind::kAllGather || k == OpKind::kReduceScatter || k == OpKind::kAllReduce;
+}
+
+// The messages of one collective op, replica by replica and host by host.
+class TrafficCount {
+ public:
+  TrafficCount(const Plan& plan, const NetworkProfile& net)
+      : plan_(plan),
+        net_(net),
+        n_hosts_(net.n_hosts(plan.replication_factor)),
+        messages_(static_cast<std::size_t>(plan.replication_factor)),
+        host_out_(static_cast<std::size_t>(n_hosts_)),
+        host_in_(static_cast<std::size_t>(n_hosts_)) {}
+
+  const NetworkProfile& network() const { return net_; }
+
+  CollectiveTraffic count(const Op& op) {
+    std::fill(messages_.begin(), messages_.end(), 0);
+    std::fill(host_out_.begin(), host_out_.end(), 0);
+    std::fill(host_in_.begin(), host_in_.end(), 0);
+    t_ = {};
+    const ReplicaGrouping& g = op.grouping;
+    switch (op.kind) {
+      case OpKind::kAllReduce: {
+        // Owner chunks (engine/runtime/collectives.h owner_chunk): n = q G + r elements,
+        // chunk k holds q + (k < r) of them. Every member sends chunk k to its owner, the
+        // member of rank k, which sends the sum back to every other member.
+        const Tensor& t = tensor(op.state[0]);
+        const auto e = static_cast<std::uint64_t>(dtype_size(t.dtype));
+        for (std::int64_t group = 0; group < g.n_groups(); ++group) {
+          const auto members = g.members(group);
+          const auto n_members = static_cast<std::int64_t>(members.size());
+          const std::int64_t q = t.nelms / n_members;
+          const std::int64_t r = t.nelms % n_members;
+          for (std::int64_t k = 0; k < n_members; ++k) {
+            const std::uint64_t chunk = u(q + (k < r ? 1 : 0)) * e;
+            if (chunk == 0) continue;
+            const std::int64_t owner = members[static_cast<std::size_t>(k)];
+            for (const auto m : members) {
+              send(m, owner, chunk);
+              send(owner, m, chunk);
+            }
+          }
+        }
+        break;
+      }
+      case OpKind::kReduceScatter: {
+        // The member of shard rank k receives slice k, truncated to the tensor, from every
+        // other member of its group in `grouping`.
+        const Tensor& src = tensor(op.inputs[shard_operand::kSrc]);
+        const Tensor& dst = tensor(op.outputs[shard_operand::kDst]);
+        const auto e = static_cast<std::uint64_t>(dtype_size(dst.dtype));
+        for (std::int64_t group = 0; group < g.n_groups(); ++group) {
+          const auto members = g.members(group);
+          for (const auto to : members) {
+            const std::int64_t offset = op.shard_grouping.rank_in_group(to) * dst.nelms;
+            const std::int64_t n =
+                std::max<std::int64_t>(0, std::min(dst.nelms, src.nelms - offset));
+            for (const auto from : members) send(from, to, u(n) * e);
+          }
+        }
+        break;
+      }
+      case OpKind::kAllGather: {
+        // Every member receives the shard of every other, truncated to its destination.
+        const Tensor& src = tensor(op.inputs[shard_operand::kSrc]);
+        const Tensor& dst = tensor(op.outputs[shard_operand::kDst]);
+        const auto e = static_cast<std::uint64_t>(dtype_size(dst.dtype));
+        for (std::int64_t group = 0; group < g.n_groups(); ++group) {
+          const auto members = g.members(group);
+          for (const auto to : members)
+            for (std::size_t k = 0; k < members.size(); ++k) {
+              const std::int64_t at = static_cast<std::int64_t>(k) * src.nelms;
+              if (at >= dst.nelms) break;
+              send(members[k], to, u(std::min(src.nelms, dst.nelms - at)) * e);
+            }
+        }
+        break;
+      }
+      case OpKind::kRepeat: {
+        CollectiveTraffic sum;
+        for (const Op& inner : op.body) {
+          const CollectiveTraffic c = count(inner);
+          sum.on_host_bytes += c.on_host_bytes * u(op.steps);
+          sum.cross_host_bytes += c.cross_host_bytes * u(op.steps);
+          sum.busiest_link_bytes += c.busiest_link_bytes * u(op.steps);
+          sum.busiest_messages += c.busiest_messages * u(op.steps);
+        }
+        return sum;
+      }
+      default:
+        return {};
+    }
+    for (std::size_t h = 0; h < host_out_.size(); ++h)
+      t_.busiest_link_bytes = std::max({t_.busiest_link_bytes, host_out_[h], host_in_[h]});
+    t_.busiest_messages = *std::max_element(messages_.begin(), messages_.end());
+    return t_;
+  }
+
+ private:
+  using Tensor = DeviceTensor;
+  const Tensor& tensor(int t) const { return plan_.tensors[static_cast<std::size_t>(t)]; }
+
+  // A copy within one replica is no message; each byte sent is a byte received.
+  void send(std::int64_t from, std::int64_t to, std::uint64_t nbytes) {
+    if (from == to || nbytes == 0) return;
+    const std::int64_t hf = net_.host_of(from);
+    const std::int64_t ht = net_.host_of(to);
+    if (hf == ht) {
+      t_.on_host_bytes += 2 * nbytes;
+      return;
+    }
+    t_.cross_host_bytes += 2 * nbytes;
+    host_out_[static_cast<std::size_t>(hf)] += nbytes;
+    host_in_[static_cast<std::size_t>(ht)] += nbytes;
+    ++messages_[static_cast<std::size_t>(from)];
+  }
+
+  const Plan& plan_;
+  const NetworkProfile& net_;
+  std::int64_t n_hosts_;
+  std::vector<std::uint64_t> messages_;  // by replica, sent across hosts
+  std::vector<std::uint64_t> host_out_, host_in_;
+  CollectiveTraffic t_;
+};
+
 struct Seconds {
   double compute = 0.0;
   double io = 0.0;  // host and remote streams
@@ -117,7 +246,9 @@ struct Seconds {
 
 class Timer {
  public:
-  Timer(const DeviceProfile& p, double compute_fraction) : p_(p), fraction_(compute_fraction) {}
+  Timer(const DeviceProfile& p, double compute_fraction, TrafficCount* traffic,
+        std::int64_t replication_factor)
+      : p_(p), fraction_(compute_fraction), traffic_(traffic), r_(u(replication_factor)) {}
 
   Seconds time(const Op& op) const {
     Seconds s;
@@ -148,18 +279,34 @@ class Timer {
     if (op.remote_bytes > 0)
       s.io += p_.streaming_latency_seconds +
               static_cast<double>(op.remote_bytes) / p_.streaming_bytes_per_second;
-    if (op.kind == OpKind::kAllGather || op.kind == OpKind::kReduceScatter ||
-        op.kind == OpKind::kAllReduce) {
-      if (op.collective_bytes > 0)
-        s.collective = p_.link_latency_seconds +
-                       static_cast<double>(op.collective_bytes) / 2.0 / p_.link_bytes_per_second;
+    if (is_collective(op.kind)) {
+      if (traffic_ == nullptr) {
+        s.collective = on_host(op.collective_bytes);
+      } else {
+        const CollectiveTraffic t = traffic_->count(op);
+        s.collective = std::max(on_host(t.on_host_bytes / r_), cross_host(t));
+      }
     }
     return s;
   }
 
  private:
+  double on_host(std::uint64_t bytes_per_replica) const {
+    if (bytes_per_replica == 0) return 0.0;
+    return p_.link_latency_seconds +
+           static_cast<double>(bytes_per_replica) / 2.0 / p_.link_bytes_per_second;
+  }
+  double cross_host(const CollectiveTraffic& t) const {
+    if (t.cross_host_bytes == 0) return 0.0;
+    const NetworkProfile& n = traffic_->network();
+    return n.latency_seconds * static_cast<double>(t.busiest_messages) +
+           static_cast<double>(t.busiest_link_bytes) / n.bytes_per_second;
+  }
+
   const DeviceProfile& p_;
   double fraction_;
+  TrafficCount* traffic_;  // null: every replica on one host
+  std::uint64_t r_;
 };
 
 }  // namespace
@@ -171,18 +318,57 @@ void annotate_costs(Plan& plan) {
     for (Op& op : ph.ops) costs.annotate(op);
 }
 
-void estimate_time(Plan& plan, const DeviceProfile& profile) {
+CollectiveTraffic collective_traffic(const Plan& plan, const Op& op,
+                                     const NetworkProfile& network) {
+  TrafficCount count(plan, network);
+  return count.count(op);
+}
+
+void estimate_time(Plan& plan, const DeviceProfile& profile, const NetworkProfile* network) {
   const std::int64_t io_tiles = plan.io_tiles;
   // IO tiles stream data; the rest compute (PopXL io_tiles).
   double fraction = 1.0;
   if (plan.io_mode != IoMode::kCompute && io_tiles > 0 && io_tiles < profile.tiles)
     fraction = static_cast<double>(profile.tiles - io_tiles) / static_cast<double>(profile.tiles);
-  const Timer timer(profile, fraction);
-  plan.estimated_step_seconds = 0.0;
-  for (Phase& ph : plan.phases) {
-    ph.estimated_seconds = 0.0;
-    for (const Op& op : ph.ops) ph.estimated_seconds += timer.time(op).total();
-    plan.estimated_step_seconds += ph.estimated_seconds;
+  const auto step_seconds = [&](TrafficCount* traffic) {
+    const Timer timer(profile, fraction, traffic, plan.replication_factor);
+    double step = 0.0;
+    for (Phase& ph : plan.phases) {
+      ph.estimated_seconds = 0.0;
+      for (const Op& op : ph.ops) ph.estimated_seconds += timer.time(op).total();
+      step += ph.estimated_seconds;
+    }
+    return step;
+  };
+  plan.network.reset();
+  plan.estimated_step_seconds = step_seconds(nullptr);
+  if (network != nullptr) {
+    // The step on one host first: what the network adds is the difference.
+    const double one_host = plan.estimated_step_seconds;
+    TrafficCount traffic(plan, *network);
+    plan.estimated_step_seconds = step_seconds(&traffic);
+    NetworkEstimate n;
+    n.replicas_per_host = network->replicas_per_host;
+    n.n_hosts = network->n_hosts(plan.replication_factor);
+    n.bytes_per_second = network->bytes_per_second;
+    n.latency_seconds = network->latency_seconds;
+    CollectiveTraffic sum;
+    for (const Phase& ph : plan.phases)
+      for (const Op& op : ph.ops) {
+        const CollectiveTraffic t = traffic.count(op);
+        sum.on_host_bytes += t.on_host_bytes;
+        sum.cross_host_bytes += t.cross_host_bytes;
+        sum.busiest_link_bytes += t.busiest_link_bytes;
+        sum.busiest_messages += t.busiest_messages;
+      }
+    const std::uint64_t r = u(plan.replication_factor);
+    n.on_host_bytes = sum.on_host_bytes / r;
+    n.cross_host_bytes = sum.cross_host_bytes / r;
+    n.network_bytes = sum.cross_host_bytes / 2;
+    n.busiest_link_bytes = sum.busiest_link_bytes;
+    n.messages = sum.busiest_messages;
+    n.seconds = plan.estimated_step_seconds - one_host;
+    plan.network = n;
   }
   plan.estimated_samples_per_second =
       plan.estimated_step_seconds > 0

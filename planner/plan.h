@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -267,6 +268,27 @@ struct HostMemory {
   [[nodiscard]] std::uint64_t total() const;  // the sum, saturated at 2^64 - 1
 };
 
+// The collectives' traffic between hosts, per optimizer step (an evaluation plan: per
+// evaluation batch), when the plan was priced with a network profile
+// (planner/device_profile.h; `popplan plan --replicas-per-host`). Bytes are those the
+// direct algorithms of engine/runtime/collectives.h send between replicas.
+struct NetworkEstimate {
+  std::int64_t replicas_per_host = 1;
+  std::int64_t n_hosts = 1;
+  double bytes_per_second = 0.0;  // each host's link, each way
+  double latency_seconds = 0.0;   // per message across hosts
+  // Per replica, sent + received, the mean over all replicas rounded down; the two add up
+  // to the collectives' collective_bytes (to a byte of rounding).
+  std::uint64_t on_host_bytes = 0;
+  std::uint64_t cross_host_bytes = 0;
+  std::uint64_t network_bytes = 0;       // all hosts together: every byte that crosses, once
+  std::uint64_t busiest_link_bytes = 0;  // the busiest host's link, busier direction, summed
+                                         //   over the collectives
+  std::uint64_t messages = 0;  // cross-host messages of the replica that sends most, summed
+                               //   over the collectives
+  double seconds = 0.0;        // what the network adds to estimated_step_seconds
+};
+
 struct Plan {
   int version = 3;  // of the plan file format (planner/plan_read.cpp)
   std::string name;
@@ -309,6 +331,9 @@ struct Plan {
   std::string device_profile;
   double estimated_step_seconds = 0.0;
   double estimated_samples_per_second = 0.0;
+  // Set when the plan was priced with a network profile; the estimates above then
+  // include the network. Absent: every replica on one host.
+  std::optional<NetworkEstimate> network;
 
   HostMemory host_memory;  // for poprun on this CPU
 

@@ -191,6 +191,19 @@ nlohmann::json plan_to_json(const Plan& plan) {
   j["device_profile"] = plan.device_profile;
   j["estimated_step_seconds"] = plan.estimated_step_seconds;
   j["estimated_samples_per_second"] = plan.estimated_samples_per_second;
+  if (plan.network) {  // only when priced with a network profile: other plans stay as they were
+    const NetworkEstimate& n = *plan.network;
+    j["network"] = {{"replicas_per_host", n.replicas_per_host},
+                    {"n_hosts", n.n_hosts},
+                    {"bytes_per_second", n.bytes_per_second},
+                    {"latency_seconds", n.latency_seconds},
+                    {"on_host_bytes", n.on_host_bytes},
+                    {"cross_host_bytes", n.cross_host_bytes},
+                    {"network_bytes", n.network_bytes},
+                    {"busiest_link_bytes", n.busiest_link_bytes},
+                    {"messages", n.messages},
+                    {"seconds", n.seconds}};
+  }
   const HostMemory& h = plan.host_memory;
   j["host_memory"] = {{"total", h.total()},
                       {"datasets", h.datasets},

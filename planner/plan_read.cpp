@@ -456,6 +456,21 @@ Plan Reader::plan(const json& j) const {
   p.device_profile = string(j, "", "device_profile");
   p.estimated_step_seconds = number(j, "", "estimated_step_seconds");
   p.estimated_samples_per_second = number(j, "", "estimated_samples_per_second");
+  if (j.contains("network")) {  // only plans priced with a network profile hold it
+    const json& jn = field(j, "", "network");
+    NetworkEstimate n;
+    n.replicas_per_host = integer_in(jn, "network", "replicas_per_host", 1, kMaxInt64);
+    n.n_hosts = integer_in(jn, "network", "n_hosts", 1, kMaxInt64);
+    n.bytes_per_second = number(jn, "network", "bytes_per_second");
+    n.latency_seconds = number(jn, "network", "latency_seconds");
+    n.on_host_bytes = bytes(jn, "network", "on_host_bytes");
+    n.cross_host_bytes = bytes(jn, "network", "cross_host_bytes");
+    n.network_bytes = bytes(jn, "network", "network_bytes");
+    n.busiest_link_bytes = bytes(jn, "network", "busiest_link_bytes");
+    n.messages = bytes(jn, "network", "messages");
+    n.seconds = number(jn, "network", "seconds");
+    p.network = n;
+  }
   if (j.contains("host_memory")) {  // plans written before it was estimated lack it
     const json& h = field(j, "", "host_memory");
     p.host_memory.datasets = bytes(h, "host_memory", "datasets");

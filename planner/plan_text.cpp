@@ -311,9 +311,29 @@ void print_plan(std::ostream& stream, const Plan& plan) {
   out.print("  streaming memory {}, host transfers {} per step\n",
             format_bytes(plan.streaming_bytes), format_bytes(plan.host_bytes_per_step));
   out.print("  host memory of poprun on a CPU {}\n", describe_host_memory(plan.host_memory));
-  out.print("  estimated {:.3f} ms per step, {:.0f} samples/s on {}\n",
-            plan.estimated_step_seconds * 1e3, plan.estimated_samples_per_second,
-            plan.device_profile);
+  if (plan.network) {
+    const NetworkEstimate& n = *plan.network;
+    const char* per = plan.program == Program::kEval ? "batch" : "step";
+    out.print("  network: {} host{} x {} replica{}, {:g} Gb/s links, {:g} us per message\n",
+              n.n_hosts, n.n_hosts == 1 ? "" : "s", n.replicas_per_host,
+              n.replicas_per_host == 1 ? "" : "s", n.bytes_per_second * 8 / 1e9,
+              n.latency_seconds * 1e6);
+    out.print(
+        "    collectives per replica per {}: {} within its host, {} across hosts (sent + "
+        "received)\n",
+        per, format_bytes(n.on_host_bytes), format_bytes(n.cross_host_bytes));
+    out.print(
+        "    crossing the network per {}: {} in all, at most {} through one host's link "
+        "each way; {} messages from the busiest replica\n",
+        per, format_bytes(n.network_bytes), format_bytes(n.busiest_link_bytes), n.messages);
+    out.print("  estimated {:.3f} ms per {} (the network adds {:.3f} ms), {:.0f} samples/s on {}\n",
+              plan.estimated_step_seconds * 1e3, per, n.seconds * 1e3,
+              plan.estimated_samples_per_second, plan.device_profile);
+  } else {
+    out.print("  estimated {:.3f} ms per step, {:.0f} samples/s on {}\n",
+              plan.estimated_step_seconds * 1e3, plan.estimated_samples_per_second,
+              plan.device_profile);
+  }
 
   for (const auto& w : plan.warnings) out.print("\nwarning: {}\n", w);
   if (plan.fits) {

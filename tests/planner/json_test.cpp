@@ -23,6 +23,8 @@ std::vector<Plan> sample_plans() {
   auto preload = test::mnist_phased();
   preload.execution.io_schedule = popkit::config::IoSchedule::kPreload;
   plans.push_back(build_plan(preload));  // ops marked "preload"
+  const NetworkProfile network{1, 1.25e9, 5e-6};
+  plans.push_back(build_plan(test::mnist_phased(), Program::kTrain, nullptr, &network));
   auto c = test::tiny_standard();
   plans.push_back(build_plan(c));
   c.remote.optimizer_state = true;
@@ -159,9 +161,9 @@ BOOST_AUTO_TEST_CASE(errors_name_the_file_and_the_field) {
   BOOST_TEST(error_of(j) == "plan.json: micro_batch_size: missing");
   j = good;
   j["phases"][0]["ops"][8]["body"][1]["kind"] = "fly";  // the repeat, after the workspace alloc
-  BOOST_TEST(
-      error_of(j).rfind(
-          "plan.json: phases[0].ops[8].body[1].kind: 'fly' is not one of alloc, free,", 0) == 0);
+  BOOST_TEST(error_of(j).rfind(
+                 "plan.json: phases[0].ops[8].body[1].kind: 'fly' is not one of alloc, free,", 0) ==
+             0);
   j = good;
   j["tensors"][2]["nbytes"] = "many";
   BOOST_TEST(error_of(j) ==
