@@ -76,8 +76,11 @@ two=$("${mpirun[@]}" -np 2 poprun eval "${args[@]}" --checkpoint $ckpt 2>&1)
 [ "$one" = "$two" ] && echo "eval: $two" || fail "eval on 2 ranks printed '$two', one process '$one'"
 
 # Bytes across ranks: with one replica per rank every collective byte crosses, and the
-# backend's count equals the plan's collective bytes per replica per step.
-/usr/bin/python3 - mnist.np2/run.json mnist_offchip_optimizer.np2/run.json <<'PY' || fail "bytes across ranks"
+# backend's count equals the plan's collective bytes per replica per step; with two
+# replicas per rank it equals the plan's cross-host bytes for 2 replicas per host.
+popplan plan "$POPKIT_SOURCE_DIR/examples/mnist_offchip_optimizer.yaml" --replicas-per-host 2 \
+  --format json -o offchip.plan.json >/dev/null || fail "popplan plan --replicas-per-host 2"
+/usr/bin/python3 - mnist.np2/run.json mnist_offchip_optimizer.np2/run.json offchip.plan.json <<'PY' || fail "bytes across ranks"
 import json, sys
 run = json.load(open(sys.argv[1]))
 p, planned = run["processes"], run["bytes_moved"]["planned"]["collective"]
@@ -88,8 +91,11 @@ print(f"mnist on 2 ranks: {p['cross_process_bytes']} bytes per replica per step 
 run = json.load(open(sys.argv[2]))  # R 4 on 2 ranks: replicas 0, 1 on rank 0
 p = run["processes"]
 assert p["replica_ranks"] == [0, 0, 1, 1], p
-assert 0 < p["cross_process_bytes"] < run["bytes_moved"]["measured"]["collective"], p
+planned = json.load(open(sys.argv[3]))["network"]["cross_host_bytes"]
+assert 0 < p["cross_process_bytes"] == planned < run["bytes_moved"]["measured"]["collective"], \
+    (p["cross_process_bytes"], planned)
 print(f"offchip on 2 ranks of 2 replicas: {p['cross_process_bytes']} of "
-      f"{run['bytes_moved']['measured']['collective']} bytes per replica per step crossed ranks")
+      f"{run['bytes_moved']['measured']['collective']} bytes per replica per step crossed ranks, "
+      f"the plan's cross-host bytes {planned}")
 PY
 finish mpi.train
