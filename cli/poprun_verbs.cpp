@@ -77,6 +77,9 @@ void add_run_verbs(Tool& tool) {
   e->add_option("--checkpoint", eval->options.checkpoint, "the checkpoint (safetensors)")
       ->required();
   e->add_option("-o,--out", eval->options.run_file, "also write the result to this run file");
+  e->add_flag("--force", eval->options.force,
+              "evaluate a checkpoint that another config trained (refused without it: the "
+              "checkpoint records its config's hash)");
   e->add_option("--threads", eval->options.n_threads, "engine threads")
       ->check(CLI::NonNegativeNumber);
   add_set_option(e, eval->overrides);

@@ -398,6 +398,8 @@ EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions&
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
   check_dataset(test_set, planned);
   check_test_set(test_set);
+  if (!options.force)
+    check_checkpoint_config(ckpt, options.checkpoint, config.name, config_hash(config));
   engine::Engine engine(std::move(planned), engine_options(config, options.n_threads));
   const planner::Plan& plan = engine.plan();
   engine.initialize(config.model.init);
