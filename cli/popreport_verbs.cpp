@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <fstream>
+#include <functional>
 #include <iostream>
 #include <string_view>
 
@@ -21,7 +23,18 @@ struct ReportOptions {
   std::vector<std::string> files;
   std::string format = "text";
   std::string chart;
+  std::string output;
 };
+
+// The report goes to -o FILE, or to stdout.
+void write_to(const std::string& output, const std::function<void(std::ostream&)>& write) {
+  if (output.empty()) return write(std::cout);
+  std::ofstream file(output, std::ios::binary | std::ios::trunc);
+  if (!file) throw Error("{}: cannot open for writing", output);
+  write(file);
+  file.flush();
+  if (!file) throw Error("{}: write failed", output);
+}
 
 void add_common(CLI::App* sub, ReportOptions& o) {
   sub->add_option("files", o.files, "plan files (popplan plan --format json) or run files (poprun)")
@@ -32,6 +45,7 @@ void add_common(CLI::App* sub, ReportOptions& o) {
       ->check(CLI::IsMember(formats));
   sub->add_option("--chart", o.chart,
                   "also write an SVG chart: memory per phase; for runs the loss and phase times");
+  sub->add_option("-o,--output", o.output, "write the report to FILE instead of stdout");
 }
 
 // Runs `body`; input errors (unreadable files, bad options) exit 2.
@@ -53,8 +67,10 @@ void add_table_verb(Tool& tool, const std::string& verb, const std::string& help
                       [o, name, build] {
                         return guarded(name, [&] {
                           const auto sources = reports::load_sources(o->files);
-                          reports::write_report(build(sources), reports::parse_format(o->format),
-                                                std::cout);
+                          write_to(o->output, [&](std::ostream& out) {
+                            reports::write_report(build(sources), reports::parse_format(o->format),
+                                                  out);
+                          });
                           if (!o->chart.empty()) reports::write_chart_file(sources, o->chart);
                           return kExitOk;
                         });
@@ -85,7 +101,9 @@ void add_report_verbs(Tool& tool) {
                    const reports::Format format = reports::parse_format(compare->format);
                    const auto sources = reports::load_sources(compare->files);
                    const reports::Comparison c = reports::compare(sources, *names, *baseline);
-                   reports::write_report(reports::compare_report(c), format, std::cout);
+                   write_to(compare->output, [&](std::ostream& out) {
+                     reports::write_report(reports::compare_report(c), format, out);
+                   });
                    if (!compare->chart.empty()) reports::write_chart_file(sources, compare->chart);
                    const std::vector<std::string> failures = reports::check_gates(c, gates);
                    for (const std::string& f : failures)
