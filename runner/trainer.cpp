@@ -326,6 +326,8 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
   std::vector<double> losses;
   std::optional<engine::EvalResult> last_eval;
   std::int64_t last_eval_step = -1;
+  const std::int64_t n_epochs = limits.epochs.value_or(
+      last_epoch(state.data.epoch, state.data.position / g, total - state.step, steps_per_epoch));
   const auto t0 = Clock::now();
   while (true) {
     if (limits.steps && state.step >= *limits.steps) break;
@@ -342,8 +344,8 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
     const std::int64_t epoch = state.data.epoch;
     ++state.step;
     state.data = advance(state.data, train_set.n, g);
-    progress.update({epoch + 1, limits.epochs.value_or(0), state.step, total, first_step,
-                     seconds_since(t0), g, loss});
+    progress.update(
+        {epoch + 1, n_epochs, state.step, total, first_step, seconds_since(t0), g, loss});
     if (state.data.epoch != epoch && config.eval.every > 0 &&
         state.data.epoch % config.eval.every == 0) {
       last_eval = evaluate();

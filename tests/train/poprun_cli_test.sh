@@ -20,7 +20,7 @@ grep -q "^trained tiny: 3 steps" <<<"$out" || fail "no summary line: $out"
 grep -q "test accuracy " <<<"$out" || fail "no test accuracy: $out"
 grep -q "peak memory/replica   planned 16.12 KiB, measured 16.12 KiB" <<<"$out" || fail "no memory line: $out"
 grep -q "checkpoint            r/checkpoint-step3.safetensors" <<<"$out" || fail "no checkpoint line: $out"
-grep -q "^epoch 1 step 3/3 " err.txt || fail "no progress line: $(cat err.txt)"
+grep -q "^epoch 1/1 step 3/3 100% " err.txt || fail "no progress line: $(cat err.txt)"
 [ -f r/run.json ] || fail "no run file"
 /usr/bin/python3 "$POPKIT_SOURCE_DIR/tests/reports/validate_run_file.py" \
   "$POPKIT_SOURCE_DIR/schemas/run.schema.json" r/run.json || fail "run file does not validate"
