@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# README quotes real output: each ```-block that starts with `$ popplan validate ...` is
-# run from the source folder and must print exactly what README shows, exit code included
-# (`$ echo $?` and the line after it).
+# README quotes real output: each ```-block that starts with `$ popplan ...` and quotes
+# the whole output (no "..." line) is run from the source folder and must print exactly
+# what README shows, exit code included (`$ echo $?` and the line after it).
 set -uo pipefail
 . "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 cd "$POPKIT_SOURCE_DIR" || exit 1
@@ -9,8 +9,10 @@ blocks=$(/usr/bin/python3 - README.md <<'PY'
 import json, re, sys
 text = open(sys.argv[1], encoding="utf-8").read()
 out = []
-for block in re.findall(r"```\n(\$ popplan validate .*?)```", text, re.S):
+for block in re.findall(r"```\n(\$ popplan .*?)```", text, re.S):
     lines = block.rstrip("\n").split("\n")
+    if "..." in lines:
+        continue
     command = lines[0][2:]
     rest = lines[1:]
     rc = None
@@ -22,7 +24,7 @@ print(json.dumps(out))
 PY
 )
 n=$(/usr/bin/python3 -c 'import json,sys; print(len(json.loads(sys.argv[1])))' "$blocks")
-[ "$n" -ge 1 ] || fail "README quotes no popplan validate output"
+[ "$n" -ge 2 ] || fail "README quotes $n whole outputs of popplan, want the validate and groups examples"
 for ((i = 0; i < n; i++)); do
   command=$(/usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])[int(sys.argv[2])]["command"])' "$blocks" "$i")
   want=$(/usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])[int(sys.argv[2])]["output"])' "$blocks" "$i")
