@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "base/units.h"
 
@@ -54,6 +55,13 @@ std::string progress_text(const ProgressTick& t) {
                      t.loss);
 }
 
+std::string compact_progress_text(const ProgressTick& t) {
+  const std::string full = progress_text(t);
+  // Everything before the rates, and the loss: "epoch 1/2 step 750/3000 25% 00:10<00:30".
+  const std::size_t cut = full.rfind(' ', full.find(" steps/s") - 1);
+  return full.substr(0, cut) + full.substr(full.rfind(" loss "));
+}
+
 std::int64_t last_epoch(std::int64_t epoch, std::int64_t batches_done, std::int64_t steps_to_go,
                         std::int64_t steps_per_epoch) {
   if (steps_per_epoch <= 0 || steps_to_go <= 0 ||
@@ -74,22 +82,28 @@ int terminal_columns() {
 }
 
 std::string progress_bar_line(const ProgressTick& t, int columns) {
-  const std::string text = progress_text(t);
-  const auto room = static_cast<std::size_t>(std::max(columns - 1, 1));
-  // "[" bar "] " text: the bar takes what the text leaves, kBarWidth at most.
-  const std::ptrdiff_t left =
-      static_cast<std::ptrdiff_t>(room) - static_cast<std::ptrdiff_t>(text.size()) - 3;
-  const int width = static_cast<int>(std::min<std::ptrdiff_t>(kBarWidth, left));
-  if (width < kMinBarWidth) return text.substr(0, room);
+  const auto room = static_cast<std::ptrdiff_t>(std::max(columns - 1, 1));
   const double fraction =
       t.total_steps > 0
           ? std::clamp(static_cast<double>(t.step) / static_cast<double>(t.total_steps), 0.0, 1.0)
           : 1.0;
-  const int filled = static_cast<int>(fraction * width);
-  std::string bar(static_cast<std::size_t>(filled), '=');
-  if (filled < width) bar += '>';
-  bar.resize(static_cast<std::size_t>(width), ' ');
-  return "[" + bar + "] " + text;
+  // "[" bar "] " text: the bar takes what the text leaves, kBarWidth at most.
+  const auto with_bar = [&](const std::string& text) -> std::optional<std::string> {
+    const std::ptrdiff_t left = room - static_cast<std::ptrdiff_t>(text.size()) - 3;
+    const int width = static_cast<int>(std::min<std::ptrdiff_t>(kBarWidth, left));
+    if (width < kMinBarWidth) return std::nullopt;
+    const int filled = static_cast<int>(fraction * width);
+    std::string bar(static_cast<std::size_t>(filled), '=');
+    if (filled < width) bar += '>';
+    bar.resize(static_cast<std::size_t>(width), ' ');
+    return "[" + bar + "] " + text;
+  };
+  const std::string text = progress_text(t);
+  if (auto line = with_bar(text)) return *line;
+  // Narrow terminals: the rates go first, the loss and the position stay.
+  const std::string compact = compact_progress_text(t);
+  if (auto line = with_bar(compact)) return *line;
+  return compact.substr(0, static_cast<std::size_t>(room));
 }
 
 void Progress::update(const ProgressTick& t) {

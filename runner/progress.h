@@ -32,6 +32,10 @@ struct ProgressTick {
 // "epoch 2/5 step 1200/6250 19% 00:12<00:48 98.1 steps/s 6,278 samples/s loss 0.2345"
 std::string progress_text(const ProgressTick& tick);
 
+// progress_text without the rates, for narrow terminals:
+// "epoch 2/5 step 1200/6250 19% 00:12<00:48 loss 0.2345"
+std::string compact_progress_text(const ProgressTick& tick);
+
 // The number of the epoch a run limited by steps ends in (1-based), for "epoch i/N":
 // it starts in 0-based epoch `epoch` with `batches_done` of that epoch's
 // `steps_per_epoch` batches behind it and has `steps_to_go` steps left. 0 when unknown.
@@ -43,7 +47,8 @@ int terminal_columns();
 
 // "[=====>    ] " and the progress text, at most `columns` - 1 characters: a line as
 // wide as the terminal wraps on some terminals, and a wrapped bar cannot be redrawn in
-// place. The bar narrows first (down to 10 cells), then goes, then the text is cut.
+// place. The bar narrows first (down to 10 cells), then the rates go, then the bar, then
+// the text is cut.
 std::string progress_bar_line(const ProgressTick& tick, int columns);
 
 class Progress {

@@ -46,8 +46,12 @@ BOOST_AUTO_TEST_CASE(the_bar_fits_the_width_and_never_wraps) {
     const std::string line = progress_bar_line(tick(), columns);
     BOOST_TEST(line.size() <= static_cast<std::size_t>(std::max(columns - 1, 1)), columns);
   }
-  // 60 columns: no room for a bar beside the whole text; the text is cut instead.
-  BOOST_TEST(progress_bar_line(tick(), 60) == text.substr(0, 59));
+  // 60 columns: no room for a bar beside the whole text; the rates go first.
+  const std::string compact = compact_progress_text(tick());
+  BOOST_TEST(compact == "epoch 1/2 step 750/3000 25% 00:10<00:30 loss 0.5000");
+  BOOST_TEST(progress_bar_line(tick(), 70) == "[===>           ] " + compact);
+  BOOST_TEST(progress_bar_line(tick(), 60) == compact);
+  BOOST_TEST(progress_bar_line(tick(), 20) == compact.substr(0, 19));
   // A bar as narrow as the width demands.
   const std::string narrow = progress_bar_line(tick(), static_cast<int>(text.size()) + 16);
   BOOST_TEST(narrow == "[===>        ] " + text);
