@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <fstream>
+#include <functional>
 #include <iostream>
 #include <string_view>
 
@@ -21,7 +23,18 @@ struct ReportOptions {
   std::vector<std::string> files;
   std::string format = "text";
   std::string chart;
+  std::string output;
 };
+
+// The report goes to -o FILE, or to stdout.
+void write_to(const std::string& output, const std::function<void(std::ostream&)>& write) {
+  if (output.empty()) return write(std::cout);
+  std::ofstream file(output, std::ios::binary | std::ios::trunc);
+  if (!file) throw Error("{}: cannot open for writing", output);
+  write(file);
+  file.flush();
+  if (!file) throw Error("{}: write failed", output);
+}
 
 void add_common(CLI::App* sub, ReportOptions& o) {
   sub->add_option("files", o.files, "plan files (popplan plan --format json) or run files (poprun)")
@@ -30,8 +43,7 @@ void add_common(CLI::App* sub, ReportOptions& o) {
   for (const std::string_view name : enum_names<reports::Format>()) formats.emplace_back(name);
   sub->add_option("--format", o.format, fmt::format("{}", fmt::join(formats, " | ")))
       ->check(CLI::IsMember(formats));
-  sub->add_option("--chart", o.chart,
-                  "also write an SVG chart: memory per phase; for runs the loss and phase times");
+  sub->add_option("-o,--output", o.output, "write the report to FILE instead of stdout");
 }
 
 // Runs `body`; input errors (unreadable files, bad options) exit 2.
@@ -46,20 +58,22 @@ int guarded(const std::string& tool, const std::function<int()>& body) {
 
 // A verb that writes one report of its files, and the chart when asked.
 void add_table_verb(Tool& tool, const std::string& verb, const std::string& help,
-                    reports::Report (*build)(const std::vector<reports::Source>&)) {
+                    reports::Report (*build)(const std::vector<reports::Source>&),
+                    reports::ChartKind chart, const std::string& chart_help) {
   auto o = std::make_shared<ReportOptions>();
   const std::string name = tool.name();
-  add_common(tool.add(verb, help,
-                      [o, name, build] {
-                        return guarded(name, [&] {
-                          const auto sources = reports::load_sources(o->files);
-                          reports::write_report(build(sources), reports::parse_format(o->format),
-                                                std::cout);
-                          if (!o->chart.empty()) reports::write_chart_file(sources, o->chart);
-                          return kExitOk;
-                        });
-                      }),
-             *o);
+  CLI::App* sub = tool.add(verb, help, [o, name, build, chart] {
+    return guarded(name, [&] {
+      const auto sources = reports::load_sources(o->files);
+      write_to(o->output, [&](std::ostream& out) {
+        reports::write_report(build(sources), reports::parse_format(o->format), out);
+      });
+      if (!o->chart.empty()) reports::write_chart_file(sources, chart, o->chart);
+      return kExitOk;
+    });
+  });
+  add_common(sub, *o);
+  sub->add_option("--chart", o->chart, chart_help);
 }
 
 }  // namespace
@@ -68,9 +82,13 @@ void add_report_verbs(Tool& tool) {
   const std::string name = tool.name();
 
   add_table_verb(tool, "memory", "device memory per phase and replica, planned and measured",
-                 reports::memory_report);
+                 reports::memory_report, reports::ChartKind::kMemory,
+                 "also write an SVG chart: per file, device memory by phase (always-live "
+                 "below), planned beside measured");
   add_table_verb(tool, "throughput", "samples/s, time per step, phase and op kind, bytes moved",
-                 reports::throughput_report);
+                 reports::throughput_report, reports::ChartKind::kThroughput,
+                 "also write an SVG chart: time per step by phase (like with like: estimates "
+                 "for a device, or measurements on this CPU), and samples/s per step of runs");
 
   auto compare = std::make_shared<ReportOptions>();
   auto names = std::make_shared<std::vector<std::string>>();
@@ -85,8 +103,14 @@ void add_report_verbs(Tool& tool) {
                    const reports::Format format = reports::parse_format(compare->format);
                    const auto sources = reports::load_sources(compare->files);
                    const reports::Comparison c = reports::compare(sources, *names, *baseline);
-                   reports::write_report(reports::compare_report(c), format, std::cout);
-                   if (!compare->chart.empty()) reports::write_chart_file(sources, compare->chart);
+                   write_to(compare->output, [&](std::ostream& out) {
+                     reports::write_report(reports::compare_report(c), format, out);
+                   });
+                   std::vector<std::string> row_names;
+                   for (const reports::CompareRow& row : c.rows) row_names.push_back(row.name);
+                   if (!compare->chart.empty())
+                     reports::write_chart_file(sources, reports::ChartKind::kCompare,
+                                               compare->chart, row_names);
                    const std::vector<std::string> failures = reports::check_gates(c, gates);
                    for (const std::string& f : failures)
                      std::cerr << name << ": gate failed: " << f << '\n';
@@ -94,6 +118,9 @@ void add_report_verbs(Tool& tool) {
                  });
                });
   add_common(sub, *compare);
+  sub->add_option("--chart", compare->chart,
+                  "also write one SVG chart across the files: peak memory per phase, time per "
+                  "phase (like with like) and the loss curves overlaid");
   sub->add_option("--names", *names, "row names, one per file, comma separated")->delimiter(',');
   sub->add_option("--baseline", *baseline, "the row the ratios and the gate compare against");
   sub->add_option("--fail-if", *fail_if,

@@ -11,6 +11,13 @@
 namespace popkit::cli {
 namespace {
 
+// -o/--output as in popplan; --out, this tool's first spelling, stays as a hidden alias
+// so scripts that use it keep working.
+void add_output_option(CLI::App* app, std::string& file, const std::string& help) {
+  app->add_option("-o,--output", file, help);
+  app->add_option("--out", file, help)->group("");
+}
+
 void add_set_option(CLI::App* app, std::vector<std::string>& overrides) {
   app->add_option("--set", overrides,
                   "Override a config key, typed as YAML: --set training.epochs=2 (repeatable)")
@@ -30,7 +37,8 @@ void add_run_verbs(Tool& tool) {
                "machine has available (or $POPKIT_HOST_MEMORY, e.g. 64GiB) fails at once. Exit 0 "
                "done, 1 run-time failure, 2 invalid config, 130 stopped by SIGINT/SIGTERM after "
                "writing a checkpoint.",
-               [train, steps, epochs] {
+               [train, steps, epochs, &tool] {
+                 train->quiet = tool.quiet();
                  if (*steps > 0) train->options.steps = *steps;
                  if (*epochs > 0) train->options.epochs = *epochs;
                  return runner::run_train_command(*train, std::cout, std::cerr);
@@ -44,8 +52,10 @@ void add_run_verbs(Tool& tool) {
   t->add_option("--epochs", *epochs,
                 "train N epochs; replaces the config's training.epochs and steps")
       ->check(CLI::PositiveNumber);
-  t->add_option("-o,--out", train->options.run_file,
-                "the run file (JSON); default runs/<config name>/run.json");
+  add_output_option(t, train->options.run_file,
+                    "the run file (JSON); default runs/<config name>/run.json");
+  t->add_option("--format", train->format, "the summary as text or json")
+      ->check(CLI::IsMember({"text", "json"}));
   t->add_option("--checkpoint-dir", train->options.checkpoint_dir,
                 "where checkpoints go; default the run file's folder");
   t->add_option("--checkpoint-every", train->options.checkpoint_every,
@@ -65,7 +75,6 @@ void add_run_verbs(Tool& tool) {
                 "free (auto)")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->default_str("auto");
-  t->add_flag("-q,--quiet", train->quiet, "no progress output");
   t->add_flag("--verbose", train->verbose,
               "under mpirun: every rank prints its progress and summary, not rank 0 alone");
 
@@ -78,7 +87,12 @@ void add_run_verbs(Tool& tool) {
   e->add_option("config", eval->config, "the config file (YAML)")->required();
   e->add_option("--checkpoint", eval->options.checkpoint, "the checkpoint (safetensors)")
       ->required();
-  e->add_option("-o,--out", eval->options.run_file, "also write the result to this run file");
+  add_output_option(e, eval->options.run_file, "also write the result to this run file");
+  e->add_option("--format", eval->format, "the result as text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  e->add_flag("--force", eval->options.force,
+              "evaluate a checkpoint that another config trained (refused without it: the "
+              "checkpoint records its config's hash)");
   e->add_option("--threads", eval->options.n_threads, "engine threads")
       ->check(CLI::NonNegativeNumber);
   add_set_option(e, eval->overrides);

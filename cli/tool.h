@@ -1,6 +1,8 @@
 // What the three front-ends share: the --version flag from the one version source,
-// a table of subcommands (help and dispatch come from the same table), and the
-// mapping of outcomes to exit codes: 0 success, 1 failure at run time, 2 invalid input.
+// a table of subcommands (help and dispatch come from the same table), the flags every
+// verb has (-q/--quiet), "did you mean" for unknown flags and verbs, and the mapping of
+// outcomes to exit codes: 0 success, 1 failure at run time, 2 invalid input, 130
+// stopped by SIGINT/SIGTERM.
 #pragma once
 
 #include <fmt/format.h>
@@ -10,11 +12,13 @@
 #include <functional>
 #include <iostream>
 #include <new>
+#include <streambuf>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/error.h"
+#include "base/suggest.h"
 #include "popkit/version.h"
 
 namespace popkit::cli {
@@ -27,9 +31,55 @@ inline std::string version_line(const std::string& tool) {
   return fmt::format("{} {} (git {}, {})", tool, kVersion, kGitRevision, kBuildType);
 }
 
+inline constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
+
 inline std::string exit_code_help() {
-  return "Exit codes: 0 success, 1 failure at run time, 2 invalid input.";
+  return "Exit codes: 0 success, 1 failure at run time, 2 invalid input, 130 stopped by "
+         "SIGINT or SIGTERM (poprun train writes a checkpoint first).";
 }
+
+// "popplan plan: unknown flag '--fromat'; did you mean '--format'?", one line per
+// argument in the order the user typed them (CLI11's own message lists them reversed
+// and suggests nothing). Unknown verbs get the same treatment against the verb table.
+inline std::string unknown_arguments_message(const CLI::App& app,
+                                             const std::vector<std::string>& extras) {
+  std::vector<std::string> flags;
+  for (const CLI::Option* o : app.get_options()) {
+    for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
+    for (const std::string& n : o->get_snames()) flags.push_back("-" + n);
+  }
+  std::vector<std::string> verbs;
+  for (const CLI::App* sub : app.get_subcommands({})) verbs.push_back(sub->get_name());
+  std::string where = app.get_name();
+  for (const CLI::App* p = app.get_parent(); p; p = p->get_parent())
+    where = p->get_name() + " " + where;
+  std::string out;
+  bool named_verbs = false;
+  for (const std::string& arg : extras) {
+    if (arg.size() > 1 && arg[0] == '-') {
+      const std::string flag = arg.substr(0, arg.find('='));
+      out += fmt::format("{}: unknown flag '{}'{}\n", where, flag, did_you_mean(flag, flags));
+    } else if (!verbs.empty() && !named_verbs) {
+      const std::string hint = did_you_mean(arg, verbs);
+      std::string known;
+      for (const std::string& v : verbs) known += (known.empty() ? "" : ", ") + v;
+      out += fmt::format("{}: unknown verb '{}'{}\n", where, arg,
+                         hint.empty() ? " (verbs: " + known + ")" : hint);
+      named_verbs = true;  // what follows an unknown verb is its arguments
+    } else if (!named_verbs) {
+      out += fmt::format("{}: unexpected argument '{}'\n", where, arg);
+    }
+  }
+  return out + fmt::format("Run '{} --help' for more information.\n", where);
+}
+
+// A stream buffer that takes everything and keeps nothing: std::cout under --quiet, so
+// verbs print as usual and still see a good stream.
+class NullBuffer final : public std::streambuf {
+ protected:
+  int overflow(int c) override { return c == traits_type::eof() ? 0 : c; }
+  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+};
 
 class Tool {
  public:
@@ -62,11 +112,18 @@ class Tool {
 
   // Adds a verb; `run` is called after parsing when the verb was given and returns the
   // exit code.
+  // Every verb takes -q/--quiet: nothing on stdout and no progress; warnings and errors
+  // still go to stderr, and the exit code tells the outcome.
   CLI::App* add(const std::string& verb, const std::string& description, std::function<int()> run) {
     CLI::App* sub = app_.add_subcommand(verb, description);
+    sub->add_flag("-q,--quiet", quiet_,
+                  "print nothing but warnings and errors (on stderr); the exit code tells the "
+                  "outcome");
     verbs_.emplace_back(sub, std::move(run));
     return sub;
   }
+
+  [[nodiscard]] bool quiet() const { return quiet_; }
 
   int main(int argc, char** argv) {
     try {
@@ -77,10 +134,24 @@ class Tool {
       return app_.exit(e);
     } catch (const CLI::CallForVersion& e) {
       return app_.exit(e);
+    } catch (const CLI::ExtrasError& e) {
+      // The app that was left with arguments: a verb's, or the tool's (an unknown verb).
+      const CLI::App* at = &app_;
+      for (const auto& verb : verbs_)
+        if (verb.first->parsed() && verb.first->remaining_size() > 0) at = verb.first;
+      std::cerr << unknown_arguments_message(*at, at->remaining());
+      return kExitInvalid;
     } catch (const CLI::ParseError& e) {
       app_.exit(e);
       return kExitInvalid;
     }
+    NullBuffer discard;
+    std::streambuf* const stdout_buffer = std::cout.rdbuf();
+    if (quiet_) std::cout.rdbuf(&discard);
+    struct Restore {
+      std::streambuf* buffer;
+      ~Restore() { std::cout.rdbuf(buffer); }
+    } restore{stdout_buffer};
     for (auto& [sub, run] : verbs_) {
       if (!sub->parsed()) continue;
       try {
@@ -121,6 +192,7 @@ class Tool {
   std::string name_;
   CLI::App app_;
   std::vector<std::pair<CLI::App*, std::function<int()>>> verbs_;
+  bool quiet_ = false;
 };
 
 }  // namespace popkit::cli

@@ -48,10 +48,14 @@ struct Model {
 // PopXL ReplicaGrouping(group_size, stride) over replication factor R:
 // stride == 1 needs R % group_size == 0, replica r is in group r / group_size;
 // stride != 1 needs stride * group_size == R, replica r is in group r % stride.
+// `group_size: all` (or no group_size) follows the factor: validation sets group_size to
+// R, so a `--set replication.factor=N` reshapes such a grouping the way DeepSpeed's and
+// FSDP's world size does.
 struct Grouping {
   std::string name;
   std::int64_t group_size = 1;
   std::int64_t stride = 1;
+  bool all_replicas = false;  // group_size: all, or left out
 };
 
 struct Replication {

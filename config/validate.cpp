@@ -100,6 +100,9 @@ class Checker final : public RuleChecks {
   void warning(const std::string& path, const std::string& message) {
     report(Severity::kWarning, path, message);
   }
+  void note(const std::string& path, const std::string& message) {
+    report(Severity::kNote, path, message);
+  }
   [[nodiscard]] bool ok(const std::string& path) const override { return l_.usable(path); }
 
   // Range checks on one value; each reports "must be ..., got ...".
@@ -221,6 +224,9 @@ class Checker final : public RuleChecks {
             fmt::format("must be <= {}, got {}", kMaxReplicationFactor, r.factor));
     }
     factor_ok_ = factor_ok && r.factor <= kMaxReplicationFactor;
+    for (auto& g : r.groupings) {
+      if (g.all_replicas && factor_ok_) g.group_size = r.factor;
+    }
     for (const auto& g : r.groupings) {
       const std::string path = "replication.groupings." + g.name;
       bool valid = ok(path);
@@ -237,6 +243,19 @@ class Checker final : public RuleChecks {
               fmt::format("replication.factor {} % group_size {} = {}, but stride 1 needs "
                           "factor % group_size == 0",
                           r.factor, g.group_size, r.factor % g.group_size));
+        // The usual cause is a changed factor (`--set replication.factor=1`): say the
+        // one-line fix, and the spelling that makes the grouping follow the factor.
+        note(path + ".group_size",
+             fmt::format("for one group of all {} replicas, add --set {}.group_size={}, or "
+                         "write `group_size: all` so that '{}' follows replication.factor",
+                         r.factor, path, r.factor, g.name));
+        continue;
+      }
+      if (g.all_replicas && g.stride != 1) {
+        error(path + ".stride",
+              fmt::format("group_size all puts every replica in one group, which needs stride 1, "
+                          "got {}",
+                          g.stride));
         continue;
       }
       std::int64_t product = 0;

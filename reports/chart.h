@@ -1,25 +1,39 @@
-// `--chart FILE.svg`: per source, device memory per phase as stacked bars (always-live
-// below, not-always-live above; planned beside measured for a run) and, for runs, the
-// training loss per step and the time per phase (planned beside measured). Plain SVG 1.1
-// that any renderer draws; the size is fixed by the content (chart_size).
+// `--chart FILE.svg`: each verb draws its own chart, in plain SVG 1.1 that any renderer
+// draws. Every panel has axis titles with units, 4 to 6 ticks with gridlines, a legend,
+// and titles and labels fitted to the width (reports/svg.h).
+//   memory      per source: device memory per phase as stacked bars (always-live below),
+//               planned beside measured for a run.
+//   throughput  time per optimizer step by phase, and samples/s per step for runs.
+//   compare     one chart across the sources: peak memory per phase as grouped bars,
+//               time per phase as grouped bars, the loss curves overlaid.
+// Times are set against each other only when they are of the same device (a plan's
+// estimate is for its device profile, a run is measured on this CPU); a panel says what
+// it left out and why.
 #pragma once
 
 #include <iosfwd>
+#include <string>
 #include <vector>
 
 #include "reports/source.h"
 
 namespace popkit::reports {
 
+enum class ChartKind { kMemory, kThroughput, kCompare };
+
 struct ChartSize {
   int width = 0;
   int height = 0;
 };
 
-ChartSize chart_size(const std::vector<Source>& sources);
-void write_chart(const std::vector<Source>& sources, std::ostream& out);
+// `names` label the sources in legends (compare's row names); empty: the sources' names.
+ChartSize chart_size(const std::vector<Source>& sources, ChartKind kind,
+                     const std::vector<std::string>& names = {});
+void write_chart(const std::vector<Source>& sources, ChartKind kind, std::ostream& out,
+                 const std::vector<std::string>& names = {});
 
 // Writes the chart to `path`; throws popkit::Error when the file cannot be written.
-void write_chart_file(const std::vector<Source>& sources, const std::string& path);
+void write_chart_file(const std::vector<Source>& sources, ChartKind kind, const std::string& path,
+                      const std::vector<std::string>& names = {});
 
 }  // namespace popkit::reports

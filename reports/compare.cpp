@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include "base/units.h"
@@ -76,7 +77,38 @@ int seconds_decimals(const std::vector<CompareRow>& rows) {
   return std::clamp(decimals, 4, 9);
 }
 
+// The default row names: each file's stem, and where stems collide (runs/a/run.json,
+// runs/b/run.json), the folder the file is in; where even those collide, the path.
+std::vector<std::string> default_names(const std::vector<Source>& sources) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> names;
+  for (const Source& s : sources) names.push_back(s.name);
+  const auto collides = [&](std::size_t i) {
+    return std::count(names.begin(), names.end(), names[i]) > 1;
+  };
+  std::vector<bool> clash(names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) clash[i] = collides(i);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string folder =
+        fs::absolute(fs::path(sources[i].file)).lexically_normal().parent_path().filename();
+    if (clash[i] && !folder.empty()) names[i] = folder;
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) clash[i] = collides(i);
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (clash[i]) names[i] = sources[i].file;
+  return names;
+}
+
+std::string time_basis(const Source& s) {
+  if (s.kind == SourceKind::kRun) return "measured on CPU";
+  return "estimate for " + s.record.plan.device_profile;
+}
+
 }  // namespace
+
+bool times_comparable(const CompareRow& a, const CompareRow& b) {
+  return a.time_basis == b.time_basis;
+}
 
 double CompareRow::metric(Metric m) const {
   switch (m) {
@@ -98,16 +130,18 @@ Comparison compare(const std::vector<Source>& sources, const std::vector<std::st
     throw InputError("--names: {} names for {} files", names.size(), sources.size());
   }
   Comparison c;
+  const std::vector<std::string> row_names = names.empty() ? default_names(sources) : names;
   for (std::size_t i = 0; i < sources.size(); ++i) {
     const Source& s = sources[i];
     CompareRow row;
-    row.name = names.empty() ? s.name : names[i];
+    row.name = row_names[i];
     for (const CompareRow& other : c.rows) {
       if (other.name == row.name) {
         throw InputError("two rows are named \"{}\"; name them with --names a,b,...", row.name);
       }
     }
     row.kind = s.kind;
+    row.time_basis = time_basis(s);
     row.sharding_threshold = s.record.plan.sharding_threshold;
     row.throughput = samples_per_second(s);
     row.execution_time = step_seconds(s);
@@ -137,6 +171,15 @@ Report compare_report(const Comparison& c) {
         "ratios against baseline \"{}\"; execution time per optimizer step (runs: median); "
         "plan rows are estimates, run rows measurements",
         c.rows[c.baseline].name));
+    const CompareRow& base = c.rows[c.baseline];
+    if (std::any_of(c.rows.begin(), c.rows.end(),
+                    [&](const CompareRow& r) { return !times_comparable(r, base); }))
+      t.notes.push_back(fmt::format(
+          "throughput and time ratios only between rows timed alike (the baseline's: {}); "
+          "n/a for the others, since an estimate for one device against a measurement on "
+          "another measures neither; memory compares across all rows (a run allocates what "
+          "its plan lists)",
+          base.time_basis));
   }
   t.columns = {{"case", "Case", false},
                {"source", "Source", false},
@@ -152,17 +195,18 @@ Report compare_report(const Comparison& c) {
   const int decimals = seconds_decimals(c.rows);
   for (const CompareRow& r : c.rows) {
     const CompareRow& b = c.rows[c.baseline];
+    const bool timed_alike = times_comparable(r, b);
     t.rows.push_back({
         Cell{r.name, {}},
-        Cell{r.kind == SourceKind::kPlan ? "estimate" : "measured", {}},
+        Cell{r.time_basis, {}},
         r.sharding_threshold == 0
             ? Cell{"off", {}}
             : Cell{format_thousands(static_cast<double>(r.sharding_threshold)),
                    static_cast<double>(r.sharding_threshold)},
         Cell{format_thousands(r.throughput, 1), r.throughput},
-        ratio_cell(r.throughput, b.throughput),
+        timed_alike ? ratio_cell(r.throughput, b.throughput) : Cell{"n/a", {}},
         Cell{fmt::format("{:.{}f}", r.execution_time, decimals), r.execution_time},
-        ratio_cell(r.execution_time, b.execution_time),
+        timed_alike ? ratio_cell(r.execution_time, b.execution_time) : Cell{"n/a", {}},
         Cell{format_bytes(r.peak_memory), static_cast<double>(r.peak_memory)},
         ratio_cell(static_cast<double>(r.peak_memory), static_cast<double>(b.peak_memory)),
         Cell{format_bytes(r.streaming_memory), static_cast<double>(r.streaming_memory)},
@@ -242,6 +286,8 @@ std::vector<std::string> check_gates(const Comparison& c, const std::vector<Gate
     if (i == c.baseline) continue;
     const CompareRow& row = c.rows[i];
     for (const Gate& g : gates) {
+      const bool timed = g.metric == Metric::kThroughput || g.metric == Metric::kExecutionTime;
+      if (timed && !times_comparable(row, base)) continue;
       const double value = row.metric(g.metric);
       const double base_value = base.metric(g.metric);
       const double change = (ratio(value, base_value) - 1.0) * 100.0;

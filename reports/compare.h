@@ -22,6 +22,10 @@ struct CompareRow {
   double execution_time = 0.0;          // seconds per optimizer step
   std::uint64_t peak_memory = 0;        // per replica
   std::uint64_t streaming_memory = 0;   // per replica
+  // What the time figures are: "estimate for ipu-mk2" (a plan, for its device profile) or
+  // "measured on CPU" (a run). Throughput and time are compared only between rows of
+  // the same basis: an IPU estimate against a CPU measurement says nothing about either.
+  std::string time_basis;
   [[nodiscard]] double metric(Metric m) const;
 };
 
@@ -30,7 +34,11 @@ struct Comparison {
   std::size_t baseline = 0;
 };
 
-// `names` (one per source, or empty: the files' stems) name the rows; `baseline` is a
+// Whether the throughput and time of two rows can be set against each other.
+[[nodiscard]] bool times_comparable(const CompareRow& a, const CompareRow& b);
+
+// `names` (one per source, or empty: the files' stems, or where stems collide, as
+// runs/a/run.json and runs/b/run.json do, their folders' names) name the rows; `baseline` is a
 // row name (empty: the first row). Throws InputError for a wrong count of names, a
 // repeated name or an unknown baseline.
 Comparison compare(const std::vector<Source>& sources, const std::vector<std::string>& names,
@@ -52,6 +60,8 @@ struct Gate {
 // streaming_memory  <|>  [+-]N%`.
 Gate parse_gate(const std::string& text);
 
+// A gate on throughput or execution time skips rows whose time basis is not the
+// baseline's (times_comparable).
 // One line per failing (row, gate), e.g. "b: throughput -7.3% < -5% (925.9 vs 1,000.0
 // samples/s of baseline a)"; empty when every row passes. The baseline row is not checked.
 std::vector<std::string> check_gates(const Comparison& comparison, const std::vector<Gate>& gates);

@@ -119,6 +119,18 @@ Table phase_table(const Source& s, bool eval) {
                 seconds_cell(total.measured_by_kind.host_io)});
   }
   t.rows.push_back(std::move(row));
+  if (run && !eval) {
+    // The two figures answer different questions, and users read them as one.
+    t.notes.push_back(fmt::format(
+        "planned: an estimate for {}; measured: on this CPU, the mean per step over all {} "
+        "steps, warm-up included",
+        s.record.plan.device_profile, s.record.step_seconds.size()));
+    t.notes.push_back(fmt::format(
+        "measured total {} against the median step time {}: the total is a mean over every "
+        "step, warm-up and slow steps included, which a median leaves out, and a step also "
+        "spends time between its phases",
+        format_seconds(total.measured_seconds), format_seconds(step_seconds(s))));
+  }
   return t;
 }
 

@@ -82,6 +82,34 @@ void print_train_summary(std::ostream& out, const TrainResult& r) {
   if (!r.checkpoint.empty()) out << fmt::format("  checkpoint            {}\n", r.checkpoint);
 }
 
+nlohmann::json train_summary_json(const TrainResult& r) {
+  const auto& rec = r.record;
+  const std::uint64_t measured =
+      r.measured_peak_bytes.empty()
+          ? 0
+          : *std::max_element(r.measured_peak_bytes.begin(), r.measured_peak_bytes.end());
+  nlohmann::json j = {
+      {"name", rec.name},
+      {"interrupted", r.interrupted},
+      {"steps", r.steps},
+      {"seconds", r.seconds},
+      {"final_loss", r.last_loss},
+      {"throughput",
+       {{"median", rec.throughput.median},
+        {"min", rec.throughput.min},
+        {"max", rec.throughput.max}}},
+      {"peak_bytes_per_replica", {{"planned", rec.plan.peak_bytes}, {"measured", measured}}},
+      {"run_file", r.run_file},
+      {"checkpoint", r.checkpoint}};
+  if (r.test)
+    j["test"] = {{"accuracy", r.test->accuracy},
+                 {"correct", r.test->correct},
+                 {"n", r.test->n},
+                 {"loss", r.test->loss}};
+  return j;
+}
+
+
 int run_train_command(const TrainCommand& command, std::ostream& out_stream,
                       std::ostream& err_stream) {
   RankStreams streams;
@@ -105,7 +133,10 @@ int run_train_command(const TrainCommand& command, std::ostream& out_stream,
   Progress progress(err, progress_style_for_stderr(command.quiet));
   const TrainResult result = train(*config, options, progress);
   progress.finish();
-  print_train_summary(out, result);
+  if (command.format == "json")
+    out << train_summary_json(result).dump(1) << '\n';
+  else
+    print_train_summary(out, result);
   if (result.interrupted) {
     const int signal = StopSignals::received();
     err << fmt::format(
@@ -128,6 +159,16 @@ int run_eval_command(const EvalCommand& command, std::ostream& out_stream,
       load_config_on_every_rank(command.config, command.overrides, streams, err_stream);
   if (!config) return kExitInvalid;
   const EvalOutcome outcome = evaluate_checkpoint(*config, command.options);
+  if (command.format == "json") {
+    const nlohmann::json j = {{"checkpoint", command.options.checkpoint},
+                              {"n", outcome.test.n},
+                              {"loss", outcome.test.loss},
+                              {"accuracy", outcome.test.accuracy},
+                              {"correct", outcome.test.correct},
+                              {"run_file", command.options.run_file}};
+    out << j.dump(1) << '\n';
+    return kExitOk;
+  }
   out << fmt::format("{} on the {} test samples: loss {:.4f}, accuracy {:.2f}% ({}/{})\n",
                      command.options.checkpoint, outcome.test.n, outcome.test.loss,
                      100.0 * outcome.test.accuracy, outcome.test.correct, outcome.test.n);

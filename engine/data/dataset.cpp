@@ -313,8 +313,10 @@ IdxFiles find_named(const std::vector<std::filesystem::path>& dirs, const std::s
   }
   std::string where;
   for (const auto& dir : dirs) where += (where.empty() ? "" : " or ") + dir.string();
-  throw Error("{} not found in {}: run scripts/fetch_data.sh (or set data.dir / POPKIT_DATA_DIR)",
-              what, where);
+  throw Error(
+      "{} not found in {}: run popkit-fetch-data (scripts/fetch_data.sh in a source tree), or "
+      "set data.dir / POPKIT_DATA_DIR",
+      what, where);
 }
 
 std::vector<std::filesystem::path> named_dirs(const config::Config& config) {

@@ -66,7 +66,8 @@ Dataset make_synthetic(std::int64_t n, std::int64_t rows, std::int64_t cols, std
 enum class Split { kTrain, kTest };
 
 // Where the named datasets live: data.dir, else $POPKIT_DATA_DIR, else
-// ~/.cache/popkit/data (scripts/fetch_data.sh fills it).
+// ~/.cache/popkit/data, which popkit-fetch-data (scripts/fetch_data.sh in a source
+// tree) fills.
 std::string data_dir(const config::Data& data);
 
 // The size of the split load_dataset would return, without reading the pixels: from

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `cmake --install` into a temporary prefix gives working tools, the schemas and the
-# examples.
+# examples, the data fetcher the tools' messages name (popkit-fetch-data, with its
+# checksums), bash completion, the copyright file and (with help2man) man pages.
 set -euo pipefail
 build=$1
 prefix=$(mktemp -d)
@@ -14,4 +15,23 @@ want=$(popplan --version)
 [ "$out" = "$want" ] || { echo "FAIL: installed popplan --version '$out' != '$want'"; exit 1; }
 [ -d "$prefix/share/popkit/schemas" ] || { echo "FAIL: schemas not installed"; exit 1; }
 [ -d "$prefix/share/popkit/examples" ] || { echo "FAIL: examples not installed"; exit 1; }
+[ -x "$prefix/bin/popkit-fetch-data" ] || { echo "FAIL: popkit-fetch-data not installed"; exit 1; }
+[ -f "$prefix/share/popkit/fetch-data/data.sha256" ] || { echo "FAIL: data.sha256 not installed"; exit 1; }
+[ -f "$prefix/share/popkit/fetch-data/mnist_to_idx.py" ] || { echo "FAIL: mnist_to_idx.py not installed"; exit 1; }
+for tool in popplan poprun popreport; do
+  [ -f "$prefix/share/bash-completion/completions/$tool" ] || { echo "FAIL: no bash completion for $tool"; exit 1; }
+  if command -v help2man >/dev/null; then
+    [ -s "$prefix/share/man/man1/$tool.1" ] || { echo "FAIL: no man page for $tool"; exit 1; }
+  fi
+done
+grep -q "^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" \
+  "$prefix/share/doc/popkit/copyright" || { echo "FAIL: no copyright file"; exit 1; }
+# The installed fetcher finds its checksums beside it: with MNIST already fetched it
+# verifies and fetches nothing.
+data=${POPKIT_DATA_DIR:-$HOME/.cache/popkit/data}
+if [ -f "$data/mnist/train-images-idx3-ubyte" ] || [ -f "$data/mnist/train-images-idx3-ubyte.gz" ]; then
+  fetched=$(POPKIT_DATA_DIR=$data "$prefix/bin/popkit-fetch-data" 2>&1 || true)
+  grep -q "MNIST: present in .*, SHA-256 verified" <<<"$fetched" \
+    || { echo "FAIL: the installed popkit-fetch-data does not verify $data/mnist: $fetched"; exit 1; }
+fi
 echo "install: ok ($out)"

@@ -82,4 +82,61 @@ BOOST_AUTO_TEST_CASE(quoted_override_values_are_strings) {
              tt::per_element());
 }
 
+// `group_size: all` (or no group_size) follows the factor, so one --set reshapes it.
+BOOST_AUTO_TEST_CASE(groupings_of_all_replicas_follow_the_factor) {
+  const std::string yaml = kBase +
+                           "replication:\n  factor: 2\n  groupings:\n    everyone: {group_size: "
+                           "all}\n    implicit: {}\nsharding: {grouping: everyone}\n";
+  const auto at_2 = load(yaml);
+  BOOST_REQUIRE_MESSAGE(at_2.ok(), text(at_2));
+  BOOST_TEST(at_2.config->replication.groupings[0].group_size == 2);
+  BOOST_TEST(at_2.config->replication.groupings[1].group_size == 2);
+  const auto at_4 = load(yaml, {"replication.factor=4"});
+  BOOST_REQUIRE_MESSAGE(at_4.ok(), text(at_4));
+  BOOST_TEST(at_4.diagnostics.empty());
+  BOOST_TEST(at_4.config->replication.groupings[0].group_size == 4);
+  BOOST_TEST(at_4.config->replication.groupings[1].group_size == 4);
+}
+
+// A fixed group_size that was the file's whole factor no longer is after --set: warn,
+// at the group_size, with the fix.
+BOOST_AUTO_TEST_CASE(a_changed_factor_warns_about_groupings_left_at_the_old_size) {
+  const std::string yaml =
+      kBase + "replication:\n  factor: 2\n  groupings:\n    everyone: {group_size: 2}\n";
+  const auto result = load(yaml, {"replication.factor=4"});
+  BOOST_REQUIRE(result.ok());
+  BOOST_TEST(text(result) ==
+             "test.yaml:9:28: warning: replication.groupings.everyone.group_size: 2 was all the "
+             "replicas of the file's replication.factor 2, but --set makes the factor 4, so "
+             "'everyone' is now 2 groups of 2; write `group_size: all` to follow the factor, or "
+             "add --set replication.groupings.everyone.group_size=4\n"
+             "    everyone: {group_size: 2}\n"
+             "                           ^\n");
+  BOOST_TEST(load(yaml).diagnostics.empty());
+  // A size given with the factor is what the user asked for.
+  BOOST_TEST(load(yaml, {"replication.factor=4", "replication.groupings.everyone.group_size=2"})
+                 .diagnostics.empty());
+}
+
+// factor 1 against a fixed group_size of 2: the error, then a note with the one-line fix.
+BOOST_AUTO_TEST_CASE(a_factor_the_group_size_does_not_divide_suggests_the_fix) {
+  const std::string yaml =
+      kBase + "replication:\n  factor: 2\n  groupings:\n    everyone: {group_size: 2}\n";
+  const auto result = load(yaml, {"replication.factor=1"});
+  BOOST_TEST(text(result) ==
+             "test.yaml:9:28: error: replication.groupings.everyone.group_size: "
+             "replication.factor 1 % group_size 2 = 1, but stride 1 needs factor % group_size "
+             "== 0\n"
+             "    everyone: {group_size: 2}\n"
+             "                           ^\n"
+             "test.yaml:9:28: note: replication.groupings.everyone.group_size: for one group of "
+             "all 1 replicas, add --set replication.groupings.everyone.group_size=1, or write "
+             "`group_size: all` so that 'everyone' follows replication.factor\n"
+             "    everyone: {group_size: 2}\n"
+             "                           ^\n");
+  const auto fixed =
+      load(yaml, {"replication.factor=1", "replication.groupings.everyone.group_size=1"});
+  BOOST_TEST(fixed.ok());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -43,7 +43,8 @@ void report_on(const popkit::reports::Source& source) {
       write_report(report, format, out);
     }
   }
-  write_chart(sources, out);
+  for (const ChartKind kind : {ChartKind::kMemory, ChartKind::kThroughput, ChartKind::kCompare})
+    write_chart(sources, kind, out);
   for (const char* gate : {"throughput < -5%", "execution_time > 5%", "peak_memory > +2%",
                            "streaming_memory < -0.5%"}) {
     check_gates(c, {parse_gate(gate)});

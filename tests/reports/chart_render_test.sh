@@ -8,6 +8,12 @@ trap 'rm -rf "$work"' EXIT
 cd "$data"
 popreport memory base.json --chart "$work/run.svg" >/dev/null
 popreport throughput base.json nosharding.json --chart "$work/two.svg" >/dev/null
+popreport throughput base.json --chart "$work/throughput.svg" >/dev/null
+popreport compare base.json nosharding.json quick_plan.json --chart "$work/compare.svg" >/dev/null
+
+svg_height() {  # the height the SVG declares
+  /usr/bin/python3 -c 'import sys, xml.etree.ElementTree as ET; print(ET.parse(sys.argv[1]).getroot().get("height"))' "$1"
+}
 
 check() {  # check SVG WIDTH HEIGHT
   local svg=$1 width=$2 height=$3
@@ -39,6 +45,9 @@ assert inked > h // 4, f"only {inked} of {h} rows have anything drawn"
 print(f"{path}: {w}x{h}, {inked} rows drawn")
 PY
 }
-check "$work/run.svg" 800 774
-check "$work/two.svg" 800 1548
+check "$work/run.svg" 800 "$(svg_height "$work/run.svg")"
+check "$work/two.svg" 800 "$(svg_height "$work/two.svg")"
+check "$work/compare.svg" 800 "$(svg_height "$work/compare.svg")"
+# Each verb its own chart.
+! cmp -s "$work/run.svg" "$work/throughput.svg" || { echo "memory and throughput charts are the same" >&2; exit 1; }
 echo "chart render: ok"

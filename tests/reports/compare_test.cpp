@@ -85,9 +85,15 @@ BOOST_AUTO_TEST_CASE(gate_messages_show_byte_figures_exactly) {
   // The largest byte count did not survive a trip through double (undefined behaviour).
   r::Comparison c;
   c.rows.resize(2);
-  c.rows[0] = {"base", r::SourceKind::kRun, 0, 100.0, 0.5, 1000, 10};
-  c.rows[1] = {
-      "big", r::SourceKind::kRun, 0, 100.0, 0.5, 18446744073709551615u, 18446744073709549568u};
+  c.rows[0] = {"base", r::SourceKind::kRun, 0, 100.0, 0.5, 1000, 10, "measured on CPU"};
+  c.rows[1] = {"big",
+               r::SourceKind::kRun,
+               0,
+               100.0,
+               0.5,
+               18446744073709551615u,
+               18446744073709549568u,
+               "measured on CPU"};
   BOOST_TEST(r::check_gates(c, {r::parse_gate("peak_memory > +2%"),
                                 r::parse_gate("streaming_memory > +2%")}) ==
                  (std::vector<std::string>{
@@ -132,6 +138,36 @@ BOOST_AUTO_TEST_CASE(bad_names_and_baselines_are_input_errors) {
              }) == "two rows are named \"a\"; name them with --names a,b,...");
   BOOST_TEST(message_of([&] { r::compare(sources, {}, "nope"); }) ==
              "--baseline: no row is named \"nope\" (rows: base, fast)");
+}
+
+// runs/a/run.json and runs/b/run.json: the stems collide, so the rows take the folders'
+// names; a stem that is unique keeps its own.
+BOOST_AUTO_TEST_CASE(default_names_fall_back_to_the_folder_when_stems_collide) {
+  const auto json = r::read_json_file(r::testing::data_dir() + "/base.json");
+  const std::vector<r::Source> sources = {r::source_from_json(json, "runs/a/run.json"),
+                                          r::source_from_json(json, "runs/b/run.json"),
+                                          r::source_from_json(json, "runs/c/other.json")};
+  const auto c = r::compare(sources, {}, "");
+  BOOST_TEST_REQUIRE(c.rows.size() == 3u);
+  BOOST_TEST(c.rows[0].name == "a");
+  BOOST_TEST(c.rows[1].name == "b");
+  BOOST_TEST(c.rows[2].name == "other");
+  const std::vector<r::Source> same_folder = {r::source_from_json(json, "x/a/run.json"),
+                                              r::source_from_json(json, "y/a/run.json")};
+  const auto d = r::compare(same_folder, {}, "");
+  BOOST_TEST(d.rows[0].name == "x/a/run.json");
+  BOOST_TEST(d.rows[1].name == "y/a/run.json");
+}
+
+// A plan's estimate for an IPU and a run's CPU measurement: no time ratio, no time gate;
+// memory still compares.
+BOOST_AUTO_TEST_CASE(plans_and_runs_compare_times_only_like_with_like) {
+  const auto c = r::compare(fixtures({"quick_plan.json", "base.json"}), {}, "");
+  BOOST_TEST(c.rows[0].time_basis == "estimate for ipu-mk2");
+  BOOST_TEST(c.rows[1].time_basis == "measured on CPU");
+  BOOST_TEST(!r::times_comparable(c.rows[0], c.rows[1]));
+  BOOST_TEST(r::check_gates(c, {r::parse_gate("throughput < -5%")}).empty());
+  BOOST_TEST(r::check_gates(c, {r::parse_gate("peak_memory > +2%")}).size() == 1u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -8,7 +8,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 
 popplan plan "$example" --format json -o plan.json
-poprun train "$example" --steps 4 --out run.json --quiet >train.txt
+poprun train "$example" --steps 4 --out run.json >train.txt 2>/dev/null
 grep -q "^trained quick: 4 steps" train.txt
 popreport memory run.json >memory.txt
 grep -qi "measured" memory.txt

@@ -20,7 +20,7 @@ grep -q "^trained tiny: 3 steps" <<<"$out" || fail "no summary line: $out"
 grep -q "test accuracy " <<<"$out" || fail "no test accuracy: $out"
 grep -q "peak memory/replica   planned 16.12 KiB, measured 16.12 KiB" <<<"$out" || fail "no memory line: $out"
 grep -q "checkpoint            r/checkpoint-step3.safetensors" <<<"$out" || fail "no checkpoint line: $out"
-grep -q "^epoch 1 step 3/3 " err.txt || fail "no progress line: $(cat err.txt)"
+grep -q "^epoch 1/1 step 3/3 100% " err.txt || fail "no progress line: $(cat err.txt)"
 [ -f r/run.json ] || fail "no run file"
 /usr/bin/python3 "$POPKIT_SOURCE_DIR/tests/reports/validate_run_file.py" \
   "$POPKIT_SOURCE_DIR/schemas/run.schema.json" r/run.json || fail "run file does not validate"
@@ -35,6 +35,15 @@ out=$(poprun eval "$config" --checkpoint r/checkpoint-step3.safetensors --out e/
 grep -qE "^r/checkpoint-step3.safetensors on the 128 test samples: loss [0-9.]+, accuracy [0-9.]+% \([0-9]+/128\)$" <<<"$out" \
   || fail "eval output: $out"
 [ -f e/eval.json ] || fail "eval --out wrote nothing"
+
+# A checkpoint of another config (here: another seed) is refused, naming both configs'
+# hashes, unless --force.
+out=$(poprun eval "$config" --checkpoint r/checkpoint-step3.safetensors --set training.seed=8 2>&1)
+[ $? = 1 ] || fail "eval of another config's checkpoint did not exit 1: $out"
+grep -qE "^poprun: error: r/checkpoint-step3.safetensors was trained under config 'tiny' \(hash [0-9a-f]{16}\), not this one, 'tiny' \(hash [0-9a-f]{16}\): .* give --force to evaluate anyway$" <<<"$out" \
+  || fail "eval refusal message: $out"
+poprun eval "$config" --checkpoint r/checkpoint-step3.safetensors --set training.seed=8 --force >/dev/null \
+  || fail "eval --force refused"
 
 # numpy reads the checkpoint as safetensors: header length, JSON header, raw data.
 /usr/bin/python3 - r/checkpoint-step3.safetensors <<'PY' || fail "numpy cannot read the checkpoint"

@@ -29,7 +29,7 @@ for sig in TERM INT; do
   [ -f "$ckpt" ] || { fail "SIG$sig: no $ckpt"; continue; }
   ls "$dir" | grep -q '\.tmp' && fail "SIG$sig: a temporary file was left behind: $(ls "$dir")"
   poprun eval "$config" --checkpoint "$ckpt" >/dev/null || fail "SIG$sig: eval of $ckpt failed"
-  out=$(poprun train "$config" --resume "$ckpt" --steps $((step + 3)) --out "$dir/more/run.json" -q)
+  out=$(poprun train "$config" --resume "$ckpt" --steps $((step + 3)) --out "$dir/more/run.json" 2>/dev/null)
   grep -q "^trained tiny: $((step + 3)) steps" <<<"$out" || fail "SIG$sig: resume: $out"
 done
 

@@ -254,6 +254,24 @@ BOOST_AUTO_TEST_CASE(eval_and_init_from_use_the_checkpoint_weights) {
   BOOST_TEST(warm2.last_loss == warm.last_loss);
 }
 
+// A checkpoint trained under another config is refused, naming both; force evaluates it.
+BOOST_AUTO_TEST_CASE(eval_refuses_a_checkpoint_of_another_config) {
+  const auto dir = scratch("eval_other_config");
+  const TrainResult trained = run(tiny_config(), steps(1), dir);
+  EvalOptions eval;
+  eval.checkpoint = trained.checkpoint;
+  const auto other = tiny_config({"training.seed=8"});
+  BOOST_CHECK_EXCEPTION(evaluate_checkpoint(other, eval), popkit::Error,
+                        [&](const popkit::Error& e) {
+                          const std::string what = e.what();
+                          return what.find(config_hash(tiny_config())) != std::string::npos &&
+                                 what.find(config_hash(other)) != std::string::npos &&
+                                 what.find("give --force") != std::string::npos;
+                        });
+  eval.force = true;
+  BOOST_TEST(evaluate_checkpoint(other, eval).test.n == 128);
+}
+
 // Finite weights can still overflow: evaluation fails on a non-finite loss, as training
 // does, instead of printing "loss nan" with exit 0.
 BOOST_AUTO_TEST_CASE(eval_fails_on_a_non_finite_loss) {
