@@ -2,13 +2,7 @@
 # A failure on any rank stops every rank within seconds, prints the error once with its
 # rank, and exits non-zero; nothing hangs (each run has 60 s, far more than it needs).
 set -uo pipefail
-source "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 source "$POPKIT_SOURCE_DIR/tests/mpi/lib.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp"
-config=$POPKIT_SOURCE_DIR/examples/mnist.yaml
-synthetic=(--set data.dataset=synthetic --set data.synthetic_train=1024 --set data.synthetic_test=256)
 
 # expect_once NAME WANT -- COMMAND...: exits non-zero within 60 s, and poprun printed one
 # error, containing WANT.

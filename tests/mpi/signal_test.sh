@@ -5,13 +5,7 @@
 # passes SIGTERM on to the ranks, gives them odls_base_sigkill_timeout seconds, and exits
 # 1 whatever they return (README, "Replicas across processes").
 set -uo pipefail
-source "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 source "$POPKIT_SOURCE_DIR/tests/mpi/lib.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp"
-config=$POPKIT_SOURCE_DIR/examples/mnist.yaml
-synthetic=(--set data.dataset=synthetic --set data.synthetic_train=1024 --set data.synthetic_test=256)
 
 # stop DIR TARGET [MPIRUN OPTIONS]: starts a long run, waits for its first checkpoint, sends
 # SIGTERM to TARGET (ranks | mpirun); sets rc.

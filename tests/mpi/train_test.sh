@@ -6,11 +6,7 @@
 # continues bitwise; eval prints the same result; and the bytes the MPI backend counted
 # between ranks equal the plan's.
 set -uo pipefail
-source "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 source "$POPKIT_SOURCE_DIR/tests/mpi/lib.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp"
 
 # same_run DIR_A DIR_B STEP: the checkpoints of step STEP are the same bytes, the losses
 # the same numbers.
@@ -39,7 +35,7 @@ train() {  # train DIR [mpirun -np N] -- ARGS...
 steps=4
 for example in "$POPKIT_SOURCE_DIR"/examples/*.yaml; do
   name=$(basename "$example" .yaml)
-  args=("$example" --set data.dataset=synthetic --set data.synthetic_train=1024 --set data.synthetic_test=256 --steps $steps)
+  args=("$example" "${synthetic[@]}" --steps $steps)
   train "$name.single" -- "${args[@]}" || continue
   factor=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["plan"]["replication_factor"])' "$name.single/run.json")
   for n in 1 2 4; do
@@ -54,14 +50,12 @@ done
 # with sharding, so every collective has a member on each rank.
 groups=(--set replication.factor=4 --set replication.groupings.everyone.group_size=2
         --set replication.groupings.everyone.stride=2)
-args=("$POPKIT_SOURCE_DIR/examples/mnist.yaml" --set data.dataset=synthetic
-      --set data.synthetic_train=1024 --set data.synthetic_test=256 "${groups[@]}" --steps $steps)
+args=("$config" "${synthetic[@]}" "${groups[@]}" --steps $steps)
 train strided.single -- "${args[@]}" && train strided.np2 "${mpirun[@]}" -np 2 -- "${args[@]}" \
   && same_run strided.single strided.np2 $steps && echo "groups across ranks: bitwise"
 
 # Resume under another number of ranks: 2 steps on 2 ranks, then 2 more in one process.
-args=("$POPKIT_SOURCE_DIR/examples/mnist.yaml" --set data.dataset=synthetic
-      --set data.synthetic_train=1024 --set data.synthetic_test=256)
+args=("$config" "${synthetic[@]}")
 train resume.whole -- "${args[@]}" --steps 4 \
   && train resume.first "${mpirun[@]}" -np 2 -- "${args[@]}" --steps 2 \
   && train resume.second -- "${args[@]}" --steps 4 --resume resume.first/checkpoint-step2.safetensors \
