@@ -195,31 +195,48 @@ static_assert(std::ranges::find(planner::kPacketWidths, std::int64_t{kP}) !=
 // Rows of W fetched ahead of use by the kernels that walk down W's columns.
 inline constexpr std::int64_t kPrefetchRows = 16;
 
+// Packets of output columns that the forward and gradient kernels hold in registers at
+// once: N x kBlockPackets accumulators (or dz values), plus one step's operands. AVX-512
+// has 32 vector registers, room for 8 x 3 = 24: the third packet cuts the broadcasts of
+// x per multiply-add by a third. AVX2 and SSE have 16, already full with 8 x 2.
+inline constexpr int kBlockPackets = kP >= 16 ? 3 : 2;
+
+// Calls block.template operator()<NP>(j) over [j0, j1) (a multiple of 2 kP) in blocks of
+// NP packets: kBlockPackets at a time, the last two or four packets as pairs. Which block
+// a column falls in never changes its result (each element's sum has the same order).
+template <typename F>
+void in_packet_blocks(std::int64_t j0, std::int64_t j1, F&& block) {
+  std::int64_t j = j0;
+  if constexpr (kBlockPackets == 3) {
+    for (std::int64_t rest = (j1 - j) / kP; rest > 4 || rest == 3; rest -= 3, j += 3 * kP)
+      block.template operator()<3>(j);
+  }
+  for (; j < j1; j += 2 * kP) block.template operator()<2>(j);
+}
+
 // y[:, j0:j1] = x W[:, j0:j1] (x [N, in], W [in, out]); j1 - j0 a multiple of 2 kP.
 template <int N>
 void forward(const float* x, const float* w, float* y, std::int64_t in, std::int64_t out,
              std::int64_t j0, std::int64_t j1) {
   using namespace Eigen::internal;
-  for (std::int64_t j = j0; j < j1; j += 2 * kP) {
-    Packet acc[N][2];
-    for (int r = 0; r < N; ++r) acc[r][0] = acc[r][1] = pset1<Packet>(0.0f);
+  in_packet_blocks(j0, j1, [&]<int NP>(std::int64_t j) {
+    Packet acc[N][NP];
+    for (int r = 0; r < N; ++r)
+      for (int p = 0; p < NP; ++p) acc[r][p] = pset1<Packet>(0.0f);
     for (std::int64_t k = 0; k < in; ++k) {
       // W is walked down a column block, a stride of `out` floats: ahead of the hardware
       // prefetcher, which follows sequential lines best.
       __builtin_prefetch(w + (k + kPrefetchRows) * out + j);
-      const Packet w0 = ploadu<Packet>(w + k * out + j);
-      const Packet w1 = ploadu<Packet>(w + k * out + j + kP);
+      Packet wp[NP];
+      for (int p = 0; p < NP; ++p) wp[p] = ploadu<Packet>(w + k * out + j + p * kP);
       for (int r = 0; r < N; ++r) {
         const Packet xv = pset1<Packet>(x[r * in + k]);
-        acc[r][0] = pmadd(xv, w0, acc[r][0]);
-        acc[r][1] = pmadd(xv, w1, acc[r][1]);
+        for (int p = 0; p < NP; ++p) acc[r][p] = pmadd(xv, wp[p], acc[r][p]);
       }
     }
-    for (int r = 0; r < N; ++r) {
-      pstoreu(y + r * out + j, acc[r][0]);
-      pstoreu(y + r * out + j + kP, acc[r][1]);
-    }
-  }
+    for (int r = 0; r < N; ++r)
+      for (int p = 0; p < NP; ++p) pstoreu(y + r * out + j + p * kP, acc[r][p]);
+  });
 }
 
 // gw[:, j0:j1] = a gw + x^T dz (or x^T dz when first), the sum over the N rows in order.
@@ -228,30 +245,25 @@ void grad(const float* dz, const float* x, float* gw, std::int64_t in, std::int6
           bool first, std::int64_t j0, std::int64_t j1) {
   using namespace Eigen::internal;
   const Packet av = pset1<Packet>(a);
-  for (std::int64_t j = j0; j < j1; j += 2 * kP) {
-    Packet d[N][2];
-    for (int r = 0; r < N; ++r) {
-      d[r][0] = ploadu<Packet>(dz + r * out + j);
-      d[r][1] = ploadu<Packet>(dz + r * out + j + kP);
-    }
+  in_packet_blocks(j0, j1, [&]<int NP>(std::int64_t j) {
+    Packet d[N][NP];
+    for (int r = 0; r < N; ++r)
+      for (int p = 0; p < NP; ++p) d[r][p] = ploadu<Packet>(dz + r * out + j + p * kP);
     for (std::int64_t i = 0; i < in; ++i) {
       __builtin_prefetch(gw + (i + kPrefetchRows) * out + j, 1);  // read, then written
-      Packet t0 = pmul(pset1<Packet>(x[i]), d[0][0]);
-      Packet t1 = pmul(pset1<Packet>(x[i]), d[0][1]);
+      Packet t[NP];
+      const Packet x0 = pset1<Packet>(x[i]);
+      for (int p = 0; p < NP; ++p) t[p] = pmul(x0, d[0][p]);
       for (int r = 1; r < N; ++r) {
         const Packet xv = pset1<Packet>(x[r * in + i]);
-        t0 = pmadd(xv, d[r][0], t0);
-        t1 = pmadd(xv, d[r][1], t1);
+        for (int p = 0; p < NP; ++p) t[p] = pmadd(xv, d[r][p], t[p]);
       }
       float* g = gw + i * out + j;
-      if (!first) {
-        t0 = padd(pmul(av, ploadu<Packet>(g)), t0);
-        t1 = padd(pmul(av, ploadu<Packet>(g + kP)), t1);
-      }
-      pstoreu(g, t0);
-      pstoreu(g + kP, t1);
+      if (!first)
+        for (int p = 0; p < NP; ++p) t[p] = padd(pmul(av, ploadu<Packet>(g + p * kP)), t[p]);
+      for (int p = 0; p < NP; ++p) pstoreu(g + p * kP, t[p]);
     }
-  }
+  });
 }
 
 // dx[:, i0:i1] = dz W[i0:i1, :]^T, out a multiple of kP; two rows of W at a time.
