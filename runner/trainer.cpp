@@ -151,8 +151,7 @@ std::optional<reports::Processes> processes_of(const engine::Engine& engine,
   if (engine.n_ranks() == 1) return std::nullopt;
   reports::Processes p;
   p.ranks = engine.n_ranks();
-  p.mpi = engine::process_world().describe();
-  if (const auto comma = p.mpi.find(", rank"); comma != std::string::npos) p.mpi.resize(comma);
+  p.mpi = engine::process_world().library();
   for (const int k : engine.replica_ranks()) p.replica_ranks.push_back(k);
   std::uint64_t total = 0;
   for (const auto& b : moved) total += b.cross_process_sent + b.cross_process_received;

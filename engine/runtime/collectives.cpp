@@ -66,7 +66,7 @@ class InProcessCollectives final : public Collectives {
       // The owner receives the piece from every other member and sums in replica order,
       // ((x_m0 + x_m1) + x_m2) ... [/ G], in one pass into its own chunk (no scratch: each
       // element is read from every term before it is written).
-      sum_into(own, t.src, i0, i1, op);
+      reduce_terms(own, t.src, i0, i1 - i0, op);
       for (const auto m : t.members) moved(m, owner, nbytes);
       // Then sends the result to every other member.
       for (std::size_t k = 0; k < t.dst.size(); ++k) {
@@ -105,7 +105,7 @@ class InProcessCollectives final : public Collectives {
         if (d.dtype != DType::kFloat32)
           throw Error("reduce_scatter: the destination must be float32");
         const std::int64_t offset = shard.rank_in_group(m) * d.nelms;
-        const std::int64_t avail = std::max<std::int64_t>(0, std::min(d.nelms, n - offset));
+        const std::int64_t avail = shard_extent(n, d.nelms, shard.rank_in_group(m));
         std::vector<const float*> from;  // none when the shard is all padding
         if (avail > 0)
           for (const float* x : srcs) from.push_back(x + offset);
@@ -118,7 +118,7 @@ class InProcessCollectives final : public Collectives {
         std::memset(t.dst + t.n, 0, static_cast<std::size_t>(t.n_dst - t.n) * sizeof(float));
     // The member holding a shard receives its slice from every other member of the group.
     for_chunks(shards, [&](const Task& t, std::int64_t i0, std::int64_t i1) {
-      sum_into(t.dst + i0, t.src, i0, i1, op);
+      reduce_terms(t.dst + i0, t.src, i0, i1 - i0, op);
       for (const auto m : t.members)
         moved(m, t.to, static_cast<std::size_t>(i1 - i0) * sizeof(float));
     });
@@ -173,9 +173,7 @@ class InProcessCollectives final : public Collectives {
       const ReplicaBuffer* s = src_of[static_cast<std::size_t>(r)];
       const ReplicaBuffer* d = dst_of[static_cast<std::size_t>(r)];
       if (s == nullptr || d == nullptr) continue;
-      if (s->dtype != d->dtype) throw Error("slice_shard: source and destination dtypes differ");
-      copy_slice(s->data, s->nelms, g.rank_in_group(r) * d->nelms, d->data, d->nelms,
-                 elem_size(s->dtype));
+      copy_shard(*s, *d, g.rank_in_group(r));
     }
   }
 
@@ -227,14 +225,6 @@ class InProcessCollectives final : public Collectives {
     if (b.dtype != DType::kFloat32) throw Error("reductions need float32 tensors");
   }
 
-  // out[0, i1 - i0) = ((x_0 + x_1) + x_2) ... over elements [i0, i1) of every x, in
-  // replica order; divided by the number of terms for a mean. `out` may be any x_k + i0.
-  static void sum_into(float* out, const std::vector<const float*>& x, std::int64_t i0,
-                       std::int64_t i1, ReduceOp op) {
-    const float d = op == ReduceOp::kMean && x.size() > 1 ? static_cast<float>(x.size()) : 1.0f;
-    kernels().reduce(out, x.data(), static_cast<std::int64_t>(x.size()), i0, i1 - i0, d);
-  }
-
   // fn(task, i0, i1) over pieces of every task's `n` elements, on the pool when there is one.
   template <typename Task, typename Fn>
   void for_chunks(const std::vector<Task>& tasks, const Fn& fn) {
@@ -255,18 +245,6 @@ class InProcessCollectives final : public Collectives {
     }
   }
 
-  // dst[0, n_dst) = src[offset, offset + n_dst), zero past the end of src.
-  static void copy_slice(const std::byte* src, std::int64_t n_src, std::int64_t offset,
-                         std::byte* dst, std::int64_t n_dst, std::size_t e) {
-    const std::int64_t avail = std::max<std::int64_t>(0, std::min(n_dst, n_src - offset));
-    if (avail > 0)
-      std::memcpy(dst, src + static_cast<std::size_t>(offset) * e,
-                  static_cast<std::size_t>(avail) * e);
-    if (avail < n_dst)
-      std::memset(dst + static_cast<std::size_t>(avail) * e, 0,
-                  static_cast<std::size_t>(n_dst - avail) * e);
-  }
-
   std::int64_t factor_;
   std::vector<std::atomic<std::uint64_t>> sent_, received_;
   ThreadPool* pool_;
@@ -277,6 +255,29 @@ class InProcessCollectives final : public Collectives {
 OwnerChunk owner_chunk(std::int64_t n, std::int64_t group_size, std::int64_t rank) {
   const std::int64_t q = n / group_size, r = n % group_size;
   return {rank * q + std::min(rank, r), q + (rank < r ? 1 : 0)};
+}
+
+std::int64_t shard_extent(std::int64_t n, std::int64_t shard_size, std::int64_t rank) {
+  return std::max<std::int64_t>(0, std::min(shard_size, n - rank * shard_size));
+}
+
+void reduce_terms(float* out, const std::vector<const float*>& terms, std::int64_t i0,
+                  std::int64_t count, ReduceOp op) {
+  const float d =
+      op == ReduceOp::kMean && terms.size() > 1 ? static_cast<float>(terms.size()) : 1.0f;
+  kernels().reduce(out, terms.data(), static_cast<std::int64_t>(terms.size()), i0, count, d);
+}
+
+void copy_shard(const ReplicaBuffer& src, const ReplicaBuffer& dst, std::int64_t rank) {
+  if (src.dtype != dst.dtype) throw Error("slice_shard: source and destination dtypes differ");
+  const auto e = static_cast<std::size_t>(planner::dtype_size(src.dtype));
+  const std::int64_t avail = shard_extent(src.nelms, dst.nelms, rank);
+  if (avail > 0)
+    std::memcpy(dst.data, src.data + static_cast<std::size_t>(rank * dst.nelms) * e,
+                static_cast<std::size_t>(avail) * e);
+  if (avail < dst.nelms)
+    std::memset(dst.data + static_cast<std::size_t>(avail) * e, 0,
+                static_cast<std::size_t>(dst.nelms - avail) * e);
 }
 
 std::unique_ptr<Collectives> make_in_process_collectives(std::int64_t replication_factor,

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "planner/plan.h"
 
@@ -86,6 +87,17 @@ struct OwnerChunk {
   std::int64_t n = 0;
 };
 OwnerChunk owner_chunk(std::int64_t n, std::int64_t group_size, std::int64_t rank);
+
+// What every backend does alike, so their results and byte counts agree:
+// Elements of shard `rank` (of `shard_size`) that lie within a tensor of n; the rest of
+// the shard is padding, neither sent nor summed.
+std::int64_t shard_extent(std::int64_t n, std::int64_t shard_size, std::int64_t rank);
+// out[0, count) = ((x_0 + x_1) + x_2) ... over elements [i0, i0 + count) of every term, in
+// replica order, divided by the number of terms for a mean. `out` may be a term + i0.
+void reduce_terms(float* out, const std::vector<const float*>& terms, std::int64_t i0,
+                  std::int64_t count, ReduceOp op);
+// slice_shard for one replica: dst = slice `rank` of src, zero past its end.
+void copy_shard(const ReplicaBuffer& src, const ReplicaBuffer& dst, std::int64_t rank);
 
 class ThreadPool;
 

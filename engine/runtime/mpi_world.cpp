@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/kernels/kernels.h"
 #include "engine/runtime/world.h"
 
 namespace popkit::engine::mpi {
@@ -157,7 +156,7 @@ class MpiCollectives final : public Collectives {
     in.wait();
     Exchange out;
     for (const Sum& s : sums) {
-      sum_into(s.own, s.terms, s.n, op);
+      reduce_terms(s.own, s.terms, 0, s.n, op);
       const std::size_t bytes = static_cast<std::size_t>(s.n) * sizeof(float);
       for (const auto m : s.members) {
         if (m == s.owner) continue;
@@ -206,7 +205,7 @@ class MpiCollectives final : public Collectives {
       const std::int64_t n_dst = local_nelms(dst_of, members, "reduce_scatter");
       for (const auto m : members) {
         if (!hosted_.hosts(m)) continue;
-        const std::int64_t avail = slice(n, n_dst, shard.rank_in_group(m));
+        const std::int64_t avail = shard_extent(n, n_dst, shard.rank_in_group(m));
         for (const auto x : members)
           if (!hosted_.hosts(x)) area += static_cast<std::size_t>(avail);
       }
@@ -219,7 +218,7 @@ class MpiCollectives final : public Collectives {
       const std::int64_t n_dst = local_nelms(dst_of, members, "reduce_scatter");
       for (const auto m : members) {
         const std::int64_t offset = shard.rank_in_group(m) * n_dst;
-        const std::int64_t avail = slice(n, n_dst, shard.rank_in_group(m));
+        const std::int64_t avail = shard_extent(n, n_dst, shard.rank_in_group(m));
         const std::size_t bytes = static_cast<std::size_t>(avail) * sizeof(float);
         if (hosted_.hosts(m)) {
           const ReplicaBuffer& d = *dst_of[static_cast<std::size_t>(m)];
@@ -250,7 +249,7 @@ class MpiCollectives final : public Collectives {
     }
     in.wait();
     for (const Sum& s : sums) {
-      if (s.n > 0) sum_into(s.dst, s.terms, s.n, op);
+      if (s.n > 0) reduce_terms(s.dst, s.terms, 0, s.n, op);
       if (s.n < s.n_dst)  // padding: zero, nothing received
         std::memset(s.dst + s.n, 0, static_cast<std::size_t>(s.n_dst - s.n) * sizeof(float));
     }
@@ -298,20 +297,9 @@ class MpiCollectives final : public Collectives {
                    std::span<const ReplicaBuffer> dst) override {
     const auto src_of = index(src, "slice_shard");
     const auto dst_of = index(dst, "slice_shard");
-    for (std::int64_t r = hosted_.first; r < hosted_.first + hosted_.n; ++r) {
-      const ReplicaBuffer& s = *src_of[static_cast<std::size_t>(r)];
-      const ReplicaBuffer& d = *dst_of[static_cast<std::size_t>(r)];
-      if (s.dtype != d.dtype) throw Error("slice_shard: source and destination dtypes differ");
-      const std::size_t e = elem_size(s.dtype);
-      const std::int64_t offset = g.rank_in_group(r) * d.nelms;
-      const std::int64_t avail = std::max<std::int64_t>(0, std::min(d.nelms, s.nelms - offset));
-      if (avail > 0)
-        std::memcpy(d.data, s.data + static_cast<std::size_t>(offset) * e,
-                    static_cast<std::size_t>(avail) * e);
-      if (avail < d.nelms)
-        std::memset(d.data + static_cast<std::size_t>(avail) * e, 0,
-                    static_cast<std::size_t>(d.nelms - avail) * e);
-    }
+    for (std::int64_t r = hosted_.first; r < hosted_.first + hosted_.n; ++r)
+      copy_shard(*src_of[static_cast<std::size_t>(r)], *dst_of[static_cast<std::size_t>(r)],
+                 g.rank_in_group(r));
   }
 
   CollectiveBytes bytes(std::int64_t replica) const override {
@@ -403,19 +391,6 @@ class MpiCollectives final : public Collectives {
     return floats(by, r) + first;
   }
 
-  // Elements of shard k (of n_dst) within a tensor of n: the rest is padding.
-  static std::int64_t slice(std::int64_t n, std::int64_t n_dst, std::int64_t k) {
-    return std::max<std::int64_t>(0, std::min(n_dst, n - k * n_dst));
-  }
-
-  // out = ((x_0 + x_1) + x_2) ... in replica order, / terms for a mean: the in-process
-  // backend's kernel, so the sums are bitwise the same.
-  static void sum_into(float* out, const std::vector<const float*>& x, std::int64_t n,
-                       ReduceOp op) {
-    const float d = op == ReduceOp::kMean && x.size() > 1 ? static_cast<float>(x.size()) : 1.0f;
-    kernels().reduce(out, x.data(), static_cast<std::int64_t>(x.size()), 0, n, d);
-  }
-
   std::int64_t factor_;
   int n_ranks_;
   HostedReplicas hosted_;
@@ -470,9 +445,7 @@ class MpiWorld final : public World {
     return std::make_unique<MpiCollectives>(replication_factor, rank_, size_);
   }
 
-  std::string describe() const override {
-    return fmt::format("{}, rank {} of {}", library_version(), rank_, size_);
-  }
+  std::string library() const override { return library_version(); }
 
  private:
   int rank_ = 0, size_ = 1, local_size_ = 1;

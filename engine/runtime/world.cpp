@@ -24,7 +24,7 @@ class SingleProcess final : public World {
                                                 ThreadPool* pool) override {
     return make_in_process_collectives(replication_factor, pool);
   }
-  std::string describe() const override { return "single process"; }
+  std::string library() const override { return {}; }
 };
 
 std::shared_ptr<World>& world_slot() {

@@ -41,8 +41,8 @@ class World {
   // share of them hosted here.
   [[nodiscard]] virtual std::unique_ptr<Collectives> make_collectives(
       std::int64_t replication_factor, ThreadPool* pool) = 0;
-  // "single process", or "OpenMPI 4.1.4, rank 0 of 2".
-  [[nodiscard]] virtual std::string describe() const = 0;
+  // The communication library between the ranks ("Open MPI v4.1.4"); empty in one process.
+  [[nodiscard]] virtual std::string library() const = 0;
 };
 
 // The replicas rank `rank` of `n_ranks` hosts. Throws popkit::Error when the ranks do
