@@ -1,10 +1,12 @@
 // poprun train and poprun eval: argument parsing only; popkit::runner does the work.
 // Exit codes: 0 success, 1 failure at run time, 2 invalid input, 130 stopped by
 // SIGINT/SIGTERM (after writing a checkpoint).
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
 
+#include "cli/launch.h"
 #include "cli/verbs.h"
 #include "runner/commands.h"
 
@@ -24,12 +26,39 @@ void add_set_option(CLI::App* app, std::vector<std::string>& overrides) {
       ->allow_extra_args(false);
 }
 
+// --processes N [--hostfile FILE]: the verb runs as N MPI ranks (cli/launch.h).
+void add_launch_options(CLI::App* app, Launch& launch) {
+  CLI::Option* processes =
+      app->add_option("--processes", launch.processes,
+                      "run as N MPI ranks under mpirun, each hosting replication.factor/N "
+                      "replicas; SIGINT/SIGTERM still stop after the step with a checkpoint "
+                      "(exit 130)")
+          ->check(CLI::PositiveNumber);
+  app->add_option("--hostfile", launch.hostfile,
+                  "with --processes: mpirun's hostfile, to spread the ranks over hosts "
+                  "(docs/multi-host.md)")
+      ->needs(processes);
+}
+
+// Runs `here` in this process, or the whole command as ranks under mpirun.
+int here_or_ranks(const Tool& tool, const Launch& launch, const std::function<int()>& here) {
+  bool ranks = false;
+  try {
+    ranks = wants_ranks(launch);
+  } catch (const Error& e) {
+    std::cerr << "poprun: error: " << e.what() << '\n';
+    return kExitInvalid;
+  }
+  return ranks ? run_ranks(mpirun_command(launch, tool.arguments())) : here();
+}
+
 }  // namespace
 
 void add_run_verbs(Tool& tool) {
   auto train = std::make_shared<runner::TrainCommand>();
   auto steps = std::make_shared<std::int64_t>(0);
   auto epochs = std::make_shared<std::int64_t>(0);
+  auto launch = std::make_shared<Launch>();
   CLI::App* t =
       tool.add("train",
                "Train the model of CONFIG on its dataset: progress on stderr, a summary with test "
@@ -37,11 +66,13 @@ void add_run_verbs(Tool& tool) {
                "machine has available (or $POPKIT_HOST_MEMORY, e.g. 64GiB) fails at once. Exit 0 "
                "done, 1 run-time failure, 2 invalid config, 130 stopped by SIGINT/SIGTERM after "
                "writing a checkpoint.",
-               [train, steps, epochs, &tool] {
-                 train->quiet = tool.quiet();
-                 if (*steps > 0) train->options.steps = *steps;
-                 if (*epochs > 0) train->options.epochs = *epochs;
-                 return runner::run_train_command(*train, std::cout, std::cerr);
+               [train, steps, epochs, launch, &tool] {
+                 return here_or_ranks(tool, *launch, [&] {
+                   train->quiet = tool.quiet();
+                   if (*steps > 0) train->options.steps = *steps;
+                   if (*epochs > 0) train->options.epochs = *epochs;
+                   return runner::run_train_command(*train, std::cout, std::cerr);
+                 });
                });
   t->add_option("config", train->config, "the config file (YAML)")->required();
   add_set_option(t, train->overrides);
@@ -77,13 +108,17 @@ void add_run_verbs(Tool& tool) {
       ->default_str("auto");
   t->add_flag("--verbose", train->verbose,
               "under mpirun: every rank prints its progress and summary, not rank 0 alone");
+  add_launch_options(t, *launch);
 
   auto eval = std::make_shared<runner::EvalCommand>();
   CLI::App* e = tool.add(
       "eval",
       "Evaluate the weights of a checkpoint on CONFIG's test set: loss and accuracy. Exit 0, "
       "1 run-time failure (e.g. a checkpoint that does not match the model), 2 invalid config.",
-      [eval] { return runner::run_eval_command(*eval, std::cout, std::cerr); });
+      [eval, launch, &tool] {
+        return here_or_ranks(tool, *launch,
+                             [&] { return runner::run_eval_command(*eval, std::cout, std::cerr); });
+      });
   e->add_option("config", eval->config, "the config file (YAML)")->required();
   e->add_option("--checkpoint", eval->options.checkpoint, "the checkpoint (safetensors)")
       ->required();
@@ -97,6 +132,7 @@ void add_run_verbs(Tool& tool) {
       ->check(CLI::NonNegativeNumber);
   add_set_option(e, eval->overrides);
   e->add_flag("--verbose", eval->verbose, "under mpirun: every rank prints its result");
+  add_launch_options(e, *launch);
 }
 
 }  // namespace popkit::cli

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <exception>
 #include <functional>
 #include <iostream>
@@ -124,8 +125,11 @@ class Tool {
   }
 
   [[nodiscard]] bool quiet() const { return quiet_; }
+  // The command line after the tool's name, as main() received it.
+  [[nodiscard]] const std::vector<std::string>& arguments() const { return arguments_; }
 
   int main(int argc, char** argv) {
+    arguments_.assign(argv + std::min(argc, 1), argv + argc);
     try {
       app_.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -193,6 +197,7 @@ class Tool {
   CLI::App app_;
   std::vector<std::pair<CLI::App*, std::function<int()>>> verbs_;
   bool quiet_ = false;
+  std::vector<std::string> arguments_;
 };
 
 }  // namespace popkit::cli

@@ -109,7 +109,6 @@ nlohmann::json train_summary_json(const TrainResult& r) {
   return j;
 }
 
-
 int run_train_command(const TrainCommand& command, std::ostream& out_stream,
                       std::ostream& err_stream) {
   RankStreams streams;
@@ -143,6 +142,7 @@ int run_train_command(const TrainCommand& command, std::ostream& out_stream,
         "poprun: {} at step {}: checkpoint written to {}; continue with --resume {}\n",
         signal == SIGINT    ? "stopped by SIGINT"
         : signal == SIGTERM ? "stopped by SIGTERM"
+        : signal == SIGUSR1 ? "stopped by SIGUSR1"
                             : "stopped",
         result.steps, result.checkpoint, result.checkpoint);
     return kExitInterrupted;

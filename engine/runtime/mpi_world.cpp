@@ -453,12 +453,6 @@ class MpiWorld final : public World {
 
 }  // namespace
 
-bool launched_by_mpirun() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
-    if (std::getenv(var) != nullptr) return true;
-  return false;
-}
-
 std::shared_ptr<World> start(int& argc, char**& argv) {
   int provided = 0;
   check(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");

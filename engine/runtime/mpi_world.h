@@ -9,8 +9,6 @@ namespace popkit::engine {
 class World;
 namespace mpi {
 
-// The environment of a process mpirun started (OMPI_COMM_WORLD_SIZE, PMIX_RANK).
-bool launched_by_mpirun();
 // MPI_Init_thread (funneled: only the thread that drives the engine calls MPI).
 std::shared_ptr<World> start(int& argc, char**& argv);
 bool started();

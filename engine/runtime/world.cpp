@@ -40,8 +40,8 @@ HostedReplicas hosted_replicas(std::int64_t replication_factor, int rank, int n_
   if (replication_factor % n_ranks != 0)
     throw Error(
         "replication.factor {} cannot be spread over {} ranks: each rank hosts the same number "
-        "of replicas, so the ranks must divide the factor (mpirun -np N with N one of its "
-        "divisors)",
+        "of replicas, so the ranks must divide the factor (mpirun -np N or --processes N, "
+        "N one of its divisors)",
         replication_factor, n_ranks);
   const std::int64_t n = replication_factor / n_ranks;
   return {rank * n, n};
@@ -63,9 +63,23 @@ std::string mpi_build_info() {
 #endif
 }
 
+bool mpi_built_in() {
+#ifdef POPKIT_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool launched_by_mpirun() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
+    if (std::getenv(var) != nullptr) return true;
+  return false;
+}
+
 WorldSession::WorldSession([[maybe_unused]] int& argc, [[maybe_unused]] char**& argv) {
 #ifdef POPKIT_MPI
-  if (mpi::launched_by_mpirun()) world_slot() = mpi::start(argc, argv);
+  if (launched_by_mpirun()) world_slot() = mpi::start(argc, argv);
 #endif
 }
 

@@ -67,6 +67,10 @@ std::shared_ptr<World> process_world_shared();
 
 // Whether MPI is built in (POPKIT_MPI), and its library's version when it is.
 [[nodiscard]] std::string mpi_build_info();
+[[nodiscard]] bool mpi_built_in();
+// Whether mpirun started this process: its environment says so (OMPI_COMM_WORLD_SIZE,
+// PMIX_RANK, PMI_SIZE), in any build.
+[[nodiscard]] bool launched_by_mpirun();
 
 // Starts MPI when the process was launched by mpirun (its environment says so) and
 // makes it process_world(); finalizes it at the end of the scope. Without mpirun, or in

@@ -1,26 +1,48 @@
 #!/usr/bin/env bash
-# SIGTERM under mpirun: every rank stops after the same step, rank 0 writes one checkpoint
-# and the run resumes from it. Sent to the ranks (as a scheduler such as Slurm signals a
-# job's processes), mpirun exits 130 as poprun does; sent to mpirun itself, OpenMPI
-# passes SIGTERM on to the ranks, gives them odls_base_sigkill_timeout seconds, and exits
-# 1 whatever they return (README, "Replicas across processes").
+# Signals to a run over ranks: every rank stops after the same step, rank 0 writes one
+# checkpoint and the run resumes from it.
+# - SIGINT or SIGTERM to `poprun train --processes 2` (the launcher, cli/launch.h): exit
+#   130, as one process does.
+# - SIGTERM to the ranks (as a scheduler such as Slurm signals a job's processes): mpirun
+#   exits 130.
+# - SIGTERM to mpirun itself: OpenMPI passes SIGTERM on to the ranks, gives them
+#   odls_base_sigkill_timeout seconds, and exits 1 whatever they return (README,
+#   "Replicas across processes").
 set -uo pipefail
 source "$POPKIT_SOURCE_DIR/tests/mpi/lib.sh"
 
 # stop DIR TARGET [MPIRUN OPTIONS]: starts a long run, waits for its first checkpoint, sends
-# SIGTERM to TARGET (ranks | mpirun); sets rc.
+# SIGTERM to TARGET (ranks | mpirun), or SIGINT/SIGTERM to the launcher (launcher-INT,
+# launcher-TERM); sets rc.
 stop() {
   local dir=$1 target=$2
   shift 2
-  "${mpirun[@]}" "$@" -np 2 poprun train "$config" "${synthetic[@]}" --steps 100000 \
-    --checkpoint-every 20 -o "$dir/run.json" >"$dir.out" 2>"$dir.err" &
+  local run=(poprun train "$config" "${synthetic[@]}" --steps 100000 --checkpoint-every 20
+    -o "$dir/run.json")
+  case $target in
+    launcher-*) "${run[@]}" --processes 2 >"$dir.out" 2>"$dir.err" & ;;
+    *) "${mpirun[@]}" "$@" -np 2 "${run[@]}" >"$dir.out" 2>"$dir.err" & ;;
+  esac
   local pid=$!
   for _ in $(seq 600); do [ -e "$dir/checkpoint-step20.safetensors" ] && break; sleep 0.1; done
-  if [ "$target" = ranks ]; then pkill -TERM -P "$pid" -x poprun; else kill -TERM "$pid"; fi
+  case $target in
+    ranks) pkill -TERM -P "$pid" -x poprun ;;
+    launcher-*) kill -"${target#launcher-}" "$pid" ;;
+    *) kill -TERM "$pid" ;;
+  esac
   timeout 60 tail --pid="$pid" -f /dev/null
   wait "$pid"
   rc=$?
 }
+
+# The launcher's mpirun command: its own options out, the rest of the command as typed.
+printf '#!/bin/sh\necho "$@"\n' >show-args && chmod +x show-args
+got=$(POPKIT_MPIRUN=./show-args poprun train "$config" --processes=4 --steps 3 --hostfile hosts -q)
+want="-np 4 --hostfile hosts --stdin none --quiet $(readlink -f "$(command -v poprun)") train $config --steps 3 -q"
+[ "$got" = "$want" ] || fail "poprun --processes=4 --hostfile hosts ran
+  $got
+want
+  $want"
 
 # last_checkpoint DIR: the checkpoint of the highest step
 last_checkpoint() { ls "$1"/checkpoint-step*.safetensors | sort -V | tail -1; }
@@ -37,6 +59,19 @@ else
   poprun train "$config" "${synthetic[@]}" --resume "$last" --steps $(( $(grep -o '[0-9]*' <<<"${last##*step}") + 2 )) \
     -q -o resumed/run.json >resumed.log 2>&1 || fail "resume from $last: $(cat resumed.log)"
 fi
+
+for signal in INT TERM; do
+  stop "launcher-$signal" "launcher-$signal"
+  last=$(last_checkpoint "launcher-$signal")
+  if [ "$rc" != 130 ]; then
+    fail "SIG$signal to poprun --processes 2: exit $rc, want 130: $(cat "launcher-$signal.err")"
+  elif ! grep -q "stopped by SIGUSR1 at step [0-9]*: checkpoint written to .*${last##*/}" \
+    "launcher-$signal.err"; then
+    fail "SIG$signal to poprun --processes 2: no checkpoint at the stop (last: $last): $(cat "launcher-$signal.err")"
+  else
+    echo "SIG$signal to poprun --processes 2: exit 130, checkpoint $last"
+  fi
+done
 
 stop mpirun mpirun --mca odls_base_sigkill_timeout 5
 last=$(last_checkpoint mpirun)

@@ -1,0 +1,165 @@
+#include "cli/launch.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string_view>
+#include <thread>
+
+#include "base/error.h"
+#include "engine/runtime/world.h"
+
+#ifndef POPKIT_MPIEXEC
+#define POPKIT_MPIEXEC "mpirun"
+#endif
+
+namespace popkit::cli {
+namespace {
+
+volatile std::sig_atomic_t g_mpirun = 0;   // its pid, once started
+volatile std::sig_atomic_t g_signals = 0;  // SIGINT/SIGTERM received so far
+
+extern "C" void on_launcher_signal(int) {
+  const pid_t pid = g_mpirun;
+  if (pid <= 0) return;
+  // The first asks the ranks to stop after their step (mpirun passes SIGUSR1 on); the
+  // second is mpirun's own abort.
+  const bool first = g_signals == 0;
+  g_signals = 1;
+  static constexpr char kStop[] =
+      "poprun: stopping the ranks after this step (signal again to abort)\n";
+  static constexpr char kAbort[] = "poprun: aborting the ranks\n";
+  if (first) {
+    [[maybe_unused]] const auto n = write(STDERR_FILENO, kStop, sizeof kStop - 1);
+  } else {
+    [[maybe_unused]] const auto n = write(STDERR_FILENO, kAbort, sizeof kAbort - 1);
+  }
+  kill(pid, first ? SIGUSR1 : SIGTERM);
+}
+
+// --processes and --hostfile with their values, in either spelling (`--x v`, `--x=v`).
+bool is_launch_option(std::string_view arg) {
+  return arg == "--processes" || arg == "--hostfile";
+}
+bool is_launch_option_with_value(std::string_view arg) {
+  return arg.starts_with("--processes=") || arg.starts_with("--hostfile=");
+}
+
+}  // namespace
+
+bool wants_ranks(const Launch& launch) {
+  if (launch.processes <= 1) return false;
+  if (engine::launched_by_mpirun())
+    throw Error(
+        "--processes {} under mpirun: mpirun started this process as a rank already; leave "
+        "out --processes, or run `poprun ... --processes {}` without mpirun",
+        launch.processes, launch.processes);
+  if (!engine::mpi_built_in())
+    throw Error(
+        "--processes {}: this poprun was built without MPI; install libopenmpi-dev and "
+        "openmpi-bin (scripts/install_deps.sh) and build again",
+        launch.processes);
+  return true;
+}
+
+std::vector<std::string> mpirun_command(const Launch& launch,
+                                        const std::vector<std::string>& arguments) {
+  const char* env = std::getenv("POPKIT_MPIRUN");
+  std::vector<std::string> command{env != nullptr && *env != '\0' ? env : POPKIT_MPIEXEC, "-np",
+                                   std::to_string(launch.processes)};
+  if (!launch.hostfile.empty()) {
+    command.insert(command.end(), {"--hostfile", launch.hostfile});
+  } else if (launch.processes > static_cast<int>(std::thread::hardware_concurrency())) {
+    command.emplace_back("--oversubscribe");
+  }
+  // The ranks read no terminal input (a process group of its own must not try to), and
+  // speak for themselves: a rank's error is printed by poprun with its rank, and the
+  // launcher names a signal that killed one; OpenMPI's boxes would only repeat it.
+  command.insert(command.end(), {"--stdin", "none", "--quiet"});
+  // The ranks run this very binary (on other hosts, at the same path).
+  std::error_code error;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+  command.push_back(error ? std::string("poprun") : self.string());
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    if (is_launch_option(arguments[i])) {
+      ++i;  // and its value
+      continue;
+    }
+    if (is_launch_option_with_value(arguments[i])) continue;
+    command.push_back(arguments[i]);
+  }
+  return command;
+}
+
+int run_ranks(const std::vector<std::string>& command) {
+  std::vector<char*> argv;
+  for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  // A pipe closed on exec tells the parent whether exec worked.
+  int status_pipe[2];
+  if (pipe2(status_pipe, O_CLOEXEC) != 0) throw Error("pipe: {}", std::strerror(errno));
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) throw Error("fork: {}", std::strerror(errno));
+  if (pid == 0) {
+    close(status_pipe[0]);
+    setpgid(0, 0);
+    // mpirun goes (and takes its ranks) when the launcher dies.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
+    execvp(argv[0], argv.data());
+    const int error = errno;
+    [[maybe_unused]] const auto n = write(status_pipe[1], &error, sizeof error);
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  close(status_pipe[1]);
+  int exec_error = 0;
+  ssize_t got = 0;
+  while ((got = read(status_pipe[0], &exec_error, sizeof exec_error)) < 0 && errno == EINTR) {
+  }
+  close(status_pipe[0]);
+  if (got == sizeof exec_error) {
+    waitpid(pid, nullptr, 0);
+    throw Error("cannot run {}: {} (set POPKIT_MPIRUN to mpirun's path)", command[0],
+                std::strerror(exec_error));
+  }
+
+  g_mpirun = pid;
+  struct sigaction action {};
+  action.sa_handler = on_launcher_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  struct sigaction old_int {
+  }, old_term{};
+  sigaction(SIGINT, &action, &old_int);
+  sigaction(SIGTERM, &action, &old_term);
+  int status = 0;
+  pid_t done = 0;
+  while ((done = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  g_mpirun = 0;
+  if (done < 0) throw Error("waiting for {}: {}", command[0], std::strerror(errno));
+  const int code = WIFEXITED(status)     ? WEXITSTATUS(status)
+                   : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                         : 1;
+  // mpirun reports a rank killed by a signal as 128 + the signal; 130 is poprun's own
+  // stop, and it said so.
+  if (code > 128 && code != 130)
+    std::cerr << fmt::format("poprun: error: a rank was killed by signal {} ({})\n", code - 128,
+                             strsignal(code - 128));
+  return code;
+}
+
+}  // namespace popkit::cli

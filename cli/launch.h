@@ -1,0 +1,35 @@
+// poprun train|eval --processes N: the same command as N MPI ranks under mpirun, with
+// SIGINT and SIGTERM keeping their meaning (stop after the step, checkpoint, exit 130).
+// Sent to mpirun itself, either signal aborts the job: OpenMPI sends the ranks SIGTERM,
+// kills them a second later and exits 1 whatever they return. It passes SIGUSR1 on
+// instead, and then exits with the ranks' own code. So the launcher runs mpirun in a
+// process group of its own (a terminal's Ctrl-C reaches the launcher alone), turns the
+// first SIGINT/SIGTERM into SIGUSR1 for mpirun and a second into SIGTERM (abort), and
+// exits with mpirun's code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace popkit::cli {
+
+struct Launch {
+  int processes = 0;     // 0 or 1: run here, in this process
+  std::string hostfile;  // mpirun --hostfile; empty: every rank on this host
+};
+
+// Whether `launch` asks for ranks. Throws popkit::Error (exit 2) when it cannot be done:
+// a build without MPI, or a process that mpirun started already.
+[[nodiscard]] bool wants_ranks(const Launch& launch);
+
+// The mpirun command line that runs this poprun command as `launch.processes` ranks:
+// `arguments` (argv without argv[0]) with --processes and --hostfile taken out. The
+// ranks get --oversubscribe when they outnumber this host's cores and no hostfile
+// places them. `mpirun` is $POPKIT_MPIRUN, else the mpiexec CMake found.
+[[nodiscard]] std::vector<std::string> mpirun_command(const Launch& launch,
+                                                      const std::vector<std::string>& arguments);
+
+// Runs the command and returns its exit code (128 + the signal when it was killed).
+int run_ranks(const std::vector<std::string>& command);
+
+}  // namespace popkit::cli
