@@ -598,7 +598,7 @@ struct Engine::Impl {
         const int weight = op.state[oo::kWeight], grad = op.inputs[oo::kGrad];
         const std::int64_t n = tensor(weight).nelms;
         const float* g = f32(rep, grad, s, op);
-        if (options.check_finite) {
+        if (options.check_finite && any_non_finite(g, n)) {
           for (std::int64_t i = 0; i < n; ++i)
             if (!std::isfinite(g[i]))
               throw Error(

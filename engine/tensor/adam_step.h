@@ -70,8 +70,14 @@ inline void adam_step(float* w, const float* g, float* m, float* v, std::int64_t
                       const AdamParams& p) {
   const float c1 = adam_detail::correction(p.bias_correction, p.beta1_exact, t);
   const float c2 = adam_detail::correction(p.bias_correction, p.beta2_exact, t);
-  adam_detail::first_moment(g, m, n, p);
-  adam_detail::adam_update(w, g, m, v, n, c1, c2, p);
+  // In blocks that stay in L1, so the update reads g and the new m from there rather
+  // than from memory a second time (the same operations on each element).
+  constexpr std::int64_t kBlock = 1024;
+  for (std::int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    const std::int64_t k = std::min(kBlock, n - i0);
+    adam_detail::first_moment(g + i0, m + i0, k, p);
+    adam_detail::adam_update(w + i0, g + i0, m + i0, v + i0, k, c1, c2, p);
+  }
 }
 
 inline void adam_step(float* w, const float* g, Eigen::half* m, float* v, std::int64_t n,

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -357,6 +358,27 @@ float half_of_flt_min() {
   return tiny * half;
 }
 }  // namespace
+
+// Every position (the vectorised body and the tail), every kind of non-finite value, and
+// the finite extremes, which must pass.
+BOOST_AUTO_TEST_CASE(any_non_finite_finds_nan_and_inf_anywhere) {
+  const float finite[] = {0.0f, -0.0f, FLT_MAX, -FLT_MAX, FLT_MIN, FLT_TRUE_MIN, 1.0f};
+  const float bad[] = {
+      std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+      std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  for (const std::int64_t n : {1, 7, 16, 37, 1000}) {
+    std::vector<float> x(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) x[i] = finite[i % 7];
+    BOOST_TEST(!any_non_finite(x.data(), n));
+    for (const float b : bad)
+      for (const std::int64_t at : {std::int64_t{0}, n / 2, n - 1}) {
+        const float kept = x[at];
+        x[at] = b;
+        BOOST_TEST(any_non_finite(x.data(), n), "n " << n << ", at " << at << ": " << b);
+        x[at] = kept;
+      }
+  }
+}
 
 BOOST_AUTO_TEST_CASE(flush_denormals_sets_ftz_daz_for_a_scope_and_restores) {
   BOOST_REQUIRE(!denormals_flushed());  // a new thread's default
