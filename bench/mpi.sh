@@ -42,8 +42,8 @@ median_of() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.arg
 echo "round  2 ranks x 1 replica  1 process x 2 replicas  ratio"
 ratios=()
 for round in $(seq "$rounds"); do
-  mpirun --oversubscribe -np 2 "$poprun" train "${args[@]}" -o "$tmp/ranks.json" --checkpoint-dir "$tmp/c1" >/dev/null
-  "$poprun" train "${args[@]}" -o "$tmp/process.json" --checkpoint-dir "$tmp/c2" >/dev/null
+  mpirun --oversubscribe -np 2 "$poprun" train "${args[@]}" -o "$tmp/ranks.json" --checkpoint-dir "$tmp/c1" --force >/dev/null
+  "$poprun" train "${args[@]}" -o "$tmp/process.json" --checkpoint-dir "$tmp/c2" --force >/dev/null
   a=$(median_of "$tmp/ranks.json")
   b=$(median_of "$tmp/process.json")
   r=$(/usr/bin/python3 -c "print(f'{$a / $b:.3f}')")

@@ -80,7 +80,7 @@ for n in $layers; do
     time_it "popreport memory PLAN.json, $n layers, $mode" "$popreport" memory "$work/plan.json"
     if [[ $train == 1 ]]; then
       time_it "poprun train --steps 1, $n layers, $mode" \
-        "$poprun" train "$config" --steps 1 -q -o "$work/run/run.json"
+        "$poprun" train "$config" --steps 1 -q -o "$work/run/run.json" --force
     fi
   done
 done

@@ -40,7 +40,7 @@ run() {  # NAME ENV... -- SETS...
   while [[ $1 != -- ]]; do envs+=("$1"); shift; done
   shift
   env "${envs[@]}" "$poprun" train "$root/examples/mnist.yaml" -q --steps "$steps" \
-    --out "$work/$name.json" "$@" >"$work/$name.log" 2>&1 || { cat "$work/$name.log" >&2; exit 1; }
+    --out "$work/$name.json" --force "$@" >"$work/$name.log" 2>&1 || { cat "$work/$name.log" >&2; exit 1; }
 }
 for ((r = 1; r <= rounds; r++)); do
   run "flushed$r" POPKIT_FLUSH_DENORMALS=1 -- --set data.dataset=synthetic

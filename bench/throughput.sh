@@ -130,7 +130,7 @@ popkit() {
   # shellcheck disable=SC2086
   "${popkit_binary[$name]:-$poprun}" train "${popkit_config[$name]:-$root/examples/mnist.yaml}" -q \
     --steps "${popkit_steps[$name]}" ${popkit_flags[$name]:-} \
-    --out "$work/$name.json" "${base[@]}" "${sets[@]}" >"$work/$name.log" 2>&1 ||
+    --out "$work/$name.json" --force "${base[@]}" "${sets[@]}" >"$work/$name.log" 2>&1 ||
     { echo "throughput.sh: poprun train failed for ($name):" >&2; cat "$work/$name.log" >&2; exit 1; }
   "$python" -c '
 import json, sys

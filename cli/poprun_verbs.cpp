@@ -83,18 +83,27 @@ void add_run_verbs(Tool& tool) {
   t->add_option("--epochs", *epochs,
                 "train N epochs; replaces the config's training.epochs and steps")
       ->check(CLI::PositiveNumber);
+  t->add_option("--run-dir", train->options.run_dir,
+                "the run's folder (run.json, metrics.jsonl, checkpoints); default a new "
+                "runs/<config name>/<UTC stamp>/, with runs/<config name>/latest pointing at it");
   add_output_option(t, train->options.run_file,
-                    "the run file (JSON); default runs/<config name>/run.json");
+                    "the run file (JSON); default RUN_DIR/run.json. Without --run-dir, the "
+                    "run folder is this file's folder (checkpoints and metrics.jsonl beside it)");
+  t->add_flag("--force", train->options.force,
+              "write into a run folder that holds an earlier run (its run file, metrics.jsonl "
+              "and checkpoints of the same steps are replaced); refused without it (exit 2)");
   t->add_option("--format", train->format, "the summary as text or json")
       ->check(CLI::IsMember({"text", "json"}));
   t->add_option("--checkpoint-dir", train->options.checkpoint_dir,
-                "where checkpoints go; default the run file's folder");
+                "where checkpoints go; default the run folder");
   t->add_option("--checkpoint-every", train->options.checkpoint_every,
                 "also write a checkpoint every N optimizer steps")
       ->check(CLI::NonNegativeNumber);
   t->add_option("--resume", train->options.resume,
-                "continue from a checkpoint; the run ends bitwise identical to an "
-                "uninterrupted one");
+                "continue from a checkpoint file, a run folder (its newest checkpoint) or "
+                "'latest' (the newest checkpoint of runs/<config name>/latest), in a new run "
+                "folder whose run file starts with the earlier run's losses and step times; "
+                "the run ends bitwise identical to an uninterrupted one");
   t->add_option("--init-from", train->options.init_from,
                 "start from the weights in a safetensors file (overrides model.init_from)");
   t->add_option("--threads", train->options.n_threads,

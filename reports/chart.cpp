@@ -167,7 +167,8 @@ void bar_panel(Panel& p, const std::string& title, std::vector<std::string> note
 
 struct LineSeries {
   std::string colour;
-  std::vector<double> ys;  // at x = 1, 2, ...
+  std::vector<double> ys;       // at x = first_step + 1, first_step + 2, ...
+  std::int64_t first_step = 0;  // a resumed run whose run file lacks the earlier steps
 };
 
 void line_panel(Panel& p, const std::string& title, const std::vector<std::string>& notes,
@@ -180,7 +181,7 @@ void line_panel(Panel& p, const std::string& title, const std::vector<std::strin
   double hi = 0.0;
   std::size_t n = 1;
   for (const LineSeries& s : series) {
-    n = std::max(n, s.ys.size());
+    n = std::max(n, static_cast<std::size_t>(s.first_step) + s.ys.size());
     for (const double y : s.ys) {
       if (!std::isfinite(y)) continue;
       lo = std::min(lo, y);
@@ -204,8 +205,9 @@ void line_panel(Panel& p, const std::string& title, const std::vector<std::strin
     for (std::size_t i = 0; i < s.ys.size(); ++i) {
       if (!std::isfinite(s.ys[i])) continue;
       const double y = plot_bottom - (s.ys[i] - y_lo) / (y_hi - y_lo) * kPlot;
-      points += fmt::format("{}{:.1f},{:.1f}", points.empty() ? "" : " ",
-                            x_of(static_cast<double>(i + 1)), y);
+      points +=
+          fmt::format("{}{:.1f},{:.1f}", points.empty() ? "" : " ",
+                      x_of(static_cast<double>(s.first_step) + static_cast<double>(i + 1)), y);
     }
     out << "<polyline fill=\"none\" stroke=\"" << s.colour << "\" stroke-width=\"1.5\" points=\""
         << points << "\"/>\n";
@@ -332,15 +334,34 @@ void time_panel(Panel& p, const std::vector<const Source*>& sources,
             categories, series, unit, fmt::format("time per step ({})", unit.name), "phase");
 }
 
+// A resumed run's curves cover the whole run (the earlier run's steps first); say where
+// it resumed, and which steps its run file lacks when it found no earlier run file.
+std::vector<std::string> resume_notes(const std::vector<const Source*>& runs,
+                                      const std::vector<std::string>& labels) {
+  std::vector<std::string> notes;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const RunRecord& r = runs[i]->record;
+    if (!r.resumed_from) continue;
+    const std::string who = runs.size() > 1 ? labels[i] + ": " : std::string();
+    notes.push_back(r.first_step > 0
+                        ? fmt::format("{}resumed at step {}; steps 1-{} are not in its run file",
+                                      who, r.resumed_from->step, r.first_step)
+                        : fmt::format("{}resumed at step {}, the earlier steps from {}", who,
+                                      r.resumed_from->step, r.resumed_from->run_file));
+  }
+  return notes;
+}
+
 void loss_panel(Panel& p, const std::vector<const Source*>& runs,
                 const std::vector<std::string>& labels) {
   std::vector<LineSeries> series;
   std::vector<LegendItem> legend;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    series.push_back({svg::series_colour(i), runs[i]->record.loss});
+    series.push_back({svg::series_colour(i), runs[i]->record.loss, runs[i]->record.first_step});
     legend.push_back({svg::series_colour(i), labels[i]});
   }
-  line_panel(p, "training loss per optimizer step", {}, legend, series, "optimizer step", "loss");
+  line_panel(p, "training loss per optimizer step", resume_notes(runs, labels), legend, series,
+             "optimizer step", "loss");
 }
 
 void samples_panel(Panel& p, const std::vector<const Source*>& runs,
@@ -348,15 +369,15 @@ void samples_panel(Panel& p, const std::vector<const Source*>& runs,
   std::vector<LineSeries> series;
   std::vector<LegendItem> legend;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    LineSeries s{svg::series_colour(i), {}};
+    LineSeries s{svg::series_colour(i), {}, runs[i]->record.first_step};
     const auto batch = static_cast<double>(runs[i]->record.plan.global_batch_size);
     for (const double t : runs[i]->record.step_seconds)
       s.ys.push_back(t > 0 ? batch / t : std::nan(""));
     series.push_back(std::move(s));
     legend.push_back({svg::series_colour(i), labels[i]});
   }
-  line_panel(p, "throughput per optimizer step (measured on this CPU)", {}, legend, series,
-             "optimizer step", "samples/s");
+  line_panel(p, "throughput per optimizer step (measured on this CPU)", resume_notes(runs, labels),
+             legend, series, "optimizer step", "samples/s");
 }
 
 // compare: the peak memory of each phase, one bar per source. Memory compares across

@@ -360,6 +360,17 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
   // such a file reads and writes back unchanged.
   if (!e.kernels.empty()) out["environment"]["kernels"] = e.kernels;
   if (r.eval) out["eval"] = eval_to_json(*r.eval);
+  // Written only when set, so run files from before run folders read and write back
+  // unchanged.
+  if (!r.run_dir.empty()) out["run_dir"] = r.run_dir;
+  if (r.first_step != 0) out["first_step"] = r.first_step;
+  if (r.resumed_from)
+    out["resumed_from"] = {
+        {"run_dir", r.resumed_from->run_dir},
+        {"run_file",
+         r.resumed_from->run_file.empty() ? json(nullptr) : json(r.resumed_from->run_file)},
+        {"checkpoint", r.resumed_from->checkpoint},
+        {"step", r.resumed_from->step}};
   if (r.processes)
     out["processes"] = {{"ranks", r.processes->ranks},
                         {"mpi", r.processes->mpi},
@@ -411,6 +422,17 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
   r.streaming_measured = streaming.bytes_list("measured");
   r.step_seconds = top.numbers("step_seconds");
   r.loss = top.numbers("loss");
+  if (top.has("run_dir")) r.run_dir = top.string("run_dir");
+  if (top.has("first_step")) {
+    r.first_step = top.integer("first_step");
+    if (r.first_step < 0) top.fail("first_step", fmt::format("{} is negative", r.first_step));
+  }
+  if (top.has("resumed_from")) {
+    const JsonReader f = top.object("resumed_from");
+    r.resumed_from = ResumedFrom{
+        f.string("run_dir"), f.value("run_file").is_null() ? std::string() : f.string("run_file"),
+        f.string("checkpoint"), f.integer("step")};
+  }
   const JsonReader t = top.object("throughput");
   r.throughput =
       Throughput{t.number("median"), t.number("min"), t.number("max"), t.integer("warmup_steps")};

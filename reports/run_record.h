@@ -89,6 +89,15 @@ struct CheckpointRecord {
   std::int64_t step = 0;
 };
 
+// The run a resumed run continued: its folder, its run file (whose losses and step
+// times were prepended to this run's; "" when none was found) and the checkpoint.
+struct ResumedFrom {
+  std::string run_dir;
+  std::string run_file;
+  std::string checkpoint;
+  std::int64_t step = 0;  // the checkpoint's: the steps done before this run
+};
+
 struct Environment {
   std::string cpu_model;
   std::int64_t n_cores = 0;
@@ -140,8 +149,13 @@ struct RunRecord {
   std::vector<PhaseRecord> phases;
   std::uint64_t streaming_planned = 0;            // per replica
   std::vector<std::uint64_t> streaming_measured;  // one per replica
-  std::vector<double> step_seconds;               // per optimizer step, in order
-  std::vector<double> loss;  // per optimizer step: mean over micro-batches and replicas
+  // Per optimizer step, in order, of the whole run: a resumed run's start with the
+  // earlier run's steps, so loss[i] is step first_step + i + 1.
+  std::vector<double> step_seconds;
+  std::vector<double> loss;     // mean over micro-batches and replicas
+  std::int64_t first_step = 0;  // > 0 only when a resumed run found no earlier history
+  std::string run_dir;          // the run's folder; "" in older files and for poprun eval
+  std::optional<ResumedFrom> resumed_from;  // absent for a run started from scratch
   Throughput throughput;
   std::optional<TestResult> test;
   std::optional<EvalRecord> eval;      // absent when no evaluation plan ran (older files)

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "base/units.h"
 
 namespace popkit::reports {
@@ -50,6 +52,15 @@ Table summary_table(const Source& s) {
   if (trained) {
     t.notes.push_back(fmt::format("{} steps, the first {} not counted (warm-up)",
                                   r.step_seconds.size(), r.throughput.warmup_steps));
+    if (r.resumed_from)
+      t.notes.push_back(
+          r.first_step > 0
+              ? fmt::format("resumed at step {} from {}, whose run file was not found: steps "
+                            "1-{} are not counted",
+                            r.resumed_from->step, r.resumed_from->checkpoint, r.first_step)
+              : fmt::format("resumed at step {}: steps 1-{} are the earlier run's ({}), the "
+                            "rest this run's",
+                            r.resumed_from->step, r.resumed_from->step, r.resumed_from->run_file));
     add("samples/s (min)", Cell{}, rate_cell(r.throughput.min));
     add("samples/s (max)", Cell{}, rate_cell(r.throughput.max));
     double total = 0.0;
@@ -120,11 +131,17 @@ Table phase_table(const Source& s, bool eval) {
   }
   t.rows.push_back(std::move(row));
   if (run && !eval) {
+    // A resumed run's phases were measured by its own process: the steps after the resume.
+    const bool resumed = s.record.resumed_from.has_value();
+    const std::int64_t steps_here =
+        static_cast<std::int64_t>(s.record.step_seconds.size()) -
+        (resumed ? std::max<std::int64_t>(0, s.record.resumed_from->step - s.record.first_step)
+                 : 0);
     // The two figures answer different questions, and users read them as one.
     t.notes.push_back(fmt::format(
-        "planned: an estimate for {}; measured: on this CPU, the mean per step over all {} "
+        "planned: an estimate for {}; measured: on this CPU, the mean per step over {} {} "
         "steps, warm-up included",
-        s.record.plan.device_profile, s.record.step_seconds.size()));
+        s.record.plan.device_profile, resumed ? "this process's" : "all", steps_here));
     t.notes.push_back(fmt::format(
         "measured total {} against the median step time {}: the total is a mean over every "
         "step, warm-up and slow steps included, which a median leaves out, and a step also "

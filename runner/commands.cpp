@@ -63,8 +63,15 @@ std::optional<config::Config> load_config_on_every_rank(const std::string& path,
 
 void print_train_summary(std::ostream& out, const TrainResult& r) {
   const auto& rec = r.record;
-  out << fmt::format("{} {}: {} steps in {:.1f} s\n", r.interrupted ? "interrupted" : "trained",
-                     rec.name, r.steps, r.seconds);
+  // A resumed run: this process's steps over this process's time, the run's total apart.
+  const char* status = r.interrupted ? "interrupted" : "trained";
+  if (r.first_step > 0)
+    out << fmt::format(
+        "{} {}: {} steps in {:.1f} s (this process, resumed at step {}); {} steps "
+        "in total\n",
+        status, rec.name, r.steps - r.first_step, r.seconds, r.first_step, r.steps);
+  else
+    out << fmt::format("{} {}: {} steps in {:.1f} s\n", status, rec.name, r.steps, r.seconds);
   out << fmt::format("  final loss            {:.4f}\n", r.last_loss);
   if (r.test)
     out << fmt::format("  test accuracy         {:.2f}% ({}/{}), loss {:.4f}\n",
@@ -79,6 +86,7 @@ void print_train_summary(std::ostream& out, const TrainResult& r) {
   out << fmt::format("  peak memory/replica   planned {}, measured {}\n",
                      format_bytes(rec.plan.peak_bytes), format_bytes(measured));
   if (!r.run_file.empty()) out << fmt::format("  run file              {}\n", r.run_file);
+  if (!r.metrics_file.empty()) out << fmt::format("  metrics               {}\n", r.metrics_file);
   if (!r.checkpoint.empty()) out << fmt::format("  checkpoint            {}\n", r.checkpoint);
 }
 
@@ -92,6 +100,8 @@ nlohmann::json train_summary_json(const TrainResult& r) {
       {"name", rec.name},
       {"interrupted", r.interrupted},
       {"steps", r.steps},
+      {"steps_this_process", r.steps - r.first_step},
+      {"resumed_at_step", r.first_step},
       {"seconds", r.seconds},
       {"final_loss", r.last_loss},
       {"throughput",
@@ -99,7 +109,9 @@ nlohmann::json train_summary_json(const TrainResult& r) {
         {"min", rec.throughput.min},
         {"max", rec.throughput.max}}},
       {"peak_bytes_per_replica", {{"planned", rec.plan.peak_bytes}, {"measured", measured}}},
+      {"run_dir", r.run_dir},
       {"run_file", r.run_file},
+      {"metrics_file", r.metrics_file},
       {"checkpoint", r.checkpoint}};
   if (r.test)
     j["test"] = {{"accuracy", r.test->accuracy},

@@ -45,19 +45,6 @@ std::optional<std::int64_t> parse_count(const std::string& s) {
   return v;
 }
 
-// "checkpoint-step12.safetensors" -> 12
-std::optional<std::int64_t> checkpoint_step(const std::string& name) {
-  static const std::string kPrefix = "checkpoint-step";
-  static const std::string kSuffix = ".safetensors";
-  if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) ||
-      !name.ends_with(kSuffix))
-    return std::nullopt;
-  const std::string digits =
-      name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
-  if (digits.size() > 1 && digits[0] == '0') return std::nullopt;  // not a name poprun writes
-  return parse_count(digits);
-}
-
 // ".checkpoint-step12.safetensors.tmp-4711" -> 4711 (temporary_path(kHiddenPerProcess)
 // of "checkpoint-step12.safetensors", as engine::write_safetensors writes it).
 std::optional<std::int64_t> checkpoint_temporary_pid(const std::string& name) {
@@ -86,6 +73,18 @@ bool is_regular_not_link(const fs::path& path) {
 }
 
 }  // namespace
+
+std::optional<std::int64_t> checkpoint_step(const std::string& name) {
+  static const std::string kPrefix = "checkpoint-step";
+  static const std::string kSuffix = ".safetensors";
+  if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) ||
+      !name.ends_with(kSuffix))
+    return std::nullopt;
+  const std::string digits =
+      name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  if (digits.size() > 1 && digits[0] == '0') return std::nullopt;  // not a name poprun writes
+  return parse_count(digits);
+}
 
 void ensure_writable_dir(const fs::path& dir, const std::string& what) {
   const fs::path d = dir.empty() ? fs::path(".") : dir;

@@ -14,6 +14,10 @@
 
 namespace popkit::runner {
 
+// "checkpoint-step12.safetensors" -> 12; nullopt for any other name (as poprun writes
+// them: no leading zeros).
+std::optional<std::int64_t> checkpoint_step(const std::string& name);
+
 // Creates `dir` (and its parents) and proves it writable with a probe file. Throws
 // popkit::Error "DIR: cannot create the WHAT folder: REASON" or "DIR: cannot write to
 // the WHAT folder: REASON".

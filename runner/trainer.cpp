@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <limits>
+#include <span>
 
 #include "base/error.h"
 #include "base/units.h"
@@ -15,8 +17,10 @@
 #include "planner/host_memory.h"
 #include "runner/agreement.h"
 #include "runner/checkpoint.h"
+#include "runner/metrics_log.h"
 #include "runner/outputs.h"
 #include "runner/resolved_config.h"
+#include "runner/run_dir.h"
 
 namespace popkit::runner {
 namespace {
@@ -161,18 +165,24 @@ std::optional<reports::Processes> processes_of(const engine::Engine& engine,
   return p;
 }
 
-// The measured half of the run file.
+// The measured half of the run file. Losses and step times are the whole run's: the
+// earlier run's (`history`, when resumed) before this process's; so is the throughput.
+// Phase times and memory are this process's.
 void add_measurements(reports::RunRecord& record, const engine::Engine& engine,
-                      const std::vector<double>& losses) {
+                      const std::vector<double>& losses, const RunHistory& history) {
   const engine::Timings& t = engine.timings();
   const engine::MemoryReport memory = engine.memory_report();
   add_phase_measurements(record.phases, t, memory);
   record.streaming_measured = memory.streaming_bytes;
-  record.step_seconds = t.step_seconds;
-  record.loss = losses;
-  const std::int64_t n = static_cast<std::int64_t>(t.step_seconds.size());
+  record.step_seconds = history.step_seconds;
+  record.step_seconds.insert(record.step_seconds.end(), t.step_seconds.begin(),
+                             t.step_seconds.end());
+  record.loss = history.loss;
+  record.loss.insert(record.loss.end(), losses.begin(), losses.end());
+  record.first_step = history.first_step;
+  const std::int64_t n = static_cast<std::int64_t>(record.step_seconds.size());
   record.throughput = reports::throughput_from_steps(
-      t.step_seconds, engine.plan().global_batch_size, std::min<std::int64_t>(10, n / 5));
+      record.step_seconds, engine.plan().global_batch_size, std::min<std::int64_t>(10, n / 5));
   const auto moved = engine.bytes_moved();
   reports::BytesMoved mean;
   for (const auto& b : moved) {
@@ -188,6 +198,30 @@ void add_measurements(reports::RunRecord& record, const engine::Engine& engine,
   record.processes = processes_of(engine, moved, t.steps);
 }
 
+// The figures of the step just done, for metrics.jsonl: its time, and each phase's from
+// the engine's running sums (`before`: the sums before the step).
+StepMetrics step_metrics(const engine::Engine& engine, const std::vector<std::string>& phase_names,
+                         const std::vector<double>& before, std::int64_t step, std::int64_t epoch,
+                         double loss, const config::Config& config) {
+  const engine::Timings& t = engine.timings();
+  StepMetrics m;
+  m.step = step;
+  m.epoch = epoch;
+  m.loss = loss;
+  m.step_seconds = t.step_seconds.empty() ? 0.0 : t.step_seconds.back();
+  m.samples_per_second = m.step_seconds > 0
+                             ? static_cast<double>(engine.plan().global_batch_size) / m.step_seconds
+                             : 0.0;
+  m.learning_rate = config.training.optimizer.lr;
+  for (std::size_t p = 0; p < phase_names.size() && p < t.phase_seconds.size(); ++p)
+    // The difference of two running sums, rounded to the clock's nanoseconds: no 1e-21
+    // residue of the subtraction in the log.
+    m.phase_seconds.emplace_back(
+        phase_names[p],
+        std::round((t.phase_seconds[p] - (p < before.size() ? before[p] : 0.0)) * 1e9) / 1e9);
+  return m;
+}
+
 planner::Plan plan_of(const config::Config& config,
                       planner::Program program = planner::Program::kTrain,
                       const planner::Plan* eval = nullptr) {
@@ -200,11 +234,58 @@ planner::Plan plan_of(const config::Config& config,
   return plan;
 }
 
-}  // namespace
-
-std::string default_run_file(const config::Config& config) {
-  return (fs::path("runs") / (config.name.empty() ? "run" : config.name) / "run.json").string();
+// Rank 0 decides the run's folders (and creates them: no other rank touches the outputs)
+// and what --resume names, before any new folder exists; every rank receives the same.
+// A failure there is every rank's, printed once by rank 0 with its exit code.
+void decide_outputs(engine::World& world, const config::Config& config, const TrainOptions& options,
+                    RunPaths& paths, ResumePoint& resume) {
+  const auto decide = [&] {
+    ResumePoint r;
+    if (!options.resume.empty()) r = resolve_resume(options.resume, config.name);
+    const RunFolderRequest request{config.name,
+                                   options.run_dir,
+                                   options.run_file,
+                                   options.write_run_file,
+                                   options.checkpoint_dir,
+                                   options.force};
+    return to_json(make_run_paths(request, std::time(nullptr)), r);
+  };
+  if (world.size() == 1) {
+    from_json(decide(), paths, resume);
+    return;
+  }
+  int code = 0;
+  std::string text;
+  if (world.rank() == 0) {
+    try {
+      text = decide().dump();
+    } catch (const AgreedError& e) {
+      text = e.what();
+      code = e.exit_code();
+    } catch (const std::exception& e) {
+      text = e.what();
+      code = 1;
+    }
+  }
+  const std::string mine = static_cast<char>(code) + text;
+  const auto parts = world.all_gather(std::as_bytes(std::span(mine.data(), mine.size())));
+  POPKIT_ASSERT(!parts.empty() && !parts[0].empty());
+  const std::string decided(reinterpret_cast<const char*>(parts[0].data()) + 1,
+                            parts[0].size() - 1);
+  if (const int failed = static_cast<int>(parts[0][0]); failed != 0)
+    throw AgreedError(decided, world.rank() == 0, failed);
+  from_json(nlohmann::json::parse(decided), paths, resume);
 }
+
+// A stamped run folder that a failed set-up leaves empty is removed (rank 0).
+struct EmptyFolderGuard {
+  const RunPaths* paths = nullptr;
+  ~EmptyFolderGuard() {
+    if (paths) remove_if_empty(*paths);
+  }
+};
+
+}  // namespace
 
 engine::EvalResult evaluate_test_set(engine::Engine& eval, const engine::Dataset& test) {
   check_test_set(test);
@@ -246,16 +327,16 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   (void)engine::hosted_replicas(planned.replication_factor, world.rank(), world.size());
 
   // Outputs first: a path that cannot be written fails before any data is read.
-  const std::string run_file =
-      options.write_run_file
-          ? (options.run_file.empty() ? default_run_file(config) : options.run_file)
-          : std::string();
-  const fs::path checkpoint_dir =
-      !options.checkpoint_dir.empty()
-          ? fs::path(options.checkpoint_dir)
-          : fs::path(run_file.empty() ? default_run_file(config) : run_file).parent_path();
+  RunPaths paths;
+  ResumePoint resume_point;
+  decide_outputs(world, config, options, paths, resume_point);
+  EmptyFolderGuard empty_guard{writer ? &paths : nullptr};
+  const std::string& run_file = paths.run_file;
+  const fs::path& checkpoint_dir = paths.checkpoint_dir;
+  const std::string& resume = resume_point.checkpoint;
   if (writer) {
     if (!run_file.empty()) check_run_file_path(run_file);
+    ensure_writable_dir(paths.dir, "run");
     ensure_writable_dir(checkpoint_dir, "checkpoint");
   }
   check_host_memory(planned, &eval_planned, config);
@@ -264,8 +345,8 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   const std::string init_from =
       !options.init_from.empty() ? options.init_from : config.model.init_from;
   std::optional<LoadedCheckpoint> resumed, initial;
-  if (!options.resume.empty())
-    resumed = read_checkpoint(options.resume, planned, Restore::kEverything);
+  if (!resume.empty())
+    resumed = read_checkpoint(resume, planned, Restore::kEverything);
   else if (!init_from.empty())
     initial = read_checkpoint(init_from, planned, Restore::kWeights);
   // The checkpoints this run writes: none may be blocked by a folder of the same name.
@@ -298,6 +379,13 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
 
   // From here the ranks work together: a failure ends them all (poprun's MPI_Abort).
   agreement.reached();
+  empty_guard.paths = nullptr;
+  MetricsLog metrics;
+  if (writer) {
+    if (const std::string why = point_latest(paths); !why.empty())
+      progress.note(fmt::format("warning: {}", why));
+    metrics = MetricsLog(paths.dir / kMetricsFileName);
+  }
   // The engine keeps the plan (it is the program it runs): moved, not copied.
   engine::Engine engine(std::move(planned),
                         engine_options(config, options.n_threads, options.io_overlap));
@@ -313,6 +401,7 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
     return evaluate_test_set(eval_engine, test_set);
   };
 
+  RunHistory history;  // the earlier run's steps, when resumed
   CheckpointState state;
   state.shuffle = config.data.shuffle;
   state.shuffle_seed = config.training.seed;
@@ -323,7 +412,7 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
 
   if (resumed) {
     const LoadedCheckpoint& ckpt = *resumed;
-    restore_checkpoint(engine, ckpt, options.resume, Restore::kEverything);
+    restore_checkpoint(engine, ckpt, resume, Restore::kEverything);
     state.step = ckpt.state.step;
     state.data = ckpt.state.data;
     state.shuffle = ckpt.state.shuffle;
@@ -332,18 +421,19 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
       progress.note(
           fmt::format("note: {} was written under a different config (hash {}, this "
                       "one {}); continuing from its state",
-                      options.resume, ckpt.state.config_hash, state.config_hash));
+                      resume, ckpt.state.config_hash, state.config_hash));
     if (ckpt.state.n_train != train_set.n)
       progress.note(
           fmt::format("note: {} was taken over {} training samples, this dataset has "
                       "{}: the data order differs from the original run's",
-                      options.resume, ckpt.state.n_train, train_set.n));
+                      resume, ckpt.state.n_train, train_set.n));
     resumed.reset();  // its tensors are in the engine now
     // A different global batch may leave less than a batch in the epoch.
     if (state.data.position + g > train_set.n) state.data = {state.data.epoch + 1, 0};
     progress.note(fmt::format("resuming from {} at step {} (epoch {}, sample {} of the epoch)",
-                              options.resume, state.step, state.data.epoch + 1,
-                              state.data.position));
+                              resume, state.step, state.data.epoch + 1, state.data.position));
+    history = earlier_history(resume_point.run_dir, state.step);
+    if (!history.note.empty()) progress.note(fmt::format("note: {}", history.note));
   } else if (initial) {
     restore_checkpoint(engine, *initial, init_from, Restore::kWeights);
     initial.reset();
@@ -356,6 +446,13 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
 
   reports::RunRecord record = reports::record_from_plan(plan);
   record.config = resolved_config_json(config);
+  record.run_dir = paths.dir.string();
+  if (!resume.empty())
+    record.resumed_from =
+        reports::ResumedFrom{resume_point.run_dir, history.run_file, resume, first_step};
+  std::vector<std::string> phase_names;
+  for (const auto& phase : plan.phases) phase_names.push_back(phase.name);
+  std::vector<double> phase_seconds_before;
 
   const auto checkpoint_path = [&](std::int64_t step) {
     return (checkpoint_dir / fmt::format("checkpoint-step{}.safetensors", step)).string();
@@ -388,12 +485,18 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
     }
     batches.set_batch(std::span<const std::int64_t>(order).subspan(
         static_cast<std::size_t>(state.data.position), static_cast<std::size_t>(g)));
+    if (metrics.open()) phase_seconds_before = engine.timings().phase_seconds;
     const double loss = engine.train_step(batches);
     losses.push_back(loss);
     result.last_loss = loss;
     const std::int64_t epoch = state.data.epoch;
     ++state.step;
     state.data = advance(state.data, train_set.n, g);
+    if (metrics.open())
+      if (const std::string why = metrics.write(step_metrics(
+              engine, phase_names, phase_seconds_before, state.step, epoch + 1, loss, config));
+          !why.empty())
+        progress.note(fmt::format("warning: {}", why));
     progress.update(
         {epoch + 1, n_epochs, state.step, total, first_step, seconds_since(t0), g, loss});
     if (state.data.epoch != epoch && config.eval.every > 0 &&
@@ -426,7 +529,7 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
     add_eval_measurements(*record.eval, eval_engine, result.test ? *result.test : *last_eval,
                           evaluations);
   }
-  add_measurements(record, engine, losses);
+  add_measurements(record, engine, losses, history);
   result.measured_peak_bytes = engine.memory_report().peak_bytes;
   if (!run_file.empty() && writer) {
     try {
@@ -437,6 +540,9 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
     result.run_file = run_file;
   }
   result.steps = state.step;
+  result.first_step = first_step;
+  result.run_dir = paths.dir.string();
+  result.metrics_file = metrics.path();
   result.data = state.data;
   result.record = std::move(record);
   return result;

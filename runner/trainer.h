@@ -33,13 +33,19 @@ struct TrainOptions {
   // so a resumed run stops where an uninterrupted one would.
   std::optional<std::int64_t> steps;
   std::optional<std::int64_t> epochs;
-  std::string run_file;  // "" = runs/<config name>/run.json
+  // Where the run's files go (runner/run_dir.h): the run folder is run_dir, else the
+  // run file's folder, else a new runs/<config name>/<stamp>/.
+  std::string run_dir;
+  std::string run_file;  // "" = <run folder>/run.json
   bool write_run_file = true;
-  std::string checkpoint_dir;         // "" = the run file's folder
+  std::string checkpoint_dir;         // "" = the run folder
+  bool force = false;                 // write into a folder that holds an earlier run
   std::int64_t checkpoint_every = 0;  // optimizer steps; 0 = only at the end
-  std::string resume;                 // a checkpoint to continue from
-  std::string init_from;              // starting weights; "" = the config's model.init_from
-  int n_threads = 0;                  // engine threads; 0 = the machine's
+  // What to continue from: a checkpoint, a run folder (its newest checkpoint) or
+  // "latest" (the newest checkpoint of runs/<config name>/latest).
+  std::string resume;
+  std::string init_from;  // starting weights; "" = the config's model.init_from
+  int n_threads = 0;      // engine threads; 0 = the machine's
   engine::IoOverlap io_overlap = engine::IoOverlap::kAuto;  // who moves io_overlapped's data
   // Polled after every step: true finishes there, writes a checkpoint and returns with
   // `interrupted` set (poprun wires SIGINT/SIGTERM to it).
@@ -47,16 +53,19 @@ struct TrainOptions {
 };
 
 struct TrainResult {
-  std::int64_t steps = 0;  // optimizer steps done, the whole run
-  DataPosition data;       // where the next step would start
+  std::int64_t steps = 0;       // optimizer steps done, the whole run
+  std::int64_t first_step = 0;  // the step this process started from (> 0: resumed)
+  DataPosition data;            // where the next step would start
   bool interrupted = false;
   double last_loss = 0.0;
   std::optional<engine::EvalResult> test;          // at the end (none when interrupted)
   std::vector<std::uint64_t> measured_peak_bytes;  // per replica
   reports::RunRecord record;
-  std::string run_file;    // "" when not written
-  std::string checkpoint;  // the last checkpoint written
-  double seconds = 0.0;    // wall time of the training loop
+  std::string run_dir;       // the run folder
+  std::string run_file;      // "" when not written
+  std::string metrics_file;  // "" when not written (ranks other than 0)
+  std::string checkpoint;    // the last checkpoint written
+  double seconds = 0.0;      // wall time of this process's training loop
 };
 
 TrainResult train(const config::Config& config, const TrainOptions& options, Progress& progress);
@@ -83,8 +92,5 @@ struct EvalOutcome {
 // test set; writes a run file with the result when asked (its "eval" holds the plan's
 // phases, planned and measured).
 EvalOutcome evaluate_checkpoint(const config::Config& config, const EvalOptions& options);
-
-// "runs/<config name>/run.json"
-std::string default_run_file(const config::Config& config);
 
 }  // namespace popkit::runner

@@ -38,7 +38,7 @@ stop_unless popplan plan
 
 say "step 6/7: poprun train $config"
 stop_unless poprun train
-"$bin/poprun" train "$config" --out "$run_dir/run.json"
+"$bin/poprun" train "$config" --out "$run_dir/run.json" --force  # a re-run replaces its run
 
 say "step 7/7: popreport"
 stop_unless popreport memory

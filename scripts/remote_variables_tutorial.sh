@@ -31,7 +31,7 @@ for i in "${!cases[@]}"; do
   printf '[tutorial] %s: poprun train --steps %s %s\n' "$name" "$steps" "${overrides[$i]}"
   # shellcheck disable=SC2086  # the overrides are several words on purpose
   "$bin/poprun" train "$config" --steps "$steps" --quiet ${overrides[$i]} \
-    --out "$out/$name/run.json" >/dev/null
+    --out "$out/$name/run.json" --force >/dev/null
   files+=("$out/$name/run.json")
 done
 names=$(IFS=,; echo "${cases[*]}")

@@ -26,6 +26,12 @@ for tool in popplan poprun popreport; do
 done
 grep -q "^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" \
   "$prefix/share/doc/popkit/copyright" || { echo "FAIL: no copyright file"; exit 1; }
+# popkit is Apache-2.0: the Files: * stanza says so and points at Debian's copy of the text.
+grep -qzP "Files: \*\nCopyright: [^\n]*\nLicense: Apache-2.0\n" "$prefix/share/doc/popkit/copyright" \
+  && grep -q "/usr/share/common-licenses/Apache-2.0" "$prefix/share/doc/popkit/copyright" \
+  || { echo "FAIL: the copyright file does not license popkit under Apache-2.0"; exit 1; }
+cmp -s "$POPKIT_SOURCE_DIR/LICENSE" /usr/share/common-licenses/Apache-2.0 \
+  || { echo "FAIL: LICENSE is not the Apache-2.0 text"; exit 1; }
 # The installed fetcher finds its checksums beside it: with MNIST already fetched it
 # verifies and fetches nothing.
 data=${POPKIT_DATA_DIR:-$HOME/.cache/popkit/data}

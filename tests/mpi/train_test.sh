@@ -62,6 +62,29 @@ train resume.whole -- "${args[@]}" --steps 4 \
   && cmp -s resume.whole/checkpoint-step4.safetensors resume.second/checkpoint-step4.safetensors \
   && echo "resume from 2 ranks in 1 process: bitwise" \
   || fail "resume from a 2-rank checkpoint in one process differs from the whole run"
+# Its run file carries the 2-rank run's steps: the losses are the whole run's.
+same_run resume.whole resume.second 4
+
+# Run folders under mpirun: rank 0 alone makes runs/<name>/<stamp>/ and writes into it,
+# every rank resumes from the checkpoint rank 0 found for --resume latest.
+mkdir folders && cd folders || exit 1
+"${mpirun[@]}" -np 2 poprun train "${args[@]}" --steps 3 -q 2>np2.err \
+  && "${mpirun[@]}" -np 2 poprun train "${args[@]}" --steps 5 --resume latest -q 2>>np2.err \
+  || fail "run folders on 2 ranks: $(cat np2.err)"
+/usr/bin/python3 - runs/mnist-phased-rts <<'PY' || fail "run folders on 2 ranks: $(ls -R runs)"
+import json, os, sys
+base = sys.argv[1]
+stamps = sorted(d for d in os.listdir(base) if d != "latest")
+assert len(stamps) == 2, stamps  # one folder per run, not one per rank
+assert os.readlink(f"{base}/latest") == stamps[1], os.readlink(f"{base}/latest")
+run = json.load(open(f"{base}/{stamps[1]}/run.json"))
+assert len(run["loss"]) == 5 and run["resumed_from"]["step"] == 3, run["resumed_from"]
+rows = [json.loads(l) for l in open(f"{base}/{stamps[1]}/metrics.jsonl")]
+assert [r["step"] for r in rows] == [4, 5], rows  # rank 0's lines alone
+assert [r["loss"] for r in rows] == run["loss"][3:]
+print(f"run folders on 2 ranks: {stamps}, the second resumed at step 3")
+PY
+cd .. || exit 1
 
 # Eval on 2 ranks prints what one process prints (standard output: OpenMPI's own warnings,
 # such as hwloc's in a root without /sys, go to standard error).

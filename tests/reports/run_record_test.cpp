@@ -75,6 +75,34 @@ BOOST_AUTO_TEST_CASE(json_round_trip_keeps_every_field) {
   BOOST_TEST(back.environment.kernels == rec.environment.kernels);
 }
 
+// A resumed run's fields (issue 18): written only when set, read back as written; the
+// fixtures, written before run folders, have none and read as a run from scratch.
+BOOST_AUTO_TEST_CASE(resumed_run_fields_round_trip_and_are_optional) {
+  r::RunRecord rec = sample_record();
+  BOOST_TEST(!r::run_record_to_json(rec).contains("resumed_from"));
+  BOOST_TEST(!r::run_record_to_json(rec).contains("first_step"));
+  BOOST_TEST(!rec.resumed_from.has_value());
+  BOOST_TEST(rec.first_step == 0);
+  rec.run_dir = "runs/tiny/20261125-174501-2";
+  rec.first_step = 6;
+  rec.resumed_from = r::ResumedFrom{"runs/tiny/20261125-174501", "",
+                                    "runs/tiny/20261125-174501/checkpoint-step6.safetensors", 6};
+  nlohmann::json j = r::run_record_to_json(rec);
+  BOOST_TEST(j.at("resumed_from").at("run_file").is_null());
+  r::RunRecord back = r::run_record_from_json(j, "x.json");
+  BOOST_TEST(r::run_record_to_json(back) == j);
+  BOOST_TEST(back.resumed_from->checkpoint == rec.resumed_from->checkpoint);
+  BOOST_TEST(back.first_step == 6);
+  BOOST_TEST(back.run_dir == rec.run_dir);
+  rec.resumed_from->run_file = "runs/tiny/20261125-174501/run.json";
+  rec.first_step = 0;
+  j = r::run_record_to_json(rec);
+  BOOST_TEST(r::run_record_from_json(j, "x.json").resumed_from->run_file ==
+             "runs/tiny/20261125-174501/run.json");
+  j["first_step"] = -1;
+  BOOST_TEST(error_of_run(j) == "x.json: first_step: -1 is negative");
+}
+
 BOOST_AUTO_TEST_CASE(fixtures_match_their_own_writer) {
   for (const char* name : {"base.json", "nosharding.json", "fast.json"}) {
     const nlohmann::json j = r::read_json_file(data_dir() + "/" + name);
@@ -100,6 +128,11 @@ BOOST_AUTO_TEST_CASE(written_run_files_follow_the_schema) {
   r::write_run_file(rec, path);
   BOOST_TEST(validate_with_schema(path) == 0);
   rec.test = r::TestResult{0.96, 0.125, 2000};
+  r::write_run_file(rec, path);
+  BOOST_TEST(validate_with_schema(path) == 0);
+  rec.run_dir = "runs/x/20261125-174501-2";
+  rec.resumed_from = r::ResumedFrom{"runs/x/20261125-174501", "runs/x/20261125-174501/run.json",
+                                    "runs/x/20261125-174501/checkpoint-step6.safetensors", 6};
   r::write_run_file(rec, path);
   BOOST_TEST(validate_with_schema(path) == 0);
   BOOST_TEST(!std::filesystem::exists(path + ".tmp"));

@@ -97,8 +97,33 @@ BOOST_AUTO_TEST_CASE(steps_count_the_whole_run) {
   rest.resume = part.checkpoint;
   const TrainResult resumed = run(c, rest, dir / "b");
   BOOST_TEST(resumed.steps == 12);
-  BOOST_TEST(resumed.record.loss.size() == 5u);  // this process's steps
+  BOOST_TEST(resumed.first_step == 7);
   BOOST_TEST((file_bytes(resumed.checkpoint) == file_bytes(full.checkpoint)));
+  // The run file carries the whole run: the earlier run's 7 steps, then this one's 5, so
+  // its losses are those of the uninterrupted run, bit for bit.
+  const auto& rec = resumed.record;
+  BOOST_TEST(rec.loss.size() == 12u);
+  BOOST_TEST(rec.step_seconds.size() == 12u);
+  BOOST_TEST(rec.first_step == 0);
+  BOOST_TEST(rec.loss == full.record.loss);
+  BOOST_TEST((std::vector<double>(rec.step_seconds.begin(), rec.step_seconds.begin() + 7) ==
+              part.record.step_seconds));
+  BOOST_REQUIRE(rec.resumed_from.has_value());
+  BOOST_TEST(rec.resumed_from->run_dir == (dir / "a").string());
+  BOOST_TEST(rec.resumed_from->run_file == (dir / "a" / "run.json").string());
+  BOOST_TEST(rec.resumed_from->checkpoint == part.checkpoint);
+  BOOST_TEST(rec.resumed_from->step == 7);
+  BOOST_TEST(rec.run_dir == (dir / "b").string());
+  BOOST_TEST(validate_run_file(resumed.run_file) == 0);
+  // Without the earlier run file the history is missing, and the file says from where.
+  fs::remove(dir / "a" / "run.json");
+  std::ostringstream log;
+  const TrainResult bare = run(c, rest, dir / "c", log);
+  BOOST_TEST(bare.record.loss.size() == 5u);
+  BOOST_TEST(bare.record.first_step == 7);
+  BOOST_TEST(bare.record.resumed_from->run_file.empty());
+  BOOST_TEST(log.str().find("the run file starts at step 8") != std::string::npos, log.str());
+  BOOST_TEST(validate_run_file(bare.run_file) == 0);
 }
 
 // Checkpoints hold full tensors: another sharding threshold or execution mode resumes to
@@ -301,7 +326,7 @@ BOOST_AUTO_TEST_CASE(unwritable_output_fails_before_training_and_damages_nothing
   TrainOptions o;
   o.steps = 2;
   o.checkpoint_dir = (blocker / "sub").string();
-  const std::string why = error_of([&] { run(tiny_config(), o, dir); });
+  const std::string why = error_of([&] { run(tiny_config(), o, dir / "again"); });
   BOOST_TEST(
       why.rfind((blocker / "sub").string() + ": cannot create the checkpoint folder: ", 0) == 0,
       why);

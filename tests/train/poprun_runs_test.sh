@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Run folders and metrics.jsonl as a user meets them: each `poprun train` gets its own
+# runs/<name>/<stamp>/ with runs/<name>/latest pointing at it; nothing is overwritten
+# without --force (exit 2); --resume latest | RUN_DIR | CKPT; a resumed run's file starts
+# with the earlier run's losses and its summary counts this process's steps; and
+# metrics.jsonl, read with `tail -f` while the run trains, has one valid line per step
+# whose losses are the run file's.
+set -uo pipefail
+. "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
+config="$POPKIT_SOURCE_DIR/tests/train/data/tiny.yaml"
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+cd "$work" || exit 1
+
+# check_metrics RUN_DIR FIRST_STEP: metrics.jsonl against the run file.
+check_metrics() {
+  /usr/bin/python3 - "$1/metrics.jsonl" "$1/run.json" "$2" <<'PY' || fail "$1/metrics.jsonl: see above"
+import json, sys
+lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+run = json.load(open(sys.argv[2]))
+first = int(sys.argv[3])
+rows = [json.loads(line) for line in lines]  # each line one JSON object
+steps = [r["step"] for r in rows]
+assert steps == list(range(first + 1, first + 1 + len(rows))), steps
+assert len(rows) == len(run["loss"]) - first, (len(rows), len(run["loss"]), first)
+assert [r["loss"] for r in rows] == run["loss"][first:], "losses differ from the run file's"
+assert [r["step_seconds"] for r in rows] == run["step_seconds"][first:]
+for r in rows:
+    assert set(r) == {"step", "epoch", "loss", "samples_per_second", "learning_rate",
+                      "step_seconds", "phase_seconds"}, set(r)
+    assert r["learning_rate"] == run["config"]["training"]["optimizer"]["lr"]
+    assert [p["name"] for p in run["phases"]] == list(r["phase_seconds"]), r["phase_seconds"]
+print(f"{sys.argv[1]}: {len(rows)} lines, steps {steps[0]}..{steps[-1]}, losses as in the run file")
+PY
+}
+
+# A first run in a new stamped folder, latest pointing at it.
+out=$(poprun train "$config" --steps 6 2>first.err) || fail "first run: $(cat first.err)"
+first=$(readlink runs/tiny/latest)
+[[ $first =~ ^[0-9]{8}-[0-9]{6}(-[0-9]+)?$ ]] || fail "runs/tiny/latest -> '$first', want a stamp"
+grep -qF "  run file              runs/tiny/$first/run.json" <<<"$out" || fail "summary: $out"
+grep -qF "  metrics               runs/tiny/$first/metrics.jsonl" <<<"$out" || fail "summary: $out"
+[ -f "runs/tiny/$first/checkpoint-step6.safetensors" ] || fail "no checkpoint in runs/tiny/$first"
+check_metrics "runs/tiny/$first" 0
+
+# The same command again: a second folder, the first untouched.
+sum=$(md5sum "runs/tiny/$first/run.json")
+poprun train "$config" --steps 6 -q || fail "second run"
+second=$(readlink runs/tiny/latest)
+[ "$second" != "$first" ] && [ -f "runs/tiny/$second/run.json" ] || fail "second run: $(ls runs/tiny)"
+[ "$(md5sum "runs/tiny/$first/run.json")" = "$sum" ] || fail "the second run changed the first's run file"
+
+# --resume latest: a new folder, the history in its run file, the summary split.
+out=$(poprun train "$config" --steps 10 --resume latest 2>resume.err) || fail "resume latest: $(cat resume.err)"
+grep -qE "^trained tiny: 4 steps in [0-9.]+ s \(this process, resumed at step 6\); 10 steps in total$" <<<"$out" \
+  || fail "resumed summary: $out"
+third=$(readlink runs/tiny/latest)
+[ "$third" != "$second" ] || fail "--resume latest wrote into the run it resumed"
+/usr/bin/python3 - "runs/tiny/$second/run.json" "runs/tiny/$third/run.json" "runs/tiny/$second" <<'PY' || fail "resumed run file"
+import json, sys
+earlier, resumed = (json.load(open(p)) for p in sys.argv[1:3])
+assert len(resumed["loss"]) == 10 and resumed["loss"][:6] == earlier["loss"], resumed["loss"]
+assert resumed["step_seconds"][:6] == earlier["step_seconds"]
+f = resumed["resumed_from"]
+assert f["run_dir"] == sys.argv[3] and f["step"] == 6, f
+assert f["checkpoint"] == sys.argv[3] + "/checkpoint-step6.safetensors", f
+PY
+check_metrics "runs/tiny/$third" 6
+# popreport reads the whole run: 10 steps, and says where it resumed.
+report=$(popreport throughput "runs/tiny/$third/run.json") || fail "popreport throughput: $report"
+grep -qF "10 steps, the first 2 not counted (warm-up)" <<<"$report" || fail "throughput: $report"
+grep -qF "resumed at step 6: steps 1-6 are the earlier run's (runs/tiny/$second/run.json), the rest this run's" <<<"$report" \
+  || fail "throughput does not say where the run resumed: $report"
+grep -qF "the mean per step over this process's 4 steps" <<<"$report" || fail "phase times: $report"
+popreport compare "runs/tiny/$second/run.json" "runs/tiny/$third/run.json" --chart both.svg >/dev/null \
+  || fail "popreport compare --chart"
+grep -qF "resumed at step 6, the earlier steps from runs/tiny/$second/run.json" both.svg || fail "chart: no resume note"
+# --resume RUN_DIR and --resume CHECKPOINT
+poprun train "$config" --steps 8 --resume "runs/tiny/$first" --run-dir from-dir -q || fail "--resume RUN_DIR"
+grep -q '"step": 6' from-dir/run.json || fail "--resume RUN_DIR: $(cat from-dir/run.json | head -5)"
+poprun train "$config" --steps 8 --resume "runs/tiny/$first/checkpoint-step6.safetensors" --run-dir from-ckpt -q \
+  || fail "--resume CHECKPOINT"
+cmp -s from-dir/checkpoint-step8.safetensors from-ckpt/checkpoint-step8.safetensors || fail "RUN_DIR and CKPT differ"
+
+# Nothing overwritten without --force: exit 2, the message names it.
+expect 2 "poprun: error: --run-dir from-dir holds an earlier run (run.json, metrics.jsonl, 1 checkpoint); poprun does not overwrite a run: give another --run-dir, leave out --run-dir and -o for a new folder under runs/tiny/, or give --force to write over it" \
+  -- poprun train "$config" --steps 2 --run-dir from-dir
+expect 2 "or give --force" -- poprun train "$config" --steps 2 -o from-dir/run.json
+poprun train "$config" --steps 2 --run-dir from-dir --force -q || fail "--force"
+expect 1 "poprun: error: --resume latest: runs/other/latest does not exist" \
+  -- poprun train "$config" --set name=other --resume latest
+
+# tail -f while the run trains: the lines arrive before it ends (flushed each step).
+poprun train "$config" --steps 100000000 --run-dir long -q 2>long.err &
+pid=$!
+for _ in $(seq 100); do [ -s long/metrics.jsonl ] && break; sleep 0.1; done
+tail -n +1 -f long/metrics.jsonl >tailed.jsonl &
+tail_pid=$!
+for _ in $(seq 100); do [ "$(wc -l <tailed.jsonl)" -ge 20 ] && break; sleep 0.1; done
+kill -0 $pid 2>/dev/null || fail "the run ended before tail saw its lines"
+[ "$(wc -l <tailed.jsonl)" -ge 20 ] || fail "tail -f saw $(wc -l <tailed.jsonl) lines during the run"
+kill -TERM $pid
+wait $pid
+[ $? = 130 ] || fail "SIGTERM: $(cat long.err)"
+sleep 0.3
+kill $tail_pid
+wait $tail_pid 2>/dev/null
+cmp -s tailed.jsonl long/metrics.jsonl || fail "what tail -f read differs from the file"
+check_metrics long 0
+
+finish "poprun run folders"

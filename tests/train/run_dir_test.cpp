@@ -1,0 +1,208 @@
+// Run folders (runner/run_dir.h): a new stamped folder per run with `latest` pointing at
+// it, runs in the same second apart, nothing overwritten without force, --resume's three
+// forms, and metrics.jsonl: one line per step, its losses those of the run file.
+#include "runner/run_dir.h"
+
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "helpers.h"
+
+using namespace popkit;
+using namespace popkit::runner;
+using namespace popkit::runner::testing;
+
+namespace {
+
+// Runs the test in `dir`, where runs/<name>/ is made, and goes back after.
+struct InFolder {
+  fs::path before = fs::current_path();
+  explicit InFolder(const fs::path& dir) { fs::current_path(dir); }
+  ~InFolder() { fs::current_path(before); }
+};
+
+std::string error_of(const std::function<void()>& f, int* exit_code = nullptr) {
+  try {
+    f();
+  } catch (const AgreedError& e) {
+    if (exit_code) *exit_code = e.exit_code();
+    return e.what();
+  } catch (const std::exception& e) {
+    if (exit_code) *exit_code = 1;
+    return e.what();
+  }
+  return "";
+}
+
+TrainResult train_in(const config::Config& c, TrainOptions o) {
+  o.n_threads = 2;
+  std::ostringstream log;
+  Progress progress(log, ProgressStyle::kNone);
+  return train(c, o, progress);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(run_folders)
+
+BOOST_AUTO_TEST_CASE(stamp_sorts_and_same_second_runs_get_their_own_folder) {
+  BOOST_TEST(run_stamp(1795628701) == "20261125-174501");  // UTC
+  const auto dir = scratch("stamps");
+  InFolder here(dir);
+  RunFolderRequest want;
+  want.config_name = "tiny";
+  const RunPaths a = make_run_paths(want, 1795628701);
+  const RunPaths b = make_run_paths(want, 1795628701);
+  const RunPaths c = make_run_paths(want, 1795628701);
+  BOOST_TEST(a.dir == fs::path("runs/tiny/20261125-174501"));
+  BOOST_TEST(b.dir == fs::path("runs/tiny/20261125-174501-2"));
+  BOOST_TEST(c.dir == fs::path("runs/tiny/20261125-174501-3"));
+  BOOST_TEST(a.stamped);
+  BOOST_TEST(a.run_file == "runs/tiny/20261125-174501/run.json");
+  BOOST_TEST(a.checkpoint_dir == a.dir);
+  BOOST_TEST(fs::is_directory(c.dir));
+  BOOST_TEST(point_latest(b) == "");
+  BOOST_TEST(fs::read_symlink("runs/tiny/latest") == fs::path("20261125-174501-2"));
+  BOOST_TEST(point_latest(a) == "");  // replaced, not added to
+  BOOST_TEST(fs::read_symlink("runs/tiny/latest") == fs::path("20261125-174501"));
+  remove_if_empty(c);
+  BOOST_TEST(!fs::exists(c.dir));
+}
+
+BOOST_AUTO_TEST_CASE(an_earlier_run_is_not_overwritten_without_force) {
+  const auto dir = scratch("no_overwrite");
+  InFolder here(dir);
+  const config::Config c = tiny_config();
+  TrainOptions o;
+  o.steps = 2;
+  o.run_dir = "mine";
+  const TrainResult first = train_in(c, o);
+  BOOST_TEST(first.run_dir == "mine");
+  BOOST_TEST(first.run_file == "mine/run.json");
+  BOOST_TEST(first.checkpoint == "mine/checkpoint-step2.safetensors");
+  BOOST_TEST(!fs::exists("runs"));  // --run-dir: no stamped folder, no latest
+  int code = 0;
+  BOOST_TEST(error_of([&] { train_in(c, o); }, &code) ==
+             "--run-dir mine holds an earlier run (run.json, metrics.jsonl, 1 checkpoint); "
+             "poprun does not overwrite a run: give another --run-dir, leave out --run-dir and "
+             "-o for a new folder under runs/tiny/, or give --force to write over it");
+  BOOST_TEST(code == 2);
+  // -o FILE: the run folder is the file's folder, as before run folders.
+  TrainOptions by_file;
+  by_file.steps = 2;
+  by_file.run_file = "mine/other.json";
+  BOOST_TEST(
+      error_of([&] { train_in(c, by_file); }, &code)
+          .starts_with(
+              "mine (the folder of -o mine/other.json) holds an earlier run (metrics.jsonl, 1 "
+              "checkpoint)"));
+  BOOST_TEST(code == 2);
+  o.force = true;
+  const TrainResult again = train_in(c, o);
+  BOOST_TEST(again.steps == 2);
+  // Checkpoints of another run in --checkpoint-dir are refused too.
+  TrainOptions shared;
+  shared.steps = 2;
+  shared.checkpoint_dir = "mine";
+  BOOST_TEST(error_of([&] { train_in(c, shared); }, &code)
+                 .starts_with("--checkpoint-dir mine holds checkpoints of an earlier run"));
+  BOOST_TEST(code == 2);
+  BOOST_TEST(fs::is_empty("runs/tiny"));  // the stamped folder it made is gone again
+}
+
+BOOST_AUTO_TEST_CASE(resume_latest_a_run_folder_or_a_checkpoint) {
+  const auto dir = scratch("resume_forms");
+  InFolder here(dir);
+  const config::Config c = tiny_config();
+  BOOST_TEST(
+      error_of([&] { resolve_resume("latest", "tiny"); })
+          .starts_with(
+              "--resume latest: runs/tiny/latest does not exist: no run of 'tiny' was started from "
+              "this folder"));
+  TrainOptions o;
+  o.steps = 4;
+  o.checkpoint_every = 2;
+  const TrainResult first = train_in(c, o);
+  BOOST_TEST(fs::path(first.run_dir).parent_path() == fs::path("runs/tiny"));
+  const ResumePoint latest = resolve_resume("latest", "tiny");
+  BOOST_TEST(latest.checkpoint == first.checkpoint);  // the newest: step 4, not 2
+  BOOST_TEST(latest.run_dir == first.run_dir);
+  const ResumePoint by_dir = resolve_resume(first.run_dir, "tiny");
+  BOOST_TEST(by_dir.checkpoint == first.checkpoint);
+  const std::string step2 = (fs::path(first.run_dir) / "checkpoint-step2.safetensors").string();
+  const ResumePoint by_file = resolve_resume(step2, "tiny");
+  BOOST_TEST(by_file.checkpoint == step2);
+  BOOST_TEST(by_file.run_dir == first.run_dir);
+  fs::create_directory("empty");
+  BOOST_TEST(error_of([&] {
+               resolve_resume("empty", "tiny");
+             }).starts_with("--resume empty: empty holds no checkpoint"));
+
+  // A resumed run writes a new folder, leaves the old one as it was, and moves latest.
+  const auto old_files = file_bytes(fs::path(first.run_dir) / "run.json");
+  TrainOptions more;
+  more.steps = 6;
+  more.resume = "latest";
+  const TrainResult second = train_in(c, more);
+  BOOST_TEST(second.run_dir != first.run_dir);
+  BOOST_TEST(second.first_step == 4);
+  BOOST_TEST((file_bytes(fs::path(first.run_dir) / "run.json") == old_files));
+  BOOST_TEST(fs::read_symlink("runs/tiny/latest") == fs::path(second.run_dir).filename());
+  BOOST_TEST(second.record.loss.size() == 6u);
+  BOOST_TEST(second.record.resumed_from->checkpoint == first.checkpoint);
+  // From a mid-run checkpoint: the history stops at its step.
+  TrainOptions from2;
+  from2.steps = 6;
+  from2.resume = step2;
+  const TrainResult third = train_in(c, from2);
+  BOOST_TEST(third.record.loss.size() == 6u);
+  BOOST_TEST((std::vector<double>(third.record.loss.begin(), third.record.loss.begin() + 2) ==
+              std::vector<double>(first.record.loss.begin(), first.record.loss.begin() + 2)));
+  BOOST_TEST(third.record.loss == second.record.loss);  // the same run, resumed elsewhere
+}
+
+BOOST_AUTO_TEST_CASE(metrics_log_has_a_line_per_step_with_the_run_files_losses) {
+  const auto dir = scratch("metrics");
+  InFolder here(dir);
+  const config::Config c = tiny_config();
+  TrainOptions o;
+  o.steps = 5;
+  o.run_dir = "a";
+  const TrainResult first = train_in(c, o);
+  BOOST_TEST(first.metrics_file == "a/metrics.jsonl");
+  const auto lines_of = [](const std::string& path) {
+    std::vector<nlohmann::json> lines;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+    return lines;
+  };
+  const auto lines = lines_of(first.metrics_file);
+  BOOST_REQUIRE(lines.size() == 5u);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    BOOST_TEST(lines[i]["step"] == static_cast<std::int64_t>(i + 1));
+    BOOST_TEST(lines[i]["epoch"] == 1);
+    BOOST_TEST(lines[i]["loss"].get<double>() == first.record.loss[i]);
+    BOOST_TEST(lines[i]["step_seconds"].get<double>() == first.record.step_seconds[i]);
+    BOOST_TEST(lines[i]["learning_rate"].get<double>() == c.training.optimizer.lr);
+    BOOST_TEST(lines[i]["samples_per_second"].get<double>() > 0.0);
+    BOOST_TEST(lines[i]["phase_seconds"].size() == first.record.phases.size());
+    BOOST_TEST(lines[i]["phase_seconds"].contains(first.record.phases.front().name));
+  }
+  // A resumed run's log holds its own steps, numbered on.
+  TrainOptions more;
+  more.steps = 8;
+  more.resume = "a";
+  more.run_dir = "b";
+  const TrainResult second = train_in(c, more);
+  const auto resumed = lines_of(second.metrics_file);
+  BOOST_REQUIRE(resumed.size() == 3u);
+  BOOST_TEST(resumed.front()["step"] == 6);
+  BOOST_TEST(resumed.back()["step"] == 8);
+  BOOST_TEST(resumed.back()["loss"].get<double>() == second.record.loss.back());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
