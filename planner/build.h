@@ -15,6 +15,10 @@ namespace popkit::planner {
 // `eval` is the config's evaluation plan when the caller has it (else it is built).
 // `network`, when given, spreads the replicas over hosts and prices the collectives'
 // cross-host bytes with it (planner/cost.h); plan.network then holds the traffic.
+// The profile the config's device.profile was resolved to (Config::device.resolved);
+// throws popkit::Error for a config built in code without one.
+const DeviceProfile* device_profile(const config::Config& config);
+
 Plan build_plan(const config::Config& config, Program program = Program::kTrain,
                 const Plan* eval = nullptr, const NetworkProfile* network = nullptr);
 
