@@ -7,5 +7,6 @@ int main(int argc, char** argv) {
   popkit::cli::add_config_verbs(tool);
   popkit::cli::add_plan_verbs(tool);
   popkit::cli::add_calibrate_verbs(tool);
+  popkit::cli::add_tune_verbs(tool);
   return tool.main(argc, argv);
 }

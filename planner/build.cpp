@@ -1183,6 +1183,10 @@ const DeviceProfile* device_profile(const config::Config& config) {
   return &*config.device.resolved;
 }
 
+Plan build_plan_for_estimate(const config::Config& config) {
+  return Builder(config, Program::kTrain).build();
+}
+
 Plan build_plan(const config::Config& config, Program program, const Plan* eval,
                 const NetworkProfile* network) {
   Plan plan = Builder(config, program).build();
