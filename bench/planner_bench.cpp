@@ -6,6 +6,7 @@
 
 #include "config/config.h"
 #include "planner/build.h"
+#include "tests/support/test_profile.h"
 
 namespace {
 
@@ -35,7 +36,7 @@ popkit::config::Config deep_config(int n_layers, std::int64_t factor) {
   c.training.micro_batch_size = 8;
   c.training.gradient_accumulation = 4;
   c.device.profile = "ipu-mk2";
-  return c;
+  return ::popkit::test_support::with_test_profile(c);
 }
 
 std::size_t count_ops(const std::vector<popkit::planner::Op>& ops) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "config/device_profile.h"
+
 namespace popkit::config {
 
 inline constexpr int kSchemaVersion = 1;
@@ -162,9 +164,14 @@ struct Eval {
   std::int64_t every = 0;             // evaluate every N epochs; 0 = only at the end
 };
 
+// device.profile names a built-in profile (a file of share/profiles) or gives a
+// profile file's path, relative to the config file. Loading a config reads that file
+// into `resolved` (config/yaml/profile.h); a Config built in code sets it itself, and
+// the planner refuses a Config without one.
 struct Device {
-  std::string profile = "ipu-mk2";       // a profile known to the planner
+  std::string profile = "ipu-mk2";       // a name or a path (holds '/' or ends in .yaml)
   std::uint64_t memory_per_replica = 0;  // bytes; 0 = the profile's own
+  std::optional<DeviceProfile> resolved;
 };
 
 struct Config {

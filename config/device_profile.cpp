@@ -1,28 +1,74 @@
-// The device profile table.
+// The table of a profile file's numeric parameters.
 #include "config/device_profile.h"
 
-namespace popkit::config {
+#include <array>
 
-const std::vector<DeviceProfile>& device_profiles() {
-  static const std::vector<DeviceProfile> kProfiles = {
-      // GC200: 1472 tiles, 62.5 TFLOPS float32, 900 MB In-Processor-Memory,
-      // 10 IPU-Links at 32 GB/s each (320 GB/s), streaming memory ~ 20 GB/s.
-      {"ipu-mk2", 1472, 62.5e12, 320.0e9, 20.0e9, 16.0e9, 5.0e-6, 2.0e-6, 10.0e-6,
-       900ull * 1024 * 1024},
-      // GC2: 1216 tiles, 31.1 TFLOPS float32, 304 MiB, IPU-Links 320 GB/s, no DDR of its
-      // own: remote buffers go over PCIe to host memory.
-      {"ipu-mk1", 1216, 31.1e12, 320.0e9, 16.0e9, 16.0e9, 5.0e-6, 10.0e-6, 10.0e-6,
-       304ull * 1024 * 1024},
-      // A host CPU running the popkit engine: one "tile", memory bandwidth for everything.
-      {"cpu", 1, 100.0e9, 20.0e9, 20.0e9, 20.0e9, 1.0e-6, 0.5e-6, 0.5e-6,
-       16ull * 1024 * 1024 * 1024},
-  };
-  return kProfiles;
+namespace popkit::config {
+namespace {
+
+using P = DeviceProfile;
+using L = LinkProfile;
+
+constexpr ProfileParameter value(std::string_view key, double P::*m, bool required, bool positive,
+                                 std::string_view what) {
+  return {key, m, nullptr, nullptr, required, positive, what};
+}
+constexpr ProfileParameter link(std::string_view key, LinkProfile P::*l, double L::*m,
+                                bool required, bool positive, std::string_view what) {
+  return {key, nullptr, l, m, required, positive, what};
 }
 
-const DeviceProfile* find_device_profile(std::string_view name) {
-  for (const auto& p : device_profiles())
-    if (p.name == name) return &p;
+constexpr std::array kParameters = {
+    value("compute.flops_per_second", &P::flops_per_second, true, true,
+          "peak GEMM rate, float32, all tiles"),
+    value("compute.vector_flops_per_second", &P::vector_flops_per_second, true, true,
+          "element-wise rate, all tiles"),
+    value("compute.gemm.max_efficiency", &P::gemm_max_efficiency, false, true,
+          "fraction of the peak a large GEMM reaches"),
+    value("compute.gemm.half_m", &P::gemm_half_m, false, false,
+          "rows (m) at which a GEMM reaches half its rate along m"),
+    value("compute.gemm.half_n", &P::gemm_half_n, false, false,
+          "columns (n) at which a GEMM reaches half its rate along n"),
+    value("compute.gemm.half_k", &P::gemm_half_k, false, false,
+          "reduction length (k) at which a GEMM reaches half its rate along k"),
+    link("links.ipu_link.bytes_per_second", &P::ipu_link, &L::bytes_per_second, true, true,
+         "collectives, per replica"),
+    link("links.ipu_link.latency_seconds", &P::ipu_link, &L::latency_seconds, false, false,
+         "per collective"),
+    link("links.ipu_link.efficiency", &P::ipu_link, &L::efficiency, false, true,
+         "achieved fraction of bytes_per_second"),
+    link("links.ipu_link.shared_by", &P::ipu_link, &L::shared_by, false, true,
+         "replicas that share the link at once"),
+    link("links.streaming.bytes_per_second", &P::streaming, &L::bytes_per_second, true, true,
+         "remote buffers in streaming memory"),
+    link("links.streaming.latency_seconds", &P::streaming, &L::latency_seconds, false, false,
+         "per remote load or store"),
+    link("links.streaming.efficiency", &P::streaming, &L::efficiency, false, true,
+         "achieved fraction of bytes_per_second"),
+    link("links.streaming.shared_by", &P::streaming, &L::shared_by, false, true,
+         "replicas that share the link at once"),
+    link("links.host.bytes_per_second", &P::host, &L::bytes_per_second, true, true, "host streams"),
+    link("links.host.latency_seconds", &P::host, &L::latency_seconds, false, false,
+         "per host transfer"),
+    link("links.host.efficiency", &P::host, &L::efficiency, false, true,
+         "achieved fraction of bytes_per_second"),
+    link("links.host.shared_by", &P::host, &L::shared_by, false, true,
+         "replicas that share the link at once"),
+    value("overheads.op_seconds", &P::op_overhead_seconds, false, false,
+          "per compute op (compute set and its sync)"),
+    value("overheads.sync_seconds", &P::sync_overhead_seconds, false, false,
+          "per collective, remote or host transfer, beyond the link's latency"),
+};
+
+}  // namespace
+
+std::span<const ProfileParameter> profile_parameters() {
+  return kParameters;
+}
+
+const ProfileParameter* find_profile_parameter(std::string_view key) {
+  for (const auto& p : kParameters)
+    if (p.key == key) return &p;
   return nullptr;
 }
 

@@ -1,33 +1,108 @@
-// Device profiles: what the cost model prices a plan with. The IPU figures are the
-// public GC2 (Mk1) and GC200 (Mk2) numbers, float32 compute; `cpu` is a modest host so
-// plans can be compared with what `poprun` measures. Estimates, not measurements.
-// In config/ because validation checks device.profile against these names; the planner
-// prices plans with the figures.
+// Device profiles: the figures the cost model prices a plan with (planner/cost.h). A
+// profile is data, a YAML file (share/profiles/*.yaml, installed under
+// share/popkit/profiles; config/yaml/profile.h loads and finds them), never code: this
+// header only says what a profile holds, and lists its parameters in one table so the
+// loader, the calibration (`popplan calibrate`) and the docs name them the same way.
+// In config/ because a Config carries the profile its device.profile names.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace popkit::config {
 
-struct DeviceProfile {
-  std::string name;
-  std::int64_t tiles = 1;
-  double flops_per_second = 0.0;            // float32, all tiles
-  double link_bytes_per_second = 0.0;       // IPU-Link, per replica, for collectives
-  double streaming_bytes_per_second = 0.0;  // remote buffers in streaming memory
-  double host_bytes_per_second = 0.0;       // host streams (PCIe / gateway)
-  double link_latency_seconds = 0.0;        // per collective
-  double streaming_latency_seconds = 0.0;   // per remote load or store
-  double host_latency_seconds = 0.0;        // per host transfer
-  std::uint64_t memory_bytes = 0;           // on-chip memory per replica
+// One link: a transfer of n bytes takes latency + n / rate, rate = bytes_per_second *
+// efficiency / min(replicas, shared_by). bytes_per_second is the published figure,
+// efficiency the achieved fraction of it, shared_by how many replicas (devices) share
+// the link and move data over it at once (an IPU-M2000's 4 IPUs share its gateway's
+// streaming memory; replicas beyond that have links of their own).
+struct LinkProfile {
+  double bytes_per_second = 0.0;
+  double latency_seconds = 0.0;
+  double efficiency = 1.0;
+  double shared_by = 1.0;
+  [[nodiscard]] double rate(std::int64_t replicas) const {
+    const double sharing = std::min(static_cast<double>(replicas), shared_by);
+    return bytes_per_second * efficiency / std::max(1.0, sharing);
+  }
+  [[nodiscard]] double seconds(double bytes, std::int64_t replicas = 1) const {
+    return bytes <= 0 ? 0.0 : latency_seconds + bytes / rate(replicas);
+  }
 };
 
-[[nodiscard]] const std::vector<DeviceProfile>& device_profiles();
+struct DeviceProfile {
+  std::string name;         // "ipu-mk2", or the file's stem
+  std::string description;  // one line
+  std::string source;       // the file it was read from ("" for one built in code)
+  std::int64_t tiles = 1;
+  std::uint64_t memory_bytes = 0;  // on-chip memory per replica
 
-// Nullptr for an unknown name.
-[[nodiscard]] const DeviceProfile* find_device_profile(std::string_view name);
+  // GEMMs: flops / (flops_per_second * (1 - io tiles / tiles) * gemm_efficiency(m, n, k)),
+  // efficiency(m, n, k) = max_efficiency * m/(m + half_m) * n/(n + half_n) * k/(k + half_k)
+  // (a GEMM [m, k] x [k, n] reaches half the rate along an axis at half_* rows).
+  double flops_per_second = 0.0;  // peak, float32, all tiles
+  double gemm_max_efficiency = 1.0;
+  double gemm_half_m = 0.0;
+  double gemm_half_n = 0.0;
+  double gemm_half_k = 0.0;
+  // Everything that is not a GEMM (activations, loss, accumulation, the optimizer):
+  // element-wise work at this rate on all tiles.
+  double vector_flops_per_second = 0.0;
+
+  LinkProfile ipu_link;   // collectives between replicas, per replica
+  LinkProfile streaming;  // remote buffers in streaming memory
+  LinkProfile host;       // host streams (PCIe / gateway)
+
+  // What every op costs beyond its work: a compute op (a compute set and its
+  // synchronisation), and an op that synchronises outside the tiles (collective, remote
+  // or host transfer), paid on top of its link's latency.
+  double op_overhead_seconds = 0.0;
+  double sync_overhead_seconds = 0.0;
+
+  // The parameters calibration fits (keys of profile_parameters()), each with its prior:
+  // the value the fit starts from and pulls towards, so fitting again from the fitted
+  // file gives the same values. The other parameters are published figures or stated
+  // assumptions.
+  struct Fitted {
+    std::string key;
+    double prior = 0.0;
+  };
+  std::vector<Fitted> fitted;
+
+  [[nodiscard]] double gemm_efficiency(double m, double n, double k) const {
+    return gemm_max_efficiency * (m / (m + gemm_half_m)) * (n / (n + gemm_half_n)) *
+           (k / (k + gemm_half_k));
+  }
+};
+
+// A numeric parameter of a profile file: its key (a dotted path in the YAML file), the
+// member, and whether it must be given (others default to the member's default).
+struct ProfileParameter {
+  std::string_view key;
+  double DeviceProfile::*member = nullptr;
+  LinkProfile DeviceProfile::*link = nullptr;  // set: the member is in this link
+  double LinkProfile::*link_member = nullptr;
+  bool required = false;
+  bool positive = true;  // > 0, else >= 0
+  std::string_view what;
+
+  [[nodiscard]] double& of(DeviceProfile& p) const {
+    return link != nullptr ? p.*link.*link_member : p.*member;
+  }
+  [[nodiscard]] double of(const DeviceProfile& p) const {
+    return link != nullptr ? p.*link.*link_member : p.*member;
+  }
+};
+
+// Every numeric parameter, in file order. `tiles` (an integer), `memory` (bytes, e.g.
+// 900MiB), `name`, `description` and `fitted` are the file's other keys.
+[[nodiscard]] std::span<const ProfileParameter> profile_parameters();
+
+// The parameter with that key, or nullptr.
+[[nodiscard]] const ProfileParameter* find_profile_parameter(std::string_view key);
 
 }  // namespace popkit::config

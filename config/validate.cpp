@@ -556,13 +556,10 @@ class Checker final : public RuleChecks {
   void check_eval_and_device() {
     at_least("eval.micro_batch_size", c_.eval.micro_batch_size, 0);
     at_least("eval.every", c_.eval.every, 0);
-    const std::string& profile = c_.device.profile;
-    if (ok("device.profile") && find_device_profile(profile) == nullptr) {
-      std::vector<std::string> known;
-      for (const DeviceProfile& p : device_profiles()) known.push_back(p.name);
-      error("device.profile", fmt::format("unknown device profile '{}'{} (known: {})", profile,
-                                          did_you_mean(profile, known), fmt::join(known, ", ")));
-    }
+    // Which names exist, and what a profile file holds, is the loader's business: it
+    // reads the file (config/yaml/profile.h).
+    if (ok("device.profile") && c_.device.profile.empty())
+      error("device.profile", "must name a device profile (ipu-mk2, cpu, ...) or a profile file");
   }
 
   Config& c_;

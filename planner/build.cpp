@@ -1087,8 +1087,7 @@ class Builder {
 
   void finish() {
     annotate_costs(p_);
-    const DeviceProfile* profile = find_device_profile(c_.device.profile);
-    if (profile == nullptr) throw Error("device.profile: unknown profile '{}'", c_.device.profile);
+    const DeviceProfile* profile = device_profile(c_);
     p_.device_profile = profile->name;
     p_.memory_per_replica =
         c_.device.memory_per_replica != 0 ? c_.device.memory_per_replica : profile->memory_bytes;
@@ -1175,12 +1174,25 @@ class Builder {
 
 }  // namespace
 
+const DeviceProfile* device_profile(const config::Config& config) {
+  if (!config.device.resolved)
+    throw Error(
+        "device.profile '{}' was not read: load the config with config/yaml (which reads the "
+        "profile file), or set device.resolved in a config built in code",
+        config.device.profile);
+  return &*config.device.resolved;
+}
+
+Plan build_plan_for_estimate(const config::Config& config) {
+  return Builder(config, Program::kTrain).build();
+}
+
 Plan build_plan(const config::Config& config, Program program, const Plan* eval,
                 const NetworkProfile* network) {
   Plan plan = Builder(config, program).build();
   if (network != nullptr) {
-    // Priced again with the network; the builder has checked the profile's name.
-    estimate_time(plan, *find_device_profile(plan.device_profile), network);
+    // Priced again with the network; the builder has checked the profile.
+    estimate_time(plan, *device_profile(config), network);
   }
   const DatasetSizes sizes = dataset_sizes_from_config(config);
   if (program == Program::kEval) {

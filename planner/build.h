@@ -15,7 +15,15 @@ namespace popkit::planner {
 // `eval` is the config's evaluation plan when the caller has it (else it is built).
 // `network`, when given, spreads the replicas over hosts and prices the collectives'
 // cross-host bytes with it (planner/cost.h); plan.network then holds the traffic.
+// The profile the config's device.profile was resolved to (Config::device.resolved);
+// throws popkit::Error for a config built in code without one.
+const DeviceProfile* device_profile(const config::Config& config);
+
 Plan build_plan(const config::Config& config, Program program = Program::kTrain,
                 const Plan* eval = nullptr, const NetworkProfile* network = nullptr);
+
+// The training plan with its memory and cost estimate but without the host memory of
+// poprun (which plans evaluation too): what the tuner compares, at half the work.
+Plan build_plan_for_estimate(const config::Config& config);
 
 }  // namespace popkit::planner

@@ -8,6 +8,7 @@
 #include "planner/layer_kinds.h"
 #include "planner/operands.h"
 #include "planner/optimizer_kinds.h"
+#include "planner/sharding.h"
 
 namespace popkit::planner {
 namespace {
@@ -110,10 +111,6 @@ class Costs {
   Plan& plan_;
 };
 
-bool is_collective(OpKind k) {
-  return k == OpKind::kAllGather || k == OpKind::kReduceScatter || k == OpKind::kAllReduce;
-}
-
 // The messages of one collective op, replica by replica and host by host.
 class TrafficCount {
  public:
@@ -143,10 +140,8 @@ class TrafficCount {
         for (std::int64_t group = 0; group < g.n_groups(); ++group) {
           const auto members = g.members(group);
           const auto n_members = static_cast<std::int64_t>(members.size());
-          const std::int64_t q = t.nelms / n_members;
-          const std::int64_t r = t.nelms % n_members;
           for (std::int64_t k = 0; k < n_members; ++k) {
-            const std::uint64_t chunk = u(q + (k < r ? 1 : 0)) * e;
+            const std::uint64_t chunk = u(owner_chunk(t.nelms, n_members, k).n) * e;
             if (chunk == 0) continue;
             const std::int64_t owner = members[static_cast<std::size_t>(k)];
             for (const auto m : members) {
@@ -166,9 +161,8 @@ class TrafficCount {
         for (std::int64_t group = 0; group < g.n_groups(); ++group) {
           const auto members = g.members(group);
           for (const auto to : members) {
-            const std::int64_t offset = op.shard_grouping.rank_in_group(to) * dst.nelms;
             const std::int64_t n =
-                std::max<std::int64_t>(0, std::min(dst.nelms, src.nelms - offset));
+                shard_extent(src.nelms, dst.nelms, op.shard_grouping.rank_in_group(to));
             for (const auto from : members) send(from, to, u(n) * e);
           }
         }
@@ -182,11 +176,9 @@ class TrafficCount {
         for (std::int64_t group = 0; group < g.n_groups(); ++group) {
           const auto members = g.members(group);
           for (const auto to : members)
-            for (std::size_t k = 0; k < members.size(); ++k) {
-              const std::int64_t at = static_cast<std::int64_t>(k) * src.nelms;
-              if (at >= dst.nelms) break;
-              send(members[k], to, u(std::min(src.nelms, dst.nelms - at)) * e);
-            }
+            for (std::size_t k = 0; k < members.size(); ++k)
+              send(members[k], to,
+                   u(shard_extent(dst.nelms, src.nelms, static_cast<std::int64_t>(k))) * e);
         }
         break;
       }
@@ -237,64 +229,138 @@ class TrafficCount {
   CollectiveTraffic t_;
 };
 
+// An op's time, in two parts: `transfer`, the bytes of host and remote streams over their
+// links, which io_overlapped can hide behind compute; and `serial`, everything else
+// (compute, collectives, the overheads and latencies of every op), which it cannot.
 struct Seconds {
-  double compute = 0.0;
-  double io = 0.0;  // host and remote streams
-  double collective = 0.0;
-  [[nodiscard]] double total() const { return compute + io + collective; }
+  double serial = 0.0;
+  double transfer = 0.0;
+  [[nodiscard]] double total() const { return serial + transfer; }
 };
 
 class Timer {
  public:
-  Timer(const DeviceProfile& p, double compute_fraction, TrafficCount* traffic,
-        std::int64_t replication_factor)
-      : p_(p), fraction_(compute_fraction), traffic_(traffic), r_(u(replication_factor)) {}
+  Timer(const Plan& plan, const DeviceProfile& p, double compute_fraction, TrafficCount* traffic)
+      : plan_(plan),
+        p_(p),
+        fraction_(compute_fraction),
+        traffic_(traffic),
+        r_(u(plan.replication_factor)) {}
 
   Seconds time(const Op& op) const {
     Seconds s;
-    if (op.kind == OpKind::kRepeat) {
-      Seconds step;
-      for (const Op& inner : op.body) {
-        const Seconds t = time(inner);
-        step.compute += t.compute;
-        step.io += t.io;
-        step.collective += t.collective;
-      }
-      const double n = static_cast<double>(op.steps);
-      if (op.io_mode == IoMode::kIoOverlapped) {
-        const double c = step.compute + step.collective;
-        s.compute = n * std::max(c, step.io) + std::min(c, step.io);
-      } else {
-        s.compute = n * step.compute;
-        s.io = n * step.io;
-        s.collective = n * step.collective;
-      }
-      return s;
-    }
-    const double flops = static_cast<double>(op.flops);
-    if (flops > 0) s.compute = flops / (p_.flops_per_second * fraction_);
-    if (op.host_bytes > 0)
-      s.io +=
-          p_.host_latency_seconds + static_cast<double>(op.host_bytes) / p_.host_bytes_per_second;
-    if (op.remote_bytes > 0)
-      s.io += p_.streaming_latency_seconds +
-              static_cast<double>(op.remote_bytes) / p_.streaming_bytes_per_second;
-    if (is_collective(op.kind)) {
-      if (traffic_ == nullptr) {
-        s.collective = on_host(op.collective_bytes);
-      } else {
-        const CollectiveTraffic t = traffic_->count(op);
-        s.collective = std::max(on_host(t.on_host_bytes / r_), cross_host(t));
-      }
+    switch (op.kind) {
+      case OpKind::kAlloc:
+      case OpKind::kFree:
+        break;  // bookkeeping: no program step on the device
+      case OpKind::kRepeat:
+        return repeat(op);
+      case OpKind::kHostLoad:
+      case OpKind::kHostStore:
+        s = stream(p_.host, op.host_bytes);
+        break;
+      case OpKind::kRemoteLoad:
+      case OpKind::kRemoteStore:
+        s = stream(p_.streaming, op.remote_bytes);
+        break;
+      case OpKind::kAllGather:
+      case OpKind::kReduceScatter:
+        s.serial = p_.sync_overhead_seconds + collective(op, 1);
+        break;
+      case OpKind::kAllReduce:
+        // GCL's all-reduce is a reduce-scatter then an all-gather: two synchronised
+        // exchanges, each with its latency, moving the bytes counted for it together.
+        s.serial = 2 * p_.sync_overhead_seconds + collective(op, 2);
+        break;
+      case OpKind::kForward:
+      case OpKind::kBackward:
+        s.serial = p_.op_overhead_seconds + compute(op.flops, gemms(op));
+        break;
+      case OpKind::kZero:
+      case OpKind::kSliceShard:
+        // On-tile fills and copies with no exchange: Poplar runs them within the
+        // neighbouring compute sets, so they add no compute set and no sync of their own.
+        break;
+      default:  // loss, optimizer step: element-wise
+        s.serial = p_.op_overhead_seconds + compute(op.flops, OpGemms{});
+        break;
     }
     return s;
   }
 
  private:
+  // A repeat runs its body `steps` times. io_overlapped (PopXL's overlapped IO): the
+  // streams of step s+1 move while step s computes, a two-stage pipeline of n steps:
+  // n * max(serial, transfer) + min(serial, transfer). Only the bytes overlap: each
+  // stream's latency and sync stay on the compute side, and nothing outside the loop
+  // overlaps.
+  Seconds repeat(const Op& op) const {
+    Seconds step;
+    for (const Op& inner : op.body) {
+      const Seconds t = time(inner);
+      step.serial += t.serial;
+      step.transfer += t.transfer;
+    }
+    const double n = static_cast<double>(op.steps);
+    Seconds s;
+    if (op.io_mode == IoMode::kIoOverlapped) {
+      s.serial = n * std::max(step.serial, step.transfer) + std::min(step.serial, step.transfer);
+    } else {
+      s.serial = n * step.serial;
+      s.transfer = n * step.transfer;
+    }
+    return s;
+  }
+
+  Seconds stream(const LinkProfile& link, std::uint64_t bytes) const {
+    Seconds s;
+    if (bytes == 0) return s;
+    s.serial = p_.sync_overhead_seconds + link.latency_seconds;
+    s.transfer = static_cast<double>(bytes) / link.rate(plan_.replication_factor);
+    return s;
+  }
+
+  OpGemms gemms(const Op& op) const {
+    const LayerInfo& l = plan_.layers[static_cast<std::size_t>(op.layer)];
+    const auto& shape = plan_.tensors[static_cast<std::size_t>(op.inputs[0])].shape;
+    const std::uint64_t rows = shape.empty() ? 1 : u(shape[0]);
+    return op.kind == OpKind::kForward
+               ? layer_kind(l.kind).forward_gemms(l, rows)
+               : layer_kind(l.kind).backward_gemms(l, rows, op.outputs[0] >= 0);
+  }
+
+  // GEMMs at the profile's shape-dependent rate, the rest element-wise; both on the
+  // compute tiles only (PopXL io_tiles are taken from compute).
+  double compute(std::uint64_t flops, const OpGemms& g) const {
+    double seconds = 0.0;
+    std::uint64_t gemm_flops = 0;
+    for (int i = 0; i < g.n_gemms; ++i) {
+      const Gemm& m = g.gemm[static_cast<std::size_t>(i)];
+      if (m.flops() == 0) continue;
+      gemm_flops += m.flops();
+      const double rate = p_.flops_per_second * fraction_ *
+                          p_.gemm_efficiency(static_cast<double>(m.m), static_cast<double>(m.n),
+                                             static_cast<double>(m.k));
+      seconds += static_cast<double>(m.flops()) / rate;
+    }
+    const std::uint64_t rest = flops > gemm_flops ? flops - gemm_flops : 0;
+    if (rest > 0) seconds += static_cast<double>(rest) / (p_.vector_flops_per_second * fraction_);
+    return seconds;
+  }
+
+  // `phases` synchronised exchanges, a link latency each, wherever the bytes go; then the
+  // bytes, on the device links and across hosts at once.
+  double collective(const Op& op, int phases) const {
+    const double sync = phases * p_.ipu_link.latency_seconds;
+    if (traffic_ == nullptr)
+      return op.collective_bytes == 0 ? 0.0 : sync + on_host(op.collective_bytes);
+    const CollectiveTraffic t = traffic_->count(op);
+    if (t.on_host_bytes + t.cross_host_bytes == 0) return 0.0;
+    return sync + std::max(on_host(t.on_host_bytes / r_), cross_host(t));
+  }
+  // Sent and received overlap on the links: half the bytes per replica.
   double on_host(std::uint64_t bytes_per_replica) const {
-    if (bytes_per_replica == 0) return 0.0;
-    return p_.link_latency_seconds +
-           static_cast<double>(bytes_per_replica) / 2.0 / p_.link_bytes_per_second;
+    return static_cast<double>(bytes_per_replica) / 2.0 / p_.ipu_link.rate(1);
   }
   double cross_host(const CollectiveTraffic& t) const {
     if (t.cross_host_bytes == 0) return 0.0;
@@ -303,11 +369,31 @@ class Timer {
            static_cast<double>(t.busiest_link_bytes) / n.bytes_per_second;
   }
 
+  const Plan& plan_;
   const DeviceProfile& p_;
   double fraction_;
   TrafficCount* traffic_;  // null: every replica on one host
   std::uint64_t r_;
 };
+
+// A phase's time: its ops one after another, except that the loads preloaded into it
+// (execution.io_schedule: preload) move on the IO thread while the phase computes, so
+// only their transfer beyond the phase's own time adds to it.
+// phase = own + preload serial + max(0, preload bytes - own).
+double phase_seconds(const Phase& ph, const Timer& timer) {
+  double own = 0.0;
+  Seconds preload;
+  for (const Op& op : ph.ops) {
+    const Seconds t = timer.time(op);
+    if (op.preload) {
+      preload.serial += t.serial;
+      preload.transfer += t.transfer;
+    } else {
+      own += t.total();
+    }
+  }
+  return own + preload.serial + std::max(0.0, preload.transfer - own);
+}
 
 }  // namespace
 
@@ -331,11 +417,10 @@ void estimate_time(Plan& plan, const DeviceProfile& profile, const NetworkProfil
   if (plan.io_mode != IoMode::kCompute && io_tiles > 0 && io_tiles < profile.tiles)
     fraction = static_cast<double>(profile.tiles - io_tiles) / static_cast<double>(profile.tiles);
   const auto step_seconds = [&](TrafficCount* traffic) {
-    const Timer timer(profile, fraction, traffic, plan.replication_factor);
+    const Timer timer(plan, profile, fraction, traffic);
     double step = 0.0;
     for (Phase& ph : plan.phases) {
-      ph.estimated_seconds = 0.0;
-      for (const Op& op : ph.ops) ph.estimated_seconds += timer.time(op).total();
+      ph.estimated_seconds = phase_seconds(ph, timer);
       step += ph.estimated_seconds;
     }
     return step;

@@ -35,15 +35,28 @@ struct CollectiveTraffic {
 CollectiveTraffic collective_traffic(const Plan& plan, const Op& op, const NetworkProfile& network);
 
 // Fills every phase's estimated_seconds and the plan's estimated_step_seconds and
-// estimated_samples_per_second. With io_mode io or io_overlapped, `plan.io_tiles` of the
-// profile's tiles stream data and the rest compute; io_overlapped overlaps a repeat's
-// streams with its compute: steps * max(compute, io) + min(compute, io).
+// estimated_samples_per_second, pricing every op with the profile (config/
+// device_profile.h; docs/cost-model.md has the model and its calibration):
+//  - forward and backward: each GEMM [m, k] x [k, n] at flops_per_second *
+//    gemm_efficiency(m, n, k), the rest of its FLOPs at vector_flops_per_second, plus
+//    op_overhead; loss, optimizer step, zero, slice: element-wise, plus op_overhead;
+//  - host and remote transfers: sync_overhead + the link's latency + bytes / (its
+//    bytes_per_second * efficiency);
+//  - collectives: sync_overhead + link latency, each per synchronised exchange, +
+//    (bytes per replica) / 2 / link rate (sent and received overlap);
+//  - alloc and free: nothing.
+// With io_mode io or io_overlapped, `plan.io_tiles` of the profile's tiles stream data
+// and only the rest compute (PopXL io_tiles). io_overlapped overlaps a repeat's stream
+// bytes with its compute, a two-stage pipeline: steps * max(serial, bytes) +
+// min(serial, bytes); latencies and syncs stay serial. Loads preloaded into a phase
+// (execution.io_schedule: preload) overlap that phase.
 //
-// A collective takes link latency + (its bytes per replica) / 2 / link bandwidth. With
-// `network`, that holds for its on-host bytes, while its cross-host bytes take
+// A collective: sync_overhead and the link latency per synchronised exchange (GCL's
+// all-reduce is two: a reduce-scatter then an all-gather), then its bytes. With
+// `network`, its on-host bytes are priced as above, while its cross-host bytes take
 //   network latency * busiest_messages + busiest_link_bytes / network bandwidth
 // (messages of one replica leave one after another; a host's replicas share its link), and
-// the collective takes the longer of the two, as both kinds of link carry it at once.
+// the bytes take the longer of the two, as both kinds of link carry them at once.
 // `plan.network` is then filled; without `network` it is reset, and nothing else differs.
 void estimate_time(Plan& plan, const DeviceProfile& profile,
                    const NetworkProfile* network = nullptr);

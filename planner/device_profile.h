@@ -1,6 +1,6 @@
-// The device profiles the cost model prices plans with; the table lives in config/
-// (config/device_profile.h), where validation checks device.profile against it. And the
-// network profile, for replicas spread over several hosts.
+// The device profile the cost model prices plans with: data read from a profile file
+// (config/device_profile.h; config/yaml/profile.h reads it into Config::device.resolved).
+// And the network profile, for replicas spread over several hosts.
 #pragma once
 
 #include <cstdint>
@@ -9,9 +9,8 @@
 
 namespace popkit::planner {
 
-using config::device_profiles;
 using config::DeviceProfile;
-using config::find_device_profile;
+using config::LinkProfile;
 
 // The network between hosts when the replicas span several (`mpirun --hostfile`). Ranks
 // host contiguous blocks of replicas (DESIGN.md, "The engine"), and mpirun fills a host's

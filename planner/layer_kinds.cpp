@@ -45,6 +45,28 @@ std::uint64_t linear_backward_flops(const LayerInfo& l, std::uint64_t rows, bool
          3 * (w + u(l.out_features));  // running mean of the accumulators
 }
 
+// linear: the forward's x W is [rows, in] x [in, out]; the backward's in^T dz is
+// [in, rows] x [rows, out] and dz W^T is [rows, out] x [out, in].
+OpGemms linear_forward_gemms(const LayerInfo& l, std::uint64_t rows) {
+  OpGemms g;
+  g.gemm[0] = {rows, u(l.out_features), u(l.in_features)};
+  g.n_gemms = 1;
+  return g;
+}
+OpGemms linear_backward_gemms(const LayerInfo& l, std::uint64_t rows, bool dx) {
+  OpGemms g;
+  g.gemm[0] = {u(l.in_features), u(l.out_features), rows};
+  if (dx) g.gemm[1] = {rows, u(l.in_features), u(l.out_features)};
+  g.n_gemms = dx ? 2 : 1;
+  return g;
+}
+OpGemms no_gemms(const LayerInfo&, std::uint64_t) {
+  return {};
+}
+OpGemms no_backward_gemms(const LayerInfo&, std::uint64_t, bool) {
+  return {};
+}
+
 // dropout: per element, the mask's hash, the compare and the scale.
 constexpr std::uint64_t kDropoutFlops = 4;
 std::uint64_t dropout_forward_flops(const LayerInfo& l, std::uint64_t rows) {
@@ -80,6 +102,8 @@ const LayerKind kLinear{config::LayerType::kLinear,
                         kParamBackwardState,
                         linear_forward_flops,
                         linear_backward_flops,
+                        linear_forward_gemms,
+                        linear_backward_gemms,
                         linear_forward_ws,
                         linear_backward_ws};
 
@@ -96,6 +120,8 @@ const LayerKind kDropout{config::LayerType::kDropout,
                          {},
                          dropout_forward_flops,
                          dropout_backward_flops,
+                         no_gemms,
+                         no_backward_gemms,
                          no_workspace,
                          no_backward_workspace};
 

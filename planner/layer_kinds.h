@@ -6,6 +6,7 @@
 // touches no generic code.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -14,6 +15,23 @@
 #include "planner/workspace.h"
 
 namespace popkit::planner {
+
+// A GEMM [m, k] x [k, n]: what the cost model prices at a shape-dependent rate.
+struct Gemm {
+  std::uint64_t m = 0, n = 0, k = 0;
+  [[nodiscard]] std::uint64_t flops() const { return 2 * m * n * k; }
+};
+// The GEMMs of one op: none, one (a forward), or two (a backward: the weight's gradient
+// and the input's).
+struct OpGemms {
+  std::array<Gemm, 2> gemm{};
+  int n_gemms = 0;
+  [[nodiscard]] std::uint64_t flops() const {
+    std::uint64_t f = 0;
+    for (int i = 0; i < n_gemms; ++i) f += gemm[static_cast<std::size_t>(i)].flops();
+    return f;
+  }
+};
 
 struct LayerKind {
   config::LayerType type;
@@ -30,6 +48,9 @@ struct LayerKind {
   // the input's gradient.
   std::uint64_t (*forward_flops)(const LayerInfo& layer, std::uint64_t rows);
   std::uint64_t (*backward_flops)(const LayerInfo& layer, std::uint64_t rows, bool dx);
+  // The GEMMs among those FLOPs (the rest is element-wise work).
+  OpGemms (*forward_gemms)(const LayerInfo& layer, std::uint64_t rows);
+  OpGemms (*backward_gemms)(const LayerInfo& layer, std::uint64_t rows, bool dx);
   // The kernels' scratch of one forward or backward op on `rows` samples
   // (planner/workspace.h); none for a kind whose kernels need none.
   OpWorkspace (*forward_workspace)(const LayerInfo& layer, std::int64_t rows);

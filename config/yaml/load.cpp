@@ -28,6 +28,7 @@
 #include "config/optimizer_kinds.h"
 #include "config/validate.h"
 #include "config/yaml/keys.h"
+#include "config/yaml/profile.h"
 #include "config/yaml/yaml_tree.h"
 
 namespace popkit::config {
@@ -810,6 +811,31 @@ void sort_diagnostics(std::vector<Diagnostic>& diagnostics, const std::string& f
   }
 }
 
+// Reads the profile device.profile names (a path relative to the config file's
+// directory, or to the working directory when --set gave it) into config.device.resolved; its
+// errors point into the profile file, with a note at device.profile.
+void read_profile(Config& config, const std::string& filename, const Location& where,
+                  LoadResult& result) {
+  // A path given with --set is the user's, relative to the working directory.
+  const std::string base =
+      where.file == kSetSource ? "" : std::filesystem::path(filename).parent_path().string();
+  ProfileLoad profile = resolve_profile(config.device.profile, base, where);
+  for (auto& [name, text] : profile.sources) result.sources[name] = std::move(text);
+  const bool in_file =
+      !profile.diagnostics.empty() && profile.diagnostics.front().file != where.file;
+  // In line order, so the note, which belongs to the diagnostic before it, comes last.
+  std::stable_sort(profile.diagnostics.begin(), profile.diagnostics.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) {
+                     return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+                   });
+  for (auto& d : profile.diagnostics) result.diagnostics.push_back(std::move(d));
+  if (in_file)
+    result.diagnostics.push_back(
+        {Severity::kNote, where.file, where.line, where.column,
+         fmt::format("device.profile '{}' is read here", config.device.profile)});
+  config.device.resolved = std::move(profile.profile);
+}
+
 }  // namespace
 
 LoadResult load_config_string(std::string_view yaml, const std::string& filename,
@@ -839,6 +865,8 @@ LoadResult load_config_string(std::string_view yaml, const std::string& filename
     validate_config(config, locations, diagnostics);
     if (!overrides.empty()) warn_stale_groupings(config, factor_in_file, locations, diagnostics);
   }
+  if (locations.usable("device.profile") && !config.device.profile.empty())
+    read_profile(config, filename, locations.find("device.profile"), result);
   sort_diagnostics(diagnostics, filename);
   if (!has_errors(diagnostics)) result.config = std::move(config);
   return result;

@@ -252,15 +252,6 @@ class InProcessCollectives final : public Collectives {
 
 }  // namespace
 
-OwnerChunk owner_chunk(std::int64_t n, std::int64_t group_size, std::int64_t rank) {
-  const std::int64_t q = n / group_size, r = n % group_size;
-  return {rank * q + std::min(rank, r), q + (rank < r ? 1 : 0)};
-}
-
-std::int64_t shard_extent(std::int64_t n, std::int64_t shard_size, std::int64_t rank) {
-  return std::max<std::int64_t>(0, std::min(shard_size, n - rank * shard_size));
-}
-
 void reduce_terms(float* out, const std::vector<const float*>& terms, std::int64_t i0,
                   std::int64_t count, ReduceOp op) {
   const float d =

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "planner/plan.h"
+#include "planner/sharding.h"
 
 namespace popkit::engine {
 
@@ -78,20 +79,13 @@ class Collectives {
   }
 };
 
-// The all_reduce chunk that the member of rank k owns, of n elements over G members:
-// with n = q G + r, it starts at k q + min(k, r) and holds q + (k < r ? 1 : 0) elements,
-// so chunks differ by one element at most and none is empty while n >= G. Every backend
-// cuts the same way, so each replica's byte counts do not depend on the backend.
-struct OwnerChunk {
-  std::int64_t first = 0;
-  std::int64_t n = 0;
-};
-OwnerChunk owner_chunk(std::int64_t n, std::int64_t group_size, std::int64_t rank);
+// The all_reduce owner chunks and the shard extents are the planner's
+// (planner/sharding.h), so the cost model counts exactly the messages sent here.
+using planner::owner_chunk;
+using planner::OwnerChunk;
+using planner::shard_extent;
 
 // What every backend does alike, so their results and byte counts agree:
-// Elements of shard `rank` (of `shard_size`) that lie within a tensor of n; the rest of
-// the shard is padding, neither sent nor summed.
-std::int64_t shard_extent(std::int64_t n, std::int64_t shard_size, std::int64_t rank);
 // out[0, count) = ((x_0 + x_1) + x_2) ... over elements [i0, i0 + count) of every term, in
 // replica order, divided by the number of terms for a mean. `out` may be a term + i0.
 void reduce_terms(float* out, const std::vector<const float*>& terms, std::int64_t i0,

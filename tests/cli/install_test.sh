@@ -15,6 +15,15 @@ want=$(popplan --version)
 [ "$out" = "$want" ] || { echo "FAIL: installed popplan --version '$out' != '$want'"; exit 1; }
 [ -d "$prefix/share/popkit/schemas" ] || { echo "FAIL: schemas not installed"; exit 1; }
 [ -d "$prefix/share/popkit/examples" ] || { echo "FAIL: examples not installed"; exit 1; }
+for profile in cpu ipu-mk1 ipu-mk2; do
+  [ -f "$prefix/share/popkit/profiles/$profile.yaml" ] || { echo "FAIL: profile $profile not installed"; exit 1; }
+done
+# The installed popplan finds its profiles beside it (bin/../share/popkit/profiles), ahead
+# of the source tree: an edited installed profile is the one it prices with.
+sed -i 's/^name: ipu-mk2$/name: ipu-mk2-installed/' "$prefix/share/popkit/profiles/ipu-mk2.yaml"
+planned=$(cd "$prefix" && "$prefix/bin/popplan" plan "$prefix/share/popkit/examples/mnist.yaml")
+grep -q "samples/s on ipu-mk2-installed$" <<<"$planned" \
+  || { echo "FAIL: the installed popplan does not read its installed profiles: $planned"; exit 1; }
 [ -x "$prefix/bin/popkit-fetch-data" ] || { echo "FAIL: popkit-fetch-data not installed"; exit 1; }
 [ -f "$prefix/share/popkit/fetch-data/data.sha256" ] || { echo "FAIL: data.sha256 not installed"; exit 1; }
 [ -f "$prefix/share/popkit/fetch-data/mnist_to_idx.py" ] || { echo "FAIL: mnist_to_idx.py not installed"; exit 1; }

@@ -345,7 +345,8 @@ BOOST_AUTO_TEST_CASE(eval_and_device) {
   BOOST_TEST(errors(kBase + "eval: {micro_batch_size: -1}\ndevice: {profile: ipu-mk3}\n") ==
                  Messages({"eval.micro_batch_size: must be >= 0, got -1",
                            "device.profile: unknown device profile 'ipu-mk3'; did you mean "
-                           "'ipu-mk2'? (known: ipu-mk2, ipu-mk1, cpu)"}),
+                           "'ipu-mk1'? (known: cpu, ipu-mk1, ipu-mk2; or give a profile file's "
+                           "path)"}),
              tt::per_element());
 }
 

@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "planner/build.h"
 #include "planner/names.h"
+#include "tests/support/test_profile.h"
 
 using namespace popkit;
 using engine::Engine;
@@ -43,7 +44,7 @@ config::Config model(std::int64_t replicas) {
   c.training.optimizer.lr = 1e-2;
   c.eval.micro_batch_size = 7;  // 101 test samples: partial micro-batches everywhere
   c.data.dataset = config::Dataset::kSynthetic;
-  return c;
+  return ::popkit::test_support::with_test_profile(c);
 }
 
 const engine::Dataset& test_set() {

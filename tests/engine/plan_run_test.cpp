@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "engine/engine.h"
 #include "planner/build.h"
+#include "tests/support/test_profile.h"
 
 using namespace popkit;
 using engine::Engine;
@@ -48,7 +49,7 @@ config::Config base_config(std::int64_t replicas, std::int64_t micro_batch,
   c.training.optimizer.bias_correction = true;
   c.training.optimizer.weight_decay = 1e-3;
   c.data.dataset = config::Dataset::kSynthetic;
-  return c;
+  return ::popkit::test_support::with_test_profile(c);
 }
 
 // The model without its dropout layers.

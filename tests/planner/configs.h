@@ -3,6 +3,7 @@
 #pragma once
 
 #include "config/config.h"
+#include "tests/support/test_profile.h"
 
 namespace popkit::planner::test {
 
@@ -33,7 +34,7 @@ inline config::Config mnist_phased() {
   c.training.optimizer.first_order_dtype = config::DType::kFloat16;
   c.device.profile = "ipu-mk2";
   c.device.memory_per_replica = 900ull * 1024 * 1024;
-  return c;
+  return ::popkit::test_support::with_test_profile(c);
 }
 
 // A tiny standard-mode model whose memory is easy to compute by hand: input [4],
@@ -48,7 +49,7 @@ inline config::Config tiny_standard() {
   c.training.micro_batch_size = 2;
   c.training.gradient_accumulation = 2;
   c.device.profile = "cpu";
-  return c;
+  return ::popkit::test_support::with_test_profile(c);
 }
 
 }  // namespace popkit::planner::test

@@ -155,22 +155,23 @@ BOOST_AUTO_TEST_CASE(all_gather_of_shards_of_3_into_10_floats) {
 }
 
 BOOST_AUTO_TEST_CASE(step_time_prices_cross_host_bytes_and_messages) {
-  // One all_reduce of 8 floats, R=4, hosts of 2. On host: 1 us + 32 / 2 / 1e9 s; across:
-  // 4 messages x 5 us + 64 bytes / 1.25e9 B/s (10 Gb/s); the longer one counts.
+  // One all_reduce of 8 floats, R=4, hosts of 2: 2 x 1 us (GCL's all-reduce is a
+  // reduce-scatter and an all-gather, a link latency each), then the bytes. One host: 96 /
+  // 2 / 1e9 s. Hosts of 2: on host 32 / 2 / 1e9 s, across 4 messages x 5 us + 64 bytes /
+  // 1.25e9 B/s (10 Gb/s); the longer one counts.
   Plan p = vectors(4, {8});
   p.global_batch_size = 4;
   p.phases.push_back({"reduce", {all_reduce({4, 4, 1}, 0)}, {}, 0.0});
   annotate_costs(p);
   DeviceProfile d;
   d.flops_per_second = 1e12;
-  d.link_bytes_per_second = 1e9;
-  d.link_latency_seconds = 1e-6;
+  d.ipu_link = {1e9, 1e-6, 1.0};
   estimate_time(p, d);
-  BOOST_TEST(p.estimated_step_seconds == 1e-6 + 48.0 / 1e9, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(p.estimated_step_seconds == 2e-6 + 48.0 / 1e9, boost::test_tools::tolerance(1e-12));
   BOOST_TEST(!p.network.has_value());
   const NetworkProfile n = per_host(2);
   estimate_time(p, d, &n);
-  BOOST_TEST(p.estimated_step_seconds == 4 * 5e-6 + 64 / 1.25e9,
+  BOOST_TEST(p.estimated_step_seconds == 2e-6 + 4 * 5e-6 + 64 / 1.25e9,
              boost::test_tools::tolerance(1e-12));
   BOOST_REQUIRE(p.network.has_value());
   BOOST_TEST(p.network->n_hosts == 2);
@@ -178,12 +179,12 @@ BOOST_AUTO_TEST_CASE(step_time_prices_cross_host_bytes_and_messages) {
   BOOST_TEST(p.network->cross_host_bytes == 64u);
   BOOST_TEST(p.network->network_bytes == 128u);
   BOOST_TEST(p.network->messages == 4u);
-  BOOST_TEST(p.network->seconds == 4 * 5e-6 + 64 / 1.25e9 - (1e-6 + 48.0 / 1e9),
+  BOOST_TEST(p.network->seconds == 2e-6 + 4 * 5e-6 + 64 / 1.25e9 - (2e-6 + 48.0 / 1e9),
              boost::test_tools::tolerance(1e-9));
   // A fast network with no latency: the on-host links are the slower side again.
   const NetworkProfile fast = per_host(2, 1e12, 0.0);
   estimate_time(p, d, &fast);
-  BOOST_TEST(p.estimated_step_seconds == 1e-6 + 16.0 / 1e9, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(p.estimated_step_seconds == 2e-6 + 16.0 / 1e9, boost::test_tools::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(one_host_changes_nothing) {

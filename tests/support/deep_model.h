@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "config/config.h"
+#include "tests/support/test_profile.h"
 
 namespace popkit::test {
 
@@ -40,7 +41,7 @@ inline config::Config deep_model(int n_layers, config::ExecutionMode mode,
   c.training.gradient_accumulation = 2;
   c.device.profile = "ipu-mk2";
   c.device.memory_per_replica = std::uint64_t{1} << 30;
-  return c;
+  return ::popkit::test_support::with_test_profile(c);
 }
 
 }  // namespace popkit::test

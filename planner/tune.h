@@ -1,0 +1,48 @@
+// The tuner behind `popplan tune` (issue 17 item 4): every combination of the choices a
+// PopXL programmer makes for one model — execution mode, what is remote, the sharding
+// threshold and sharding group size, the io mode, micro-batch × accumulation at the same
+// global batch — planned and priced, keeping those that fit the memory per replica,
+// fastest first, with the Pareto front of peak memory against samples/s marked.
+//
+//   TuneRequest req{900ull << 20};
+//   std::vector<TuneCandidate> fits = tune(config, req);   // fits.front() is the winner
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace popkit::planner {
+
+struct TuneRequest {
+  std::uint64_t memory_per_replica = 0;  // bytes
+  std::int64_t replicas = 0;             // 0: the config's replication.factor
+  std::int64_t global_batch = 0;         // 0: the config's micro-batch × accumulation × replicas
+};
+
+struct TuneCandidate {
+  // The choices made, as `--set` arguments: "execution.mode=phased", ...
+  std::vector<std::string> settings;
+  config::Config config;
+  std::uint64_t peak_bytes = 0;
+  double samples_per_second = 0.0;
+  bool pareto = false;  // no other candidate has less or equal peak and more samples/s
+};
+
+struct TuneResult {
+  std::vector<TuneCandidate> fits;  // fastest first; ties: less memory first
+  std::size_t n_planned = 0;        // valid combinations planned
+};
+
+// The config must be valid and carry its device profile (Config::device.resolved).
+// Throws popkit::Error when the global batch does not split over the replicas.
+TuneResult tune(const config::Config& config, const TuneRequest& request);
+
+// Text: a table (rank, samples/s, peak, Pareto mark, settings); JSON: {"planned",
+// "candidates": [{"rank", "samples_per_second", "peak_bytes", "pareto", "settings"}]}.
+void print_tune(std::ostream& out, const TuneResult& result, bool json);
+
+}  // namespace popkit::planner

@@ -1,0 +1,179 @@
+// The cost model (planner/cost.h) op by op, on tiny plans whose times are worked out by
+// hand from round profile figures: the GEMM efficiency curve, element-wise work, IO tiles
+// taken from compute, links shared by replicas, what io_overlapped hides and what it
+// does not, preloads, and the ops that cost nothing.
+#include "planner/cost.h"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace popkit::planner;
+namespace tt = boost::test_tools;
+
+namespace {
+
+// One linear layer 4 -> 3 without activation on a micro-batch of 2 rows. Tensors: 0 the
+// input [2, 4], 1 the output [2, 3], 2 an images slot of 32 bytes.
+Plan tiny(std::int64_t replicas = 1) {
+  Plan p;
+  p.replication_factor = replicas;
+  p.global_batch_size = 2 * replicas;
+  LayerInfo l;
+  l.name = "fc";
+  l.in_features = 4;
+  l.out_features = 3;
+  p.layers.push_back(l);
+  auto tensor = [&](std::vector<std::int64_t> shape) {
+    DeviceTensor t;
+    t.shape = shape;
+    t.nelms = 1;
+    for (auto d : shape) t.nelms *= d;
+    t.nbytes = static_cast<std::uint64_t>(t.nelms) * 4;
+    p.tensors.push_back(t);
+  };
+  tensor({2, 4});
+  tensor({2, 3});
+  tensor({2, 4});
+  return p;
+}
+
+Op forward() {
+  Op op;
+  op.kind = OpKind::kForward;
+  op.layer = 0;
+  op.inputs = {0, -1, -1};
+  op.outputs = {1, -1};
+  return op;
+}
+
+Op load(OpKind kind, int tensor) {
+  Op op;
+  op.kind = kind;
+  op.outputs = {tensor};
+  op.buffer = 0;
+  op.entry = 0;
+  return op;
+}
+
+Op repeat(std::vector<Op> body, std::int64_t steps, IoMode mode) {
+  Op op;
+  op.kind = OpKind::kRepeat;
+  op.body = std::move(body);
+  op.steps = steps;
+  op.io_mode = mode;
+  return op;
+}
+
+// Round figures: 1 GFLOP/s GEMMs at half efficiency, falling to half again at m = 2;
+// 1 GFLOP/s element-wise; 1 GB/s links with 100 ns latency; 1 us per op.
+DeviceProfile profile() {
+  DeviceProfile d;
+  d.name = "round";
+  d.tiles = 4;
+  d.flops_per_second = 1e9;
+  d.gemm_max_efficiency = 0.5;
+  d.gemm_half_m = 2;
+  d.vector_flops_per_second = 1e9;
+  d.ipu_link = {1e9, 1e-7, 1.0, 1.0};
+  d.streaming = {1e9, 1e-7, 1.0, 1.0};
+  d.host = {1e9, 1e-7, 1.0, 1.0};
+  d.op_overhead_seconds = 1e-6;
+  return d;
+}
+
+double priced(Plan& p, const DeviceProfile& d = profile()) {
+  annotate_costs(p);
+  estimate_time(p, d);
+  return p.estimated_step_seconds;
+}
+
+// The forward: x W, [2, 4] x [4, 3], 48 FLOPs at 1e9 * 0.5 * 2 / (2 + 2); the bias, 6
+// FLOPs at 1e9; and the op's overhead.
+constexpr double kForward = 1e-6 + 48 / (1e9 * 0.25) + 6 / 1e9;
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cost)
+
+BOOST_AUTO_TEST_CASE(a_gemm_runs_at_the_rate_of_its_shape) {
+  Plan p = tiny();
+  p.phases.push_back({"fwd", {forward()}, {}, 0.0});
+  BOOST_TEST(priced(p) == kForward, tt::tolerance(1e-12));
+  BOOST_TEST(p.phases[0].estimated_seconds == kForward, tt::tolerance(1e-12));
+  BOOST_TEST(p.estimated_samples_per_second == 2 / kForward, tt::tolerance(1e-12));
+  // Without the fall-off along m the GEMM runs at max_efficiency.
+  DeviceProfile flat = profile();
+  flat.gemm_half_m = 0;
+  BOOST_TEST(priced(p, flat) == 1e-6 + 48 / 0.5e9 + 6 / 1e9, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(io_tiles_are_taken_from_compute) {
+  Plan p = tiny();
+  p.io_mode = IoMode::kIo;
+  p.io_tiles = 1;  // of 4: compute runs on 3
+  p.phases.push_back({"fwd", {forward()}, {}, 0.0});
+  BOOST_TEST(priced(p) == 1e-6 + (48 / 0.25e9 + 6 / 1e9) * 4 / 3, tt::tolerance(1e-12));
+  p.io_mode = IoMode::kCompute;  // io_tiles apply to io modes only
+  BOOST_TEST(priced(p) == kForward, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(a_transfer_pays_sync_latency_and_bytes_over_its_share_of_the_link) {
+  Plan p = tiny(4);
+  p.phases.push_back({"load", {load(OpKind::kRemoteLoad, 2)}, {}, 0.0});
+  DeviceProfile d = profile();
+  d.sync_overhead_seconds = 2e-6;
+  BOOST_TEST(priced(p, d) == 2e-6 + 1e-7 + 32 / 1e9, tt::tolerance(1e-12));
+  // Four replicas share one streaming link: each moves its bytes at a quarter of the rate.
+  d.streaming.shared_by = 4;
+  d.streaming.efficiency = 0.5;
+  BOOST_TEST(priced(p, d) == 2e-6 + 1e-7 + 32 / (1e9 * 0.5 / 4), tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(io_overlapped_hides_only_the_bytes_of_a_repeat) {
+  // Each step: a host load (100 ns latency + 32 ns of bytes) and the forward.
+  const double bytes = 32 / 1e9;
+  const double serial = 1e-7 + kForward;
+  Plan p = tiny();
+  p.phases.push_back(
+      {"loop", {repeat({load(OpKind::kHostLoad, 2), forward()}, 3, IoMode::kIo)}, {}, 0.0});
+  BOOST_TEST(priced(p) == 3 * (serial + bytes), tt::tolerance(1e-12));
+  // Overlapped: a two-stage pipeline over 3 steps, the latency staying with compute.
+  p.phases[0].ops[0].io_mode = IoMode::kIoOverlapped;
+  BOOST_TEST(priced(p) == 3 * serial + bytes, tt::tolerance(1e-12));
+  // When the bytes take longer than the compute, compute hides behind them instead.
+  DeviceProfile slow = profile();
+  slow.host.bytes_per_second = 1e6;  // 32 us per load
+  BOOST_TEST(priced(p, slow) == 3 * (32 / 1e6) + serial, tt::tolerance(1e-12));
+  // A load outside the repeat is not overlapped.
+  p.phases[0].ops.insert(p.phases[0].ops.begin(), load(OpKind::kHostLoad, 2));
+  BOOST_TEST(priced(p) == (1e-7 + bytes) + 3 * serial + bytes, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(a_preloaded_load_overlaps_its_phase) {
+  Op pre = load(OpKind::kRemoteLoad, 2);
+  pre.preload = true;
+  Plan p = tiny();
+  p.phases.push_back({"fwd", {forward(), pre}, {}, 0.0});
+  // The load's 32 ns of bytes hide behind the forward; its latency does not.
+  BOOST_TEST(priced(p) == kForward + 1e-7, tt::tolerance(1e-12));
+  DeviceProfile slow = profile();
+  slow.streaming.bytes_per_second = 1e6;  // 32 us: longer than the phase
+  BOOST_TEST(priced(p, slow) == 1e-7 + 32 / 1e6, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(bookkeeping_and_on_tile_copies_cost_nothing) {
+  Plan p = tiny();
+  Op alloc, free, zero, slice;
+  alloc.kind = OpKind::kAlloc;
+  alloc.outputs = {1};
+  free.kind = OpKind::kFree;
+  free.inputs = {1};
+  zero.kind = OpKind::kZero;
+  zero.outputs = {1};
+  slice.kind = OpKind::kSliceShard;
+  slice.inputs = {0};
+  slice.outputs = {2};
+  p.phases.push_back({"none", {alloc, zero, slice, free}, {}, 0.0});
+  BOOST_TEST(priced(p) == 0.0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

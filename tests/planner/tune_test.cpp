@@ -1,0 +1,88 @@
+// The tuner on a tiny model whose winner follows in closed form: with round figures and
+// no overheads, every transfer costs a latency and nothing else is comparable, so the
+// fastest plan is the one with the fewest transfers: standard mode, nothing remote, one
+// micro-batch per step, io_mode compute (io tiles take compute away, and one repeat step
+// has nothing to overlap).
+#include "planner/tune.h"
+
+#include <boost/test/unit_test.hpp>
+#include <set>
+
+#include "base/error.h"
+#include "tests/support/test_profile.h"
+
+using namespace popkit::planner;
+
+namespace {
+
+// input [4], one linear 4 -> 3, R replicas, micro-batch 2, accumulation 2, synthetic data.
+popkit::config::Config tiny(std::int64_t replicas) {
+  popkit::config::Config c;
+  c.name = "tiny";
+  c.model.input_shape = {4};
+  c.model.layers = {
+      {"fc", popkit::config::LayerType::kLinear, 3, popkit::config::Activation::kNone}};
+  c.replication.factor = replicas;
+  c.training.micro_batch_size = 2;
+  c.training.gradient_accumulation = 2;
+  c.data.dataset = popkit::config::Dataset::kSynthetic;  // MNIST needs [28, 28] and 10 classes
+  return popkit::test_support::with_test_profile(c);
+}
+
+const std::vector<std::string> kWinner{
+    "execution.mode=standard",         "remote.weights=false",      "remote.optimizer_state=false",
+    "sharding.enabled=false",          "execution.io_mode=compute", "training.micro_batch_size=4",
+    "training.gradient_accumulation=1"};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(tuner)
+
+BOOST_AUTO_TEST_CASE(the_fewest_transfers_win) {
+  const TuneResult r = popkit::planner::tune(tiny(1), {1ull << 30});
+  // 6 placements (standard: state on or off device; phased: weights and state each) x 3
+  // io modes x 3 splits of 4 samples (1x4, 2x2, 4x1); no sharding with one replica.
+  BOOST_TEST(r.n_planned == 54u);
+  BOOST_REQUIRE(r.fits.size() == 54u);
+  BOOST_TEST(r.fits.front().settings == kWinner, boost::test_tools::per_element());
+  BOOST_TEST(r.fits.front().pareto);
+  for (std::size_t i = 1; i < r.fits.size(); ++i)
+    BOOST_TEST(r.fits[i - 1].samples_per_second >= r.fits[i].samples_per_second);
+}
+
+BOOST_AUTO_TEST_CASE(the_front_is_memory_against_samples_per_second) {
+  const TuneResult all = popkit::planner::tune(tiny(2), {1ull << 30});
+  // Sharding over the group of 2 from thresholds 3 (bias and weight) or 12 (weight), or
+  // off: 3 x 6 placements x 3 io modes x 3 splits of 8 samples over 2 replicas.
+  BOOST_TEST(all.n_planned == 162u);
+  for (const auto& a : all.fits) {
+    bool dominated = false;
+    for (const auto& b : all.fits)
+      dominated = dominated ||
+                  (b.peak_bytes <= a.peak_bytes && b.samples_per_second >= a.samples_per_second &&
+                   (b.peak_bytes < a.peak_bytes || b.samples_per_second > a.samples_per_second));
+    BOOST_TEST(a.pareto == !dominated);
+  }
+  // With the memory of the smallest candidate, only candidates that small fit, and the
+  // fastest of them (and its ties) are the whole front.
+  std::uint64_t least = UINT64_MAX;
+  for (const auto& a : all.fits) least = std::min(least, a.peak_bytes);
+  const TuneResult small = popkit::planner::tune(tiny(2), {least});
+  BOOST_REQUIRE(!small.fits.empty());
+  for (const auto& a : small.fits) {
+    BOOST_TEST(a.peak_bytes == least);
+    BOOST_TEST(a.pareto == (a.samples_per_second == small.fits.front().samples_per_second));
+  }
+  BOOST_TEST(small.fits.front().pareto);
+  BOOST_TEST(popkit::planner::tune(tiny(2), {least - 1}).fits.empty());
+}
+
+BOOST_AUTO_TEST_CASE(replicas_and_global_batch) {
+  const TuneResult r = popkit::planner::tune(tiny(1), {1ull << 30, 2, 12});
+  BOOST_REQUIRE(!r.fits.empty());
+  BOOST_TEST(r.fits.front().settings.front() == "replication.factor=2");
+  BOOST_TEST(r.fits.front().config.training.micro_batch_size == 6);
+  BOOST_CHECK_THROW(popkit::planner::tune(tiny(1), {1ull << 30, 4, 6}), popkit::Error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
