@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every command README shows runs as shown. Each ```-block whose first line is
 # `$ COMMAND` is a transcript: its `$ ` lines are commands, run in README's order in one
-# scratch folder (with examples/ linked in, so paths read as in README), and the lines
+# scratch folder (with examples/ and bench/ linked in, so paths read as in README), and the lines
 # under each are what it prints (stdout and stderr together). A transcript without a
 # "..." line must be the whole output; one with "..." lines quotes an excerpt: its other
 # lines must appear in the output, in that order (a "..." may be indented, as in a list). `$ echo $?` and the line after it
@@ -21,6 +21,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # mpirun as roo
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 ln -s "$POPKIT_SOURCE_DIR/examples" "$work/examples"
+ln -s "$POPKIT_SOURCE_DIR/bench" "$work/bench"
 level=$(poprun --version | sed -n 's/^kernels \([^ ]*\) .*/\1/p')
 mpi=0
 poprun --version | grep -q "MPI built in" && command -v mpirun >/dev/null && mpi=1
