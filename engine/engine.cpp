@@ -2,8 +2,6 @@
 // thread of io_overlapped), memory sampling, timing, variable access and evaluation.
 #include "engine/engine.h"
 
-#include <sys/mman.h>
-
 #include <Eigen/Core>
 #include <algorithm>
 #include <atomic>
@@ -21,6 +19,7 @@
 #include "base/error.h"
 #include "engine/kernels/kernels.h"
 #include "engine/layer_kinds.h"
+#include "engine/runtime/aligned_block.h"
 #include "engine/runtime/float_mode.h"
 #include "engine/runtime/memory_account.h"
 #include "engine/runtime/remote_store.h"
@@ -51,44 +50,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
-
-// A replica's device memory block (planner/device_layout.h), 64-byte aligned so
-// vectorised loops see the same alignment whatever the tensor. A block of 2 MiB or more
-// is aligned to 2 MiB and asks for transparent huge pages (MADV_HUGEPAGE; Debian's
-// kernels give them to anonymous memory only when asked): standard mode streams every
-// layer's weights and gradients (14 MiB for the MNIST example's two replicas) for each
-// micro-batch, and on 4 KiB pages that is more than the TLB covers.
-class AlignedBuffer {
- public:
-  static constexpr std::uint64_t kHugePage = std::uint64_t{2} << 20;
-  AlignedBuffer() = default;
-  explicit AlignedBuffer(std::uint64_t n)
-      : align_(n >= kHugePage ? kHugePage : 64),
-        data_(static_cast<std::byte*>(
-            ::operator new(std::max<std::uint64_t>(n, 1), std::align_val_t{align_}))) {
-    if (align_ == kHugePage) madvise(data_, n / kHugePage * kHugePage, MADV_HUGEPAGE);
-  }
-  AlignedBuffer(AlignedBuffer&& o) noexcept
-      : align_(o.align_), data_(std::exchange(o.data_, nullptr)) {}
-  AlignedBuffer& operator=(AlignedBuffer&& o) noexcept {
-    if (this != &o) {
-      reset();
-      align_ = o.align_;
-      data_ = std::exchange(o.data_, nullptr);
-    }
-    return *this;
-  }
-  ~AlignedBuffer() { reset(); }
-  void reset() {
-    if (data_) ::operator delete(data_, std::align_val_t{align_});
-    data_ = nullptr;
-  }
-  [[nodiscard]] std::byte* data() const { return data_; }
-
- private:
-  std::uint64_t align_ = 64;
-  std::byte* data_ = nullptr;
-};
 
 std::string shape_str(const std::vector<std::int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
@@ -134,7 +95,7 @@ struct Engine::Impl {
     // The replica's device memory, one block (planner/device_layout.h): a tensor lives at
     // the offset first fit gives its alloc, so the step loop neither allocates nor faults
     // pages in, and the bytes a phase touches are about its planned peak.
-    AlignedBuffer block;
+    AlignedBlock block;
     std::optional<planner::FirstFit> fit;
     std::vector<std::byte*> tensors;  // by plan tensor index, in `block`; null when not live
     MemoryAccount account;
@@ -1205,7 +1166,7 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
           : std::shared_ptr<Collectives>(m.world->make_collectives(m.n_replicas, m.pool.get()));
   for (std::int64_t r = m.hosted.first; r < m.hosted.first + m.hosted.n; ++r) {
     auto rep = std::make_unique<Impl::Replica>();
-    rep->block = AlignedBuffer(m.block_bytes);
+    rep->block = AlignedBlock(m.block_bytes);
     rep->fit.emplace(m.block_bytes);
     rep->tensors.resize(m.plan.tensors.size(), nullptr);
     rep->store = std::make_unique<RemoteStore>(m.plan.buffers);

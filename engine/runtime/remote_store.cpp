@@ -1,4 +1,4 @@
-// Remote buffers as zero-filled byte arrays, one per plan buffer.
+// Remote buffers as zero-filled byte ranges of one block, one per plan buffer.
 #include "engine/runtime/remote_store.h"
 
 #include <cstring>
@@ -8,12 +8,15 @@
 namespace popkit::engine {
 
 RemoteStore::RemoteStore(const std::vector<planner::RemoteBuffer>& buffers) : buffers_(&buffers) {
-  data_.reserve(buffers.size());
+  std::uint64_t size = 0;
+  offsets_.reserve(buffers.size());
   for (const auto& b : buffers) {
-    data_.emplace_back(b.nbytes());
+    offsets_.push_back(size);
+    size += (b.nbytes() + 63) / 64 * 64;
     account_.bytes += b.nbytes();
     account_.by_class[static_cast<std::size_t>(b.cls)] += b.nbytes();
   }
+  block_ = AlignedBlock(size, /*zero=*/true);
 }
 
 void RemoteStore::check(int buffer, std::int64_t entry, std::uint64_t nbytes,
@@ -43,13 +46,13 @@ void RemoteStore::store(int buffer, std::int64_t entry, const std::byte* src,
 
 std::byte* RemoteStore::entry(int buffer, std::int64_t entry) {
   const auto& b = (*buffers_)[static_cast<std::size_t>(buffer)];
-  return data_[static_cast<std::size_t>(buffer)].data() +
+  return block_.data() + offsets_[static_cast<std::size_t>(buffer)] +
          static_cast<std::uint64_t>(entry) * b.entry_bytes;
 }
 
 const std::byte* RemoteStore::entry(int buffer, std::int64_t entry) const {
   const auto& b = (*buffers_)[static_cast<std::size_t>(buffer)];
-  return data_[static_cast<std::size_t>(buffer)].data() +
+  return block_.data() + offsets_[static_cast<std::size_t>(buffer)] +
          static_cast<std::uint64_t>(entry) * b.entry_bytes;
 }
 

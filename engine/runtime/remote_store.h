@@ -1,13 +1,14 @@
 // Streaming memory of one replica: the plan's remote buffers, each `rows x steps`
 // entries of `entry_bytes`, addressed as PopXL does (entry = row * steps + step for a
 // batch-serial buffer). Sharded buffers hold this replica's own shard. Raw bytes, so a
-// float16 optimizer state moves bit for bit.
+// float16 optimizer state moves bit for bit. One zeroed block holds every buffer.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "engine/runtime/aligned_block.h"
 #include "engine/runtime/memory_account.h"
 #include "planner/plan.h"
 
@@ -30,7 +31,8 @@ class RemoteStore {
   void check(int buffer, std::int64_t entry, std::uint64_t nbytes, const char* what) const;
 
   const std::vector<planner::RemoteBuffer>* buffers_;
-  std::vector<std::vector<std::byte>> data_;
+  AlignedBlock block_;                  // every buffer, each at a 64-byte boundary
+  std::vector<std::uint64_t> offsets_;  // of each buffer in block_
   StreamingAccount account_;
 };
 
