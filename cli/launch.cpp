@@ -1,3 +1,5 @@
+// The launcher of `poprun ... --processes N` (launch.h): the mpirun command line, and
+// mpirun run in a process group of its own with the signals turned into its clean stop.
 #include "cli/launch.h"
 
 #include <fcntl.h>

@@ -1,3 +1,5 @@
+// The 1F1B schedule, its timing and diagram, and the balanced split into stages
+// (pipeline.h).
 #include "planner/pipeline.h"
 
 #include <fmt/format.h>
