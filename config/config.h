@@ -93,6 +93,11 @@ enum class IoMode { kCompute, kIo, kIoOverlapped };
 // start of the phase that uses them, or during the phase before (Preload).
 enum class IoSchedule { kOnDemand, kPreload };
 enum class Pass { kForward, kBackward };
+// execution.sync_pattern (Poplar's SyncPattern): which devices wait for which at a sync.
+// Every device is in GS1; GS2 is all devices (full), each device alone (single_pipeline),
+// or one of two ladder sets, the even and the odd devices (replica_and_ladder), which
+// take turns at host and remote IO while the other set computes.
+enum class SyncPattern { kFull, kSinglePipeline, kReplicaAndLadder };
 
 // One item of an explicit phase: `fc1.forward` or `fc1.backward` (the backward item
 // also runs that layer's gradient reduction and optimizer step).
@@ -112,6 +117,24 @@ struct Execution {
   IoMode io_mode = IoMode::kCompute;
   std::int64_t io_tiles = 0;                       // > 0 when io_mode is io or io_overlapped
   IoSchedule io_schedule = IoSchedule::kOnDemand;  // preload: phased mode only
+  // Written: that pattern. Absent: the default of the performance guide's example,
+  // replica_and_ladder when phased and full otherwise; validation writes it.
+  std::optional<SyncPattern> sync_pattern;
+};
+
+// pipeline: the layers split into stages, each stage on a device of its own, so a run
+// uses replication.factor x stages devices (issue 16, docs/pipelining.md). Absent, or
+// stages: 1, no pipelining. Validation guarantees: 1 <= stages <= the number of layers;
+// an explicit placement has `stages` non-empty stages holding every layer once, in
+// model order; with stages > 1, standard mode, no io_overlapped, and
+// gradient_accumulation >= 2 x stages.
+struct Pipeline {
+  std::int64_t stages = 1;
+  // auto: contiguous stages of balanced forward + backward FLOPs (planner/pipeline.h,
+  // balance_stages); else each stage's layer names. Validation fills `stages` from it.
+  bool placement_auto = true;
+  std::vector<std::vector<std::string>> placement;
+  [[nodiscard]] bool enabled() const { return stages > 1; }
 };
 
 enum class OptimizerType { kAdam, kSgd };
@@ -183,6 +206,7 @@ struct Config {
   Sharding sharding;
   Remote remote;
   Execution execution;
+  Pipeline pipeline;
   Training training;
   Data data;
   Eval eval;

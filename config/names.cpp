@@ -18,6 +18,10 @@ constexpr NameArray<IoMode, 3> kIoModes{
     {{IoMode::kCompute, "compute"}, {IoMode::kIo, "io"}, {IoMode::kIoOverlapped, "io_overlapped"}}};
 constexpr NameArray<IoSchedule, 2> kIoSchedules{
     {{IoSchedule::kOnDemand, "on_demand"}, {IoSchedule::kPreload, "preload"}}};
+constexpr NameArray<SyncPattern, 3> kSyncPatterns{
+    {{SyncPattern::kFull, "full"},
+     {SyncPattern::kSinglePipeline, "single_pipeline"},
+     {SyncPattern::kReplicaAndLadder, "replica_and_ladder"}}};
 constexpr NameArray<Pass, 2> kPasses{{{Pass::kForward, "forward"}, {Pass::kBackward, "backward"}}};
 constexpr NameArray<OptimizerType, 2> kOptimizerTypes{
     {{OptimizerType::kAdam, "adam"}, {OptimizerType::kSgd, "sgd"}}};
@@ -53,6 +57,9 @@ NameTable<IoSchedule> name_table(IoSchedule) {
 }
 NameTable<Pass> name_table(Pass) {
   return kPasses;
+}
+NameTable<SyncPattern> name_table(SyncPattern) {
+  return kSyncPatterns;
 }
 NameTable<OptimizerType> name_table(OptimizerType) {
   return kOptimizerTypes;

@@ -17,6 +17,7 @@ NameTable<ExecutionMode> name_table(ExecutionMode);
 NameTable<IoMode> name_table(IoMode);
 NameTable<IoSchedule> name_table(IoSchedule);
 NameTable<Pass> name_table(Pass);
+NameTable<SyncPattern> name_table(SyncPattern);
 NameTable<OptimizerType> name_table(OptimizerType);
 NameTable<DType> name_table(DType);
 NameTable<Dataset> name_table(Dataset);

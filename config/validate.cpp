@@ -46,6 +46,25 @@ bool Locations::usable(const std::string& path) const {
   return true;
 }
 
+std::string pipeline_accumulation_rule(std::int64_t stages, std::int64_t gradient_accumulation) {
+  if (gradient_accumulation >= 2 * stages) return {};
+  return fmt::format(
+      "{} pipeline stages need training.gradient_accumulation >= 2 x stages = {}, got {}: "
+      "with fewer micro-batches per step the pipeline's ramp-up and ramp-down are longer "
+      "than its main phase, where every stage works (PopART's pipelining rule); raise "
+      "gradient_accumulation to {} or use fewer stages",
+      stages, 2 * stages, gradient_accumulation, 2 * stages);
+}
+
+SyncPattern sync_pattern(const Config& config) {
+  if (config.execution.sync_pattern) return *config.execution.sync_pattern;
+  const std::int64_t devices = config.replication.factor * config.pipeline.stages;
+  const bool ladder_splits = devices == 1 || devices % 2 == 0;
+  return config.execution.mode == ExecutionMode::kPhased && ladder_splits
+             ? SyncPattern::kReplicaAndLadder
+             : SyncPattern::kFull;
+}
+
 namespace {
 
 bool is_name(const std::string& s) {
@@ -85,6 +104,7 @@ class Checker final : public RuleChecks {
     check_remote();
     check_execution();
     check_training();
+    check_pipeline();
     check_data();
     check_eval_and_device();
   }
@@ -485,6 +505,137 @@ class Checker final : public RuleChecks {
                         t.micro_batch_size, t.gradient_accumulation, c_.replication.factor));
     }
     check_optimizer(t.optimizer);
+  }
+
+  // pipeline: the placement (every layer once, in model order), the stage count, and what
+  // pipelining does not combine with; then execution.sync_pattern against the devices.
+  void check_pipeline() {
+    Pipeline& p = c_.pipeline;
+    const auto& layers = c_.model.layers;
+    const auto n_layers = static_cast<std::int64_t>(layers.size());
+    if (!p.placement_auto && ok("pipeline.placement") && ok("model.layers")) {
+      const auto placed = static_cast<std::int64_t>(p.placement.size());
+      if (placed == 0) {
+        error("pipeline.placement", "needs at least one stage (or write auto)");
+        return;
+      }
+      if (l_.written("pipeline.stages") && ok("pipeline.stages") && p.stages != placed) {
+        error("pipeline.stages",
+              fmt::format("is {} but pipeline.placement lists {} stages", p.stages, placed));
+        return;
+      }
+      p.stages = placed;
+      if (!check_placement()) return;
+    }
+    if (!at_least("pipeline.stages", p.stages, 1) || !ok("model.layers") || n_layers == 0) return;
+    if (p.stages > n_layers) {
+      error("pipeline.stages",
+            fmt::format("{} stages but model.layers has {} layer{}; each stage needs at least one",
+                        p.stages, n_layers, n_layers == 1 ? "" : "s"));
+      return;
+    }
+    if (p.enabled()) {
+      if (c_.execution.mode == ExecutionMode::kPhased && ok("execution.mode")) {
+        error("pipeline.stages",
+              fmt::format("{} pipeline stages need execution.mode: standard; phased execution "
+                          "already spreads the layers over time on one device, and phases "
+                          "inside stages are not supported (docs/pipelining.md)",
+                          p.stages));
+      }
+      if (c_.execution.io_mode == IoMode::kIoOverlapped && ok("execution.io_mode")) {
+        error("execution.io_mode",
+              "io_overlapped double-buffers the streams of a repeat loop, and a pipelined "
+              "stage runs its micro-batches unrolled in 1F1B order, without one; use io or "
+              "compute");
+      }
+      const std::string rule =
+          pipeline_accumulation_rule(p.stages, c_.training.gradient_accumulation);
+      if (!rule.empty() && ok("training.gradient_accumulation")) {
+        error(l_.written("training.gradient_accumulation") ? "training.gradient_accumulation"
+                                                           : "pipeline.stages",
+              rule);
+      }
+    }
+    check_sync_pattern();
+  }
+
+  // Each stage non-empty; every layer exactly once; stages and the layers within them in
+  // model order, so each stage is a contiguous run of layers.
+  bool check_placement() {
+    const auto& layers = c_.model.layers;
+    std::vector<std::string> names;
+    for (const auto& l : layers) names.push_back(l.name);
+    std::map<std::string, std::string> placed_at;  // layer -> its path
+    std::size_t next = 0;                          // the layer model order expects next
+    bool good = true;
+    for (std::size_t s = 0; s < c_.pipeline.placement.size(); ++s) {
+      const auto& stage = c_.pipeline.placement[s];
+      const std::string stage_path = fmt::format("pipeline.placement[{}]", s);
+      if (stage.empty()) {
+        error(stage_path, "a stage needs at least one layer");
+        good = false;
+      }
+      for (std::size_t i = 0; i < stage.size(); ++i) {
+        const std::string path = fmt::format("{}[{}]", stage_path, i);
+        const std::string& name = stage[i];
+        const auto at = std::find(names.begin(), names.end(), name);
+        if (at == names.end()) {
+          error(path, fmt::format("unknown layer '{}'{}", name, did_you_mean(name, names)));
+          good = false;
+          continue;
+        }
+        if (const auto seen = placed_at.find(name); seen != placed_at.end()) {
+          error(path, fmt::format("{} is placed twice (first at {}); every layer goes on "
+                                  "exactly one stage",
+                                  name, seen->second));
+          good = false;
+          continue;
+        }
+        placed_at.emplace(name, path);
+        const auto index = static_cast<std::size_t>(at - names.begin());
+        if (good && index != next) {
+          error(path, fmt::format("{} is placed where model.layers has {}; a placement lists "
+                                  "the layers in model order, each stage a contiguous run "
+                                  "(the activations flow from stage to stage)",
+                                  name, next < names.size() ? names[next] : name));
+          good = false;
+        }
+        next = index + 1;
+      }
+    }
+    if (!good) return false;
+    std::vector<std::string> missing;
+    for (const auto& name : names)
+      if (!placed_at.count(name)) missing.push_back(name);
+    if (!missing.empty()) {
+      error("pipeline.placement",
+            fmt::format("{} {} not placed; every layer goes on exactly one stage",
+                        fmt::join(missing, ", "), missing.size() == 1 ? "is" : "are"));
+      return false;
+    }
+    return true;
+  }
+
+  // A layout the written pattern cannot serve is an error; the default adapts to it.
+  void check_sync_pattern() {
+    const auto& written = c_.execution.sync_pattern;
+    if (!written || !ok("execution.sync_pattern") || !factor_ok_) return;
+    const std::int64_t devices = c_.replication.factor * c_.pipeline.stages;
+    if (*written == SyncPattern::kSinglePipeline && c_.replication.factor > 1) {
+      error("execution.sync_pattern",
+            fmt::format("single_pipeline serves one pipeline, whose devices do their host IO "
+                        "without waiting for each other; replication.factor {} runs {} "
+                        "pipelines, whose replicas sync at every collective: use full or "
+                        "replica_and_ladder",
+                        c_.replication.factor, c_.replication.factor));
+    } else if (*written == SyncPattern::kReplicaAndLadder && devices % 2 != 0 && devices > 1) {
+      error("execution.sync_pattern",
+            fmt::format("replica_and_ladder alternates IO between two equal ladder sets (the "
+                        "even and the odd devices), and replication.factor {} x {} stage{} "
+                        "= {} devices do not split in two; use full, or an even device count",
+                        c_.replication.factor, c_.pipeline.stages,
+                        c_.pipeline.stages == 1 ? "" : "s", devices));
+    }
   }
 
   // The keys of each optimizer kind; a key of another kind is an error, not ignored.

@@ -49,4 +49,15 @@ void validate_config(Config& config, const Locations& locations,
 // Convenience for a Config built in code.
 [[nodiscard]] std::vector<Diagnostic> validate_config(Config& config);
 
+// The rule PopART's pipelining tutorial states: gradient accumulation at least twice the
+// number of stages, so the main phase, where every stage works, is at least as long as
+// the ramps. Empty when it holds, else the message with the numbers.
+[[nodiscard]] std::string pipeline_accumulation_rule(std::int64_t stages,
+                                                     std::int64_t gradient_accumulation);
+
+// The sync pattern a config runs with: execution.sync_pattern when written, else
+// replica_and_ladder in phased mode when the devices (replicas x stages) split into two
+// equal ladder sets, and full otherwise.
+[[nodiscard]] SyncPattern sync_pattern(const Config& config);
+
 }  // namespace popkit::config

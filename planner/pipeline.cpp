@@ -159,14 +159,4 @@ std::vector<std::int64_t> balance_stages(std::span<const double> layer_costs, st
   return starts;
 }
 
-std::string pipeline_accumulation_rule(std::int64_t stages, std::int64_t gradient_accumulation) {
-  if (gradient_accumulation >= 2 * stages) return {};
-  return fmt::format(
-      "{} pipeline stages need training.gradient_accumulation >= 2 x stages = {}, got {}: "
-      "with fewer micro-batches per step the pipeline's ramp-up and ramp-down are longer "
-      "than its main phase, where every stage works (PopART's pipelining rule); raise "
-      "gradient_accumulation to {} or use fewer stages",
-      stages, 2 * stages, gradient_accumulation, 2 * stages);
-}
-
 }  // namespace popkit::planner

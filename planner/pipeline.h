@@ -76,10 +76,4 @@ struct PipelineSchedule {
 [[nodiscard]] std::vector<std::int64_t> balance_stages(std::span<const double> layer_costs,
                                                        std::int64_t stages);
 
-// The rule PopART's pipelining tutorial states: gradient accumulation at least twice
-// the number of stages, so the main phase, where every stage works, is at least as long
-// as the ramps. Empty when it holds, else the message.
-[[nodiscard]] std::string pipeline_accumulation_rule(std::int64_t stages,
-                                                     std::int64_t gradient_accumulation);
-
 }  // namespace popkit::planner

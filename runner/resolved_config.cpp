@@ -103,6 +103,15 @@ json resolved_config_json(const config::Config& c) {
   // their hash (a checkpoint's config check).
   if (c.execution.io_schedule != config::IoSchedule::kOnDemand)
     out["execution"]["io_schedule"] = name(enum_name(c.execution.io_schedule));
+  if (c.execution.sync_pattern)
+    out["execution"]["sync_pattern"] = name(enum_name(*c.execution.sync_pattern));
+  if (c.pipeline.enabled()) {
+    out["pipeline"]["stages"] = c.pipeline.stages;
+    if (c.pipeline.placement_auto)
+      out["pipeline"]["placement"] = "auto";
+    else
+      out["pipeline"]["placement"] = c.pipeline.placement;
+  }
   return out;
 }
 

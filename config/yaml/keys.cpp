@@ -30,7 +30,7 @@ const std::vector<Section>& sections() {
   static const std::vector<Section> kSections{
       {"",
        {"version", "name", "model", "replication", "variables", "sharding", "remote", "execution",
-        "training", "data", "eval", "device"}},
+        "pipeline", "training", "data", "eval", "device"}},
       {"model", {"input_shape", "layers", "loss", "init", "init_from"}},
       {"model.layers[]", with_kind_keys({"name", "type"}, layer_kind_keys())},
       {"model.init", {"weights", "biases", "seed"}},
@@ -41,7 +41,8 @@ const std::vector<Section>& sections() {
       {"variables", {"grouping", "retrieval_mode"}},
       {"sharding", {"enabled", "threshold", "grouping", "weights", "optimizer_state"}},
       {"remote", {"weights", "optimizer_state"}},
-      {"execution", {"mode", "phases", "io_mode", "io_tiles", "io_schedule"}},
+      {"execution", {"mode", "phases", "io_mode", "io_tiles", "io_schedule", "sync_pattern"}},
+      {"pipeline", {"stages", "placement"}},
       {"training",
        {"micro_batch_size", "gradient_accumulation", "epochs", "steps", "optimizer", "seed"}},
       {"training.optimizer", with_kind_keys(optimizer_keys(), optimizer_kind_keys())},

@@ -322,6 +322,7 @@ class ConfigReader {
     read_sharding(top.get("sharding"), config.sharding);
     read_remote(top.get("remote"), config.remote);
     read_execution(top.get("execution"), config.execution);
+    read_pipeline(top.get("pipeline"), config.pipeline);
     read_training(top.get("training"), config.training);
     read_data(top.get("data"), config.data);
     read_eval(top.get("eval"), config.eval);
@@ -506,6 +507,52 @@ class ConfigReader {
     if (const auto* n = e.get("io_tiles")) d_.integer(*n, "execution.io_tiles", execution.io_tiles);
     if (const auto* n = e.get("io_schedule")) {
       d_.choice(*n, "execution.io_schedule", execution.io_schedule);
+    }
+    if (const auto* n = e.get("sync_pattern")) {
+      SyncPattern pattern = SyncPattern::kFull;
+      if (d_.choice(*n, "execution.sync_pattern", pattern)) execution.sync_pattern = pattern;
+    }
+  }
+
+  // pipeline.placement: auto, or a list of stages, each a list of layer names. The
+  // names are checked against model.layers by validation.
+  void read_pipeline(const YamlNode* node, Pipeline& pipeline) {
+    MapReader p(d_, node, "pipeline", "pipeline", /*null_is_empty=*/true);
+    if (const auto* n = p.get("stages")) d_.integer(*n, "pipeline.stages", pipeline.stages);
+    const auto* n = p.get("placement");
+    if (!n || (n->kind == NodeKind::kScalar && n->value == "auto")) return;
+    const std::string path = "pipeline.placement";
+    const char* expected =
+        "expected auto or a list of stages, each a list of layer names like "
+        "[[fc1], [fc2, fc3]]";
+    if (n->kind != NodeKind::kSequence) {
+      d_.bad(*n, path, fmt::format("{}, got {}", expected, describe(*n)));
+      return;
+    }
+    pipeline.placement_auto = false;
+    for (std::size_t s = 0; s < n->items.size(); ++s) {
+      const YamlNode& stage = *n->items[s];
+      const std::string stage_path = fmt::format("{}[{}]", path, s);
+      d_.locations().set(stage_path, stage.location);
+      std::vector<std::string> names;
+      if (stage.kind != NodeKind::kSequence) {
+        d_.bad(
+            stage, stage_path,
+            fmt::format("expected a list of layer names like [fc2, fc3], got {}", describe(stage)));
+        d_.locations().poison(path);
+      } else {
+        for (std::size_t i = 0; i < stage.items.size(); ++i) {
+          const std::string item_path = fmt::format("{}[{}]", stage_path, i);
+          d_.locations().set(item_path, stage.items[i]->location);
+          std::string name;
+          if (d_.string(*stage.items[i], item_path, name)) {
+            names.push_back(name);
+          } else {
+            d_.locations().poison(path);
+          }
+        }
+      }
+      pipeline.placement.push_back(std::move(names));
     }
   }
 

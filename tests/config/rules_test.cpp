@@ -372,4 +372,105 @@ BOOST_AUTO_TEST_CASE(configs_built_in_code_are_validated_too) {
              "stride × group_size == factor (16)");
 }
 
+// pipeline: every layer on exactly one stage, in model order; S <= layers; standard
+// mode without io_overlapped; gradient_accumulation >= 2 x stages (issue 16).
+BOOST_AUTO_TEST_CASE(pipeline_placement_covers_every_layer_once_in_order) {
+  const std::string three = R"(version: 1
+model:
+  layers:
+    - {name: fc1, out_features: 16, activation: relu}
+    - {name: fc2, out_features: 16, activation: relu}
+    - {name: fc3, out_features: 10}
+training: {gradient_accumulation: 6}
+)";
+  BOOST_TEST(errors(three + "pipeline: {placement: [[fc1], [fc2, fc3]]}\n").empty());
+  BOOST_TEST(errors(three + "pipeline: {stages: 3, placement: auto}\n").empty());
+  BOOST_TEST(errors(three + "pipeline: {placement: [[fc1], [fc3], [fc2]]}\n") ==
+                 Messages{"pipeline.placement[1][0]: fc3 is placed where model.layers has fc2; a "
+                          "placement lists the layers in model order, each stage a contiguous "
+                          "run (the activations flow from stage to stage)"},
+             tt::per_element());
+  BOOST_TEST(errors(three + "pipeline: {placement: [[fc1, fc2], [fc2, fc3]]}\n") ==
+                 Messages{"pipeline.placement[1][0]: fc2 is placed twice (first at "
+                          "pipeline.placement[0][1]); every layer goes on exactly one stage"},
+             tt::per_element());
+  BOOST_TEST(errors(three + "pipeline: {placement: [[fc1], [fc2]]}\n") ==
+                 Messages{"pipeline.placement: fc3 is not placed; every layer goes on exactly "
+                          "one stage"},
+             tt::per_element());
+  BOOST_TEST(errors(three + "pipeline: {placement: [[fc1], [fx2, fc3]]}\n") ==
+                 Messages{"pipeline.placement[1][0]: unknown layer 'fx2'; did you mean 'fc2'?"},
+             tt::per_element());
+  BOOST_TEST(errors(three + "pipeline: {placement: [[fc1], [], [fc2, fc3]]}\n") ==
+                 Messages{"pipeline.placement[1]: a stage needs at least one layer"},
+             tt::per_element());
+  BOOST_TEST(errors(three + "pipeline: {stages: 2, placement: [[fc1], [fc2], [fc3]]}\n") ==
+                 Messages{"pipeline.stages: is 2 but pipeline.placement lists 3 stages"},
+             tt::per_element());
+  BOOST_TEST(errors(three + "pipeline: {stages: 4}\n") ==
+                 Messages{"pipeline.stages: 4 stages but model.layers has 3 layers; each stage "
+                          "needs at least one"},
+             tt::per_element());
+  BOOST_TEST(
+      errors(three + "pipeline: {stages: 0}\n") == Messages{"pipeline.stages: must be >= 1, got 0"},
+      tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(pipeline_needs_standard_mode_and_enough_accumulation) {
+  BOOST_TEST(errors(kBase + "pipeline: {stages: 2}\ntraining: {gradient_accumulation: 3}\n") ==
+                 Messages{"training.gradient_accumulation: 2 pipeline stages need "
+                          "training.gradient_accumulation >= 2 x stages = 4, got 3: with fewer "
+                          "micro-batches per step the pipeline's ramp-up and ramp-down are "
+                          "longer than its main phase, where every stage works (PopART's "
+                          "pipelining rule); raise gradient_accumulation to 4 or use fewer "
+                          "stages"},
+             tt::per_element());
+  BOOST_TEST(
+      errors(kBase + "pipeline: {stages: 2}\ntraining: {gradient_accumulation: 4}\n").empty());
+  const std::string ga4 = "training: {gradient_accumulation: 4}\n";
+  BOOST_TEST(errors(kBase + ga4 + "pipeline: {stages: 2}\nexecution: {mode: phased}\n") ==
+                 Messages{"pipeline.stages: 2 pipeline stages need execution.mode: standard; "
+                          "phased execution already spreads the layers over time on one "
+                          "device, and phases inside stages are not supported "
+                          "(docs/pipelining.md)"},
+             tt::per_element());
+  BOOST_TEST(errors(kBase + ga4 +
+                    "pipeline: {stages: 2}\nexecution: {io_mode: io_overlapped, io_tiles: 8}\n") ==
+                 Messages{"execution.io_mode: io_overlapped double-buffers the streams of a "
+                          "repeat loop, and a pipelined stage runs its micro-batches unrolled "
+                          "in 1F1B order, without one; use io or compute"},
+             tt::per_element());
+  // One stage is no pipelining: nothing to require.
+  BOOST_TEST(errors(kBase + "pipeline: {stages: 1}\nexecution: {mode: phased}\n").empty());
+}
+
+BOOST_AUTO_TEST_CASE(sync_pattern_must_serve_the_devices) {
+  BOOST_TEST(
+      errors(kBase + "replication: {factor: 2}\nexecution: {sync_pattern: single_pipeline}\n") ==
+          Messages{"execution.sync_pattern: single_pipeline serves one pipeline, whose "
+                   "devices do their host IO without waiting for each other; "
+                   "replication.factor 2 runs 2 pipelines, whose replicas sync at every "
+                   "collective: use full or replica_and_ladder"},
+      tt::per_element());
+  BOOST_TEST(
+      errors(kBase + "replication: {factor: 3}\nexecution: {sync_pattern: replica_and_ladder}\n") ==
+          Messages{"execution.sync_pattern: replica_and_ladder alternates IO between two "
+                   "equal ladder sets (the even and the odd devices), and "
+                   "replication.factor 3 x 1 stage = 3 devices do not split in two; use "
+                   "full, or an even device count"},
+      tt::per_element());
+  BOOST_TEST(errors(kBase + "replication: {factor: 3}\nexecution: {sync_pattern: full}\n").empty());
+  // The default: replica_and_ladder when phased and the devices split in two, else full.
+  auto pattern = [](const std::string& yaml) {
+    LoadResult r = load(yaml);
+    BOOST_REQUIRE(r.config);
+    return sync_pattern(*r.config);
+  };
+  BOOST_TEST((pattern(kBase + "replication: {factor: 2}\nexecution: {mode: phased}\n") ==
+              SyncPattern::kReplicaAndLadder));
+  BOOST_TEST((pattern(kBase + "replication: {factor: 3}\nexecution: {mode: phased}\n") ==
+              SyncPattern::kFull));
+  BOOST_TEST((pattern(kBase + "replication: {factor: 2}\n") == SyncPattern::kFull));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

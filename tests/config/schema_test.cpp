@@ -118,6 +118,7 @@ BOOST_AUTO_TEST_CASE(schema_enums_are_the_name_tables) {
       {"execution.mode", strings(popkit::enum_names<ExecutionMode>())},
       {"execution.io_mode", strings(popkit::enum_names<IoMode>())},
       {"execution.io_schedule", strings(popkit::enum_names<IoSchedule>())},
+      {"execution.sync_pattern", strings(popkit::enum_names<SyncPattern>())},
       {"training.optimizer.type", strings(popkit::enum_names<OptimizerType>())},
       {"training.optimizer.first_order_dtype", strings(popkit::enum_names<DType>())},
       {"data.dataset", strings(popkit::enum_names<Dataset>())},

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "config/validate.h"
 
 using namespace popkit::planner;
 
@@ -133,8 +134,8 @@ BOOST_AUTO_TEST_CASE(balance_stages_minimises_the_costliest_stage) {
 }
 
 BOOST_AUTO_TEST_CASE(accumulation_rule_names_the_numbers) {
-  BOOST_TEST(pipeline_accumulation_rule(3, 6).empty());
-  const std::string m = pipeline_accumulation_rule(3, 5);
+  BOOST_TEST(popkit::config::pipeline_accumulation_rule(3, 6).empty());
+  const std::string m = popkit::config::pipeline_accumulation_rule(3, 5);
   BOOST_TEST(m.find(">= 2 x stages = 6, got 5") != std::string::npos);
 }
 
