@@ -235,6 +235,13 @@ struct Engine::Impl {
     }
     if (plan.replication_factor < 1)
       throw Error("plan: replication factor {} < 1", plan.replication_factor);
+    // Issue 16: the planner builds pipelined plans (one program per stage), and the
+    // engine's stage workers are still to come; refuse rather than run another program.
+    if (plan.pipeline)
+      throw Error(
+          "plan '{}' is pipelined ({} stages): popplan plans it, but poprun does not run "
+          "pipelined plans yet (docs/pipelining.md); remove pipeline: to train this model",
+          plan.name, plan.pipeline->stages.size());
     image_size = std::accumulate(plan.input_shape.begin(), plan.input_shape.end(), std::int64_t{1},
                                  std::multiplies<>());
     for (const auto& t : plan.tensors) {

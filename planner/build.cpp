@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "config/validate.h"
 #include "planner/cost.h"
 #include "planner/device_profile.h"
 #include "planner/host_memory.h"
@@ -95,7 +96,13 @@ class Builder {
   Plan build() {
     init_plan();
     add_layers();
+    if (c_.pipeline.enabled()) place_stages();
     add_variables();
+    if (p_.pipeline) {
+      build_stages();
+      finish();
+      return std::move(p_);
+    }
     std::vector<std::vector<Item>> phases;
     std::vector<std::string> names;
     plan_phases(phases, names);
@@ -152,6 +159,7 @@ class Builder {
     p_.sharding_threshold = sharding_on_ ? c_.sharding.threshold : 0;
     p_.optimizer = t.optimizer;
     p_.seed = t.seed;
+    p_.sync_pattern = config::sync_pattern(c_);
   }
 
   void add_layers() {
@@ -211,6 +219,7 @@ class Builder {
     std::unordered_map<std::string, int> buffer_of;
     for (int k = 0; k < n_; ++k) {
       if (!has_params(k)) continue;
+      if (p_.pipeline) stage_ = stage_of_layer_[static_cast<std::size_t>(k)];
       const LayerInfo& l = layer(k);
       const std::string& graph = graph_names_[static_cast<std::size_t>(l.graph)];
       const auto rows =
@@ -275,6 +284,323 @@ class Builder {
   }
 
   const Variable& var(int index) const { return p_.variables[static_cast<std::size_t>(index)]; }
+
+  // ---- pipelined execution (docs/pipelining.md) ----
+
+  // The layers' stages: the explicit placement, or the contiguous split that balances
+  // each layer's forward + backward FLOPs on a micro-batch (balance_stages). FLOPs, not
+  // memory: the costliest stage sets every slot's length and so the bubble; the memory
+  // per stage is printed beside it. The split is the training plan's, in evaluation too,
+  // so the weights live on the same stages.
+  void place_stages() {
+    const auto& pl = c_.pipeline;
+    std::vector<std::int64_t> first;
+    if (pl.placement_auto) {
+      std::vector<double> costs;
+      const auto rows = static_cast<std::uint64_t>(c_.training.micro_batch_size);
+      for (int k = 0; k < n_; ++k)
+        costs.push_back(static_cast<double>(kind(k).forward_flops(layer(k), rows) +
+                                            kind(k).backward_flops(layer(k), rows, needs_dx(k))));
+      first = balance_stages(costs, pl.stages);
+    } else {
+      std::int64_t at = 0;
+      for (const auto& stage : pl.placement) {
+        first.push_back(at);
+        at += static_cast<std::int64_t>(stage.size());
+      }
+    }
+    PipelinePlan plan;
+    plan.placement_auto = pl.placement_auto;
+    stage_of_layer_.assign(static_cast<std::size_t>(n_), 0);
+    for (std::size_t s = 0; s < first.size(); ++s) {
+      PipelineStagePlan st;
+      st.first_layer = static_cast<int>(first[s]);
+      const std::int64_t end = s + 1 < first.size() ? first[s + 1] : n_;
+      st.n_layers = static_cast<int>(end - first[s]);
+      for (std::int64_t k = first[s]; k < end; ++k)
+        stage_of_layer_[static_cast<std::size_t>(k)] = static_cast<int>(s);
+      plan.stages.push_back(st);
+    }
+    p_.pipeline = std::move(plan);
+  }
+
+  std::int64_t n_stages() const { return static_cast<std::int64_t>(p_.pipeline->stages.size()); }
+
+  // Each stage's receive buffers, always live on its device (a send from a neighbour may
+  // come at any moment of the step): the activation from the stage before, and, when
+  // training, the gradient from the stage after (when that stage computes one).
+  void add_receive_buffers() {
+    const std::int64_t S = n_stages();
+    recv_activation_.assign(static_cast<std::size_t>(S), -1);
+    recv_gradient_.assign(static_cast<std::size_t>(S), -1);
+    for (std::int64_t s = 0; s < S; ++s) {
+      const PipelineStagePlan& st = p_.pipeline->stages[static_cast<std::size_t>(s)];
+      stage_ = static_cast<int>(s);
+      if (s > 0) {
+        const int t = tensor("recv.activation", TensorClass::kIoSlots, DType::kFloat32,
+                             {mb_, layer(st.first_layer).in_features}, /*always_live=*/true);
+        alloc(p_.setup, t);
+        recv_activation_[static_cast<std::size_t>(s)] = t;
+      }
+      const int next_first = st.first_layer + st.n_layers;
+      if (!eval_ && s + 1 < S && needs_dx(next_first)) {
+        const int t = tensor("recv.gradient", TensorClass::kIoSlots, DType::kFloat32,
+                             {mb_, layer(next_first - 1).out_features}, /*always_live=*/true);
+        alloc(p_.setup, t);
+        recv_gradient_[static_cast<std::size_t>(s)] = t;
+      }
+    }
+    stage_ = -1;
+  }
+
+  void build_stages() {
+    add_receive_buffers();
+    const std::int64_t S = n_stages();
+    for (std::int64_t s = 0; s < S; ++s) build_stage(static_cast<int>(s));
+    stage_ = -1;
+  }
+
+  void transfer(std::vector<Op>& ops, OpKind kind, int src, int dst, int peer) {
+    Op o = op(kind, fmt::format("{} -> {} ({} stage {})", tname(src), tname(dst),
+                                kind == OpKind::kSend ? "to" : "from", peer));
+    o.inputs = {src};
+    o.outputs = {dst};
+    o.peer = peer;
+    ops.push_back(std::move(o));
+  }
+
+  // Stage s's program for one step: its weights gathered where sharded, its stash and
+  // working tensors allocated, the 1F1B slots unrolled (each slot the forward or backward
+  // of the stage's layers on one micro-batch, between receive and send), then, after the
+  // flush, the gradients reduced over the same stage of every replica and the optimizer.
+  // Every tensor is allocated at the start and freed at the end: the device's memory
+  // through the step is static, as on the IPU.
+  void build_stage(int s) {
+    const std::int64_t S = n_stages();
+    PipelineStagePlan& st = p_.pipeline->stages[static_cast<std::size_t>(s)];
+    const int a = st.first_layer;
+    const int b = a + st.n_layers;
+    stage_ = s;
+    std::vector<Item> items;
+    for (int k = a; k < b; ++k) items.push_back({k, false});
+    if (!eval_)
+      for (int k = b - 1; k >= a; --k) items.push_back({k, true});
+    begin_phase(items);
+    std::vector<Op>& ops = pre_;
+    for (int k = a; k < b; ++k) {
+      if (!has_params(k)) continue;
+      ensure_full(ops, k, kWeightParam);
+      ensure_full(ops, k, kBiasParam);
+    }
+    std::vector<int> working;  // allocated after the weights, freed after the last slot
+    auto make = [&](const std::string& name, TensorClass cls, const Shape& shape) {
+      const int t = tensor(name, cls, DType::kFloat32, shape);
+      alloc(ops, t);
+      working.push_back(t);
+      return t;
+    };
+    // The stash: what a backward needs of its micro-batch's forward, kept for the
+    // micro-batches between (1F1B: at most min(S - s, GA) of them).
+    st.stash_depth = eval_ ? 1 : std::min<std::int64_t>(S - s, steps_);
+    const auto depth = static_cast<std::size_t>(st.stash_depth);
+    auto slots_of = [&](const std::string& name, TensorClass cls, const Shape& shape, bool kept) {
+      std::vector<int> ts;
+      if (!kept) {
+        ts.push_back(make(name, cls, shape));
+        return ts;
+      }
+      for (std::size_t j = 0; j < depth; ++j)
+        ts.push_back(make(fmt::format("{}[{}]", name, j), cls, shape));
+      return ts;
+    };
+    // in_of[k - a]: layer k's input; a linear layer's backward reads it (the weight's
+    // gradient), so training keeps it. pre_of: the pre-activation, likewise.
+    // Evaluation: a layer after an identity (dropout) reads the identity's input.
+    std::vector<std::vector<int>> in_of, pre_of;
+    for (int k = a; k < b; ++k) {
+      const bool kept = !eval_ && has_params(k);
+      const std::string name = k == 0 ? "images" : prefix(k) + ".in";
+      if (eval_ && k > a && kind(k - 1).identity_in_eval)
+        in_of.push_back(in_of.back());
+      else
+        in_of.push_back(slots_of(name, k == a ? TensorClass::kIoSlots : TensorClass::kActivations,
+                                 {mb_, layer(k).in_features}, kept));
+      const bool has_pre = !eval_ && has_params(k) && layer(k).activation != Activation::kNone;
+      pre_of.push_back(has_pre ? slots_of(prefix(k) + ".pre", TensorClass::kActivations,
+                                          {mb_, layer(k).out_features}, true)
+                               : std::vector<int>{});
+    }
+    const LayerInfo& last = layer(b - 1);
+    const bool last_stage = s == S - 1;
+    const bool last_is_identity = eval_ && kind(b - 1).identity_in_eval;
+    const int out = last_is_identity ? -1
+                                     : make(prefix(b - 1) + ".out", TensorClass::kActivations,
+                                            {mb_, last.out_features});
+    int labels = -1, loss = -1, dlogits = -1;
+    if (last_stage && !eval_) {
+      labels = make("labels", TensorClass::kIoSlots, {mb_});
+      loss = make("loss", TensorClass::kActivations, {1});
+      dlogits = make("dlogits", TensorClass::kActivations, {mb_, last.out_features});
+    }
+    // The backward's working tensors: the gradient received, and each layer's dx (the
+    // dy of the layer before it, overwritten in place with dz).
+    const int recv_grad = recv_gradient_[static_cast<std::size_t>(s)];
+    const int dy_in = recv_grad >= 0 ? make(prefix(b - 1) + ".dy", TensorClass::kIoSlots,
+                                            {mb_, last.out_features})
+                                     : dlogits;
+    std::vector<int> dx_of(static_cast<std::size_t>(b - a), -1);
+    if (!eval_)
+      for (int k = a; k < b; ++k)
+        if (needs_dx(k))
+          dx_of[static_cast<std::size_t>(k - a)] =
+              make(prefix(k) + ".dx", TensorClass::kActivations, {mb_, layer(k).in_features});
+    std::vector<std::array<int, 2>> grads(static_cast<std::size_t>(b - a), {-1, -1});
+    if (!eval_)
+      for (int k = a; k < b; ++k) {
+        if (!has_params(k)) continue;
+        const LayerInfo& l = layer(k);
+        auto& g = grads[static_cast<std::size_t>(k - a)];
+        g[0] = tensor(prefix(k) + ".weight.grad", TensorClass::kGradAccumulators, DType::kFloat32,
+                      {l.in_features, l.out_features});
+        g[1] = tensor(prefix(k) + ".bias.grad", TensorClass::kGradAccumulators, DType::kFloat32,
+                      {l.out_features});
+        alloc(ops, g[0]);
+        alloc(ops, g[1]);
+      }
+
+    Phase ph;
+    ph.name = fmt::format("stage {}: {}", s, stage_layers(a, b));
+    ph.stage = s;
+    std::vector<Op>& prog = ph.ops;
+    move_ops(pre_, prog);
+    std::vector<PipelineSlot> order;
+    if (eval_) {
+      for (std::int64_t i = 0; i < steps_; ++i) order.push_back({PipelineWork::kForward, i, 0, 0});
+    } else {
+      order = one_f_one_b_order(s, S, steps_);
+    }
+    for (const PipelineSlot& slot : order) {
+      const auto i = static_cast<std::size_t>(slot.micro_batch);
+      const std::size_t j = i % depth;
+      auto pick = [&](const std::vector<int>& ts) { return ts.size() == 1 ? ts[0] : ts[j]; };
+      StageSlot ss{slot.work, slot.micro_batch, static_cast<std::int64_t>(prog.size()), 0};
+      if (slot.work == PipelineWork::kForward) {
+        int x = pick(in_of[0]);
+        if (s == 0)
+          host_load(prog, Stream::kImages, x);
+        else
+          transfer(prog, OpKind::kRecv, recv_activation_[static_cast<std::size_t>(s)], x, s - 1);
+        for (int k = a; k < b; ++k) {
+          const bool at_end = k + 1 == b;
+          if (eval_ && kind(k).identity_in_eval) continue;  // the identity: no op
+          const int y = at_end ? out : pick(in_of[static_cast<std::size_t>(k + 1 - a)]);
+          Op f = op(OpKind::kForward, layer(k).name);
+          f.layer = k;
+          if (has_params(k)) {
+            const auto& pre = pre_of[static_cast<std::size_t>(k - a)];
+            f.inputs = {x, state(k, kWeightParam).full, state(k, kBiasParam).full};
+            f.outputs = {y, pre.empty() ? -1 : pick(pre)};
+          } else {
+            f.inputs = {x};
+            f.outputs = {y};
+          }
+          prog.push_back(std::move(f));
+          x = y;
+        }
+        if (!last_stage) {
+          transfer(prog, OpKind::kSend, x, recv_activation_[static_cast<std::size_t>(s + 1)],
+                   s + 1);
+        } else if (eval_) {
+          Op hs = op(OpKind::kHostStore, "logits -> host");
+          hs.stream = Stream::kLogits;
+          set_tensor(hs, x);
+          prog.push_back(std::move(hs));
+        } else {
+          host_load(prog, Stream::kLabels, labels);
+          Op l = op(OpKind::kLoss, std::string(enum_name(c_.model.loss)));
+          l.inputs = {x, labels};
+          l.outputs = {loss, dlogits};
+          prog.push_back(std::move(l));
+          Op hs = op(OpKind::kHostStore, "loss -> host");
+          hs.stream = Stream::kLoss;
+          set_tensor(hs, loss);
+          prog.push_back(std::move(hs));
+        }
+      } else {
+        int dy = dy_in;
+        if (recv_grad >= 0) transfer(prog, OpKind::kRecv, recv_grad, dy_in, s + 1);
+        for (int k = b - 1; k >= a && dy >= 0; --k) {
+          const int dx = dx_of[static_cast<std::size_t>(k - a)];
+          Op bw = op(OpKind::kBackward, layer(k).name);
+          bw.layer = k;
+          if (!has_params(k)) {
+            if (dx < 0) break;  // nothing before it trains
+            bw.inputs = {dy};
+            bw.outputs = {dx};
+          } else {
+            namespace bo = backward_operand;
+            const auto& g = grads[static_cast<std::size_t>(k - a)];
+            const auto& pre = pre_of[static_cast<std::size_t>(k - a)];
+            bw.inputs = {-1, -1, -1};
+            bw.outputs = {-1};
+            bw.state = {dy, g[0], g[1]};
+            bw.inputs[bo::kIn] = pick(in_of[static_cast<std::size_t>(k - a)]);
+            if (!pre.empty()) bw.inputs[bo::kPre] = pick(pre);
+            if (dx >= 0) {
+              bw.inputs[bo::kWeight] = state(k, kWeightParam).full;
+              bw.outputs[bo::kDx] = dx;
+            }
+          }
+          prog.push_back(std::move(bw));
+          dy = dx;
+        }
+        if (s > 0 && dx_of[0] >= 0)
+          transfer(prog, OpKind::kSend, dx_of[0], recv_gradient_[static_cast<std::size_t>(s - 1)],
+                   s - 1);
+      }
+      ss.end_op = static_cast<std::int64_t>(prog.size());
+      ph.slots.push_back(ss);
+    }
+    // The flush is behind us: every backward of the step has run on this stage.
+    std::vector<Op>& tail = post_;
+    for (int t : working) free(tail, t);
+    for (int k = a; k < b; ++k) {
+      if (!has_params(k)) continue;
+      if (eval_) {
+        for (int param = 0; param < 2; ++param) release(tail, k, param);
+        continue;
+      }
+      const auto& g = grads[static_cast<std::size_t>(k - a)];
+      update(tail, k, kWeightParam, g[0]);
+      update(tail, k, kBiasParam, g[1]);
+    }
+    move_ops(post_, prog);
+    add_stage_workspace(ph);
+    p_.phases.push_back(std::move(ph));
+  }
+
+  std::string stage_layers(int a, int b) const {
+    std::vector<std::string> names;
+    for (int k = a; k < b; ++k) names.push_back(layer(k).name);
+    return fmt::format("{}", fmt::join(names, " "));
+  }
+
+  // One kWorkspace tensor per stage, as large as its largest op needs, live through the
+  // program (the slots' ops follow each other closely; one region serves them all).
+  void add_stage_workspace(Phase& ph) {
+    std::uint64_t bytes = 0;
+    for (const Op& o : ph.ops) bytes = std::max(bytes, op_workspace_bytes(o, p_));
+    if (bytes == 0) return;
+    const int t = tensor(fmt::format("stage{}.workspace", ph.stage), TensorClass::kWorkspace,
+                         DType::kFloat32, {static_cast<std::int64_t>(bytes / 4)});
+    for (Op& o : ph.ops)
+      if (op_workspace_bytes(o, p_) > 0) o.workspace = t;
+    std::vector<Op> head;
+    alloc(head, t);
+    ph.ops.insert(ph.ops.begin(), std::move(head.front()));
+    for (StageSlot& slot : ph.slots) ++slot.first_op, ++slot.end_op;
+    free(ph.ops, t);
+  }
 
   // ---- which phases ----
 
@@ -445,8 +771,10 @@ class Builder {
   int tensor(const std::string& name, TensorClass cls, DType dtype, const Shape& shape,
              bool always_live = false) {
     std::string key = name;
+    // A pipelined plan's stages are devices of their own: a name is per stage.
+    const std::string stage_key = stage_ >= 0 ? fmt::format("@{}", stage_) : std::string();
     for (int n = 2;; ++n) {
-      const auto it = tensor_of_.find(key);
+      const auto it = tensor_of_.find(key + stage_key);
       if (it == tensor_of_.end()) break;
       const DeviceTensor& t = p_.tensors[static_cast<std::size_t>(it->second)];
       if (t.cls == cls && t.dtype == dtype && t.shape == shape && t.always_live == always_live)
@@ -454,6 +782,7 @@ class Builder {
       key = fmt::format("{}#{}", name, n);  // same name, different tensor: keep both
     }
     DeviceTensor t;
+    t.stage = stage_;
     t.name = key;
     t.cls = cls;
     t.dtype = dtype;
@@ -463,7 +792,7 @@ class Builder {
     t.always_live = always_live;
     p_.tensors.push_back(t);
     const int index = static_cast<int>(p_.tensors.size()) - 1;
-    tensor_of_.emplace(key, index);
+    tensor_of_.emplace(key + stage_key, index);
     return index;
   }
 
@@ -1163,6 +1492,11 @@ class Builder {
   std::vector<int> fwd_phase_, bwd_phase_;
   std::vector<Slot> x_slot_, dx_slot_, pre_slot_;
   std::vector<bool> params_before_;  // per layer: a layer before it has parameters
+  // Pipelined: each layer's stage, the stage whose tensors are being made (-1: none),
+  // each stage's receive buffers (-1: none).
+  std::vector<int> stage_of_layer_;
+  int stage_ = -1;
+  std::vector<int> recv_activation_, recv_gradient_;
 
   // The phase being built.
   std::vector<Op> pre_, body_, post_;  // before, inside and after the repeat loop

@@ -22,7 +22,7 @@ class Costs {
   explicit Costs(Plan& plan) : plan_(plan) {}
 
   void annotate(Op& op) {
-    op.flops = op.host_bytes = op.remote_bytes = op.collective_bytes = 0;
+    op.flops = op.host_bytes = op.remote_bytes = op.collective_bytes = op.pipeline_bytes = 0;
     switch (op.kind) {
       case OpKind::kHostLoad:
       case OpKind::kHostStore:
@@ -31,6 +31,9 @@ class Costs {
       case OpKind::kRemoteLoad:
       case OpKind::kRemoteStore:
         op.remote_bytes = bytes(the_tensor(op));
+        break;
+      case OpKind::kSend:  // to the next or the previous pipeline stage
+        op.pipeline_bytes = bytes(op.inputs[shard_operand::kSrc]);
         break;
       // Collectives, as the engine's backends run them: direct exchanges within a group of
       // G members (engine/runtime/collectives.h). Each byte a member sends is a byte
@@ -276,8 +279,12 @@ class Timer {
       case OpKind::kBackward:
         s.serial = p_.op_overhead_seconds + compute(op.flops, gemms(op));
         break;
+      case OpKind::kSend:  // over the IPU-Links between the stages' devices
+        s = stream(p_.ipu_link, op.pipeline_bytes);
+        break;
       case OpKind::kZero:
       case OpKind::kSliceShard:
+      case OpKind::kRecv:  // the copy out of the receive buffer, on tile
         // On-tile fills and copies with no exchange: Poplar runs them within the
         // neighbouring compute sets, so they add no compute set and no sync of their own.
         break;
@@ -395,6 +402,71 @@ double phase_seconds(const Phase& ph, const Timer& timer) {
   return own + preload.serial + std::max(0.0, preload.transfer - own);
 }
 
+// A pipelined step: each stage's head (before its first slot), its forward and backward
+// slots (each the longest of its kind on the stage), and its tail (the reductions and
+// the optimizer, after the flush); the slots timed by the 1F1B schedule in nanoseconds.
+// Stages run at once on their own devices: step = longest head + the schedule's
+// makespan + longest tail. Evaluation runs forwards only: stage s starts micro-batch i
+// when stage s-1 has sent it and s has finished i-1, so the makespan is
+// sum_s F_s + (GA - 1) max_s F_s. Each phase's estimate is its own stage's busy time.
+double pipelined_step_seconds(Plan& plan, const Timer& timer) {
+  PipelinePlan& pp = *plan.pipeline;
+  const auto S = static_cast<std::int64_t>(pp.stages.size());
+  const std::int64_t ga = plan.gradient_accumulation;
+  double head = 0.0, tail = 0.0;
+  std::vector<std::int64_t> forward_ns, backward_ns;
+  bool has_backward = false;
+  for (Phase& ph : plan.phases) {
+    PipelineStagePlan& st = pp.stages.at(static_cast<std::size_t>(ph.stage));
+    st = PipelineStagePlan{st.first_layer, st.n_layers, st.stash_depth};
+    const std::int64_t first = ph.slots.empty() ? 0 : ph.slots.front().first_op;
+    const std::int64_t end = ph.slots.empty() ? 0 : ph.slots.back().end_op;
+    double busy = 0.0;
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(ph.ops.size()); ++i) {
+      const double t = timer.time(ph.ops[static_cast<std::size_t>(i)]).total();
+      busy += t;
+      if (i < first) st.head_seconds += t;
+      if (i >= end) st.tail_seconds += t;
+    }
+    for (const StageSlot& slot : ph.slots) {
+      double t = 0.0;
+      for (std::int64_t i = slot.first_op; i < slot.end_op; ++i)
+        t += timer.time(ph.ops[static_cast<std::size_t>(i)]).total();
+      double& d = slot.work == PipelineWork::kForward ? st.forward_seconds : st.backward_seconds;
+      d = std::max(d, t);
+      has_backward = has_backward || slot.work == PipelineWork::kBackward;
+    }
+    ph.estimated_seconds = busy;
+    head = std::max(head, st.head_seconds);
+    tail = std::max(tail, st.tail_seconds);
+  }
+  const auto ns = [](double seconds) {
+    return std::max<std::int64_t>(1, static_cast<std::int64_t>(seconds * 1e9 + 0.5));
+  };
+  for (const PipelineStagePlan& st : pp.stages) {
+    forward_ns.push_back(ns(st.forward_seconds));
+    backward_ns.push_back(ns(st.backward_seconds));
+  }
+  pp.planned_bubble = ideal_bubble_fraction(S, ga);
+  double makespan = 0.0;
+  if (has_backward) {
+    const PipelineSchedule schedule = one_f_one_b(ga, forward_ns, backward_ns);
+    pp.estimated_bubble = schedule.bubble_fraction();
+    makespan = static_cast<double>(schedule.makespan) * 1e-9;
+  } else {
+    double sum = 0.0, most = 0.0;
+    for (const PipelineStagePlan& st : pp.stages) {
+      sum += st.forward_seconds;
+      most = std::max(most, st.forward_seconds);
+    }
+    makespan = sum + static_cast<double>(ga - 1) * most;
+    pp.estimated_bubble =
+        makespan > 0 ? 1.0 - static_cast<double>(ga) * sum / (static_cast<double>(S) * makespan)
+                     : 0.0;
+  }
+  return head + makespan + tail;
+}
+
 }  // namespace
 
 void annotate_costs(Plan& plan) {
@@ -418,6 +490,7 @@ void estimate_time(Plan& plan, const DeviceProfile& profile, const NetworkProfil
     fraction = static_cast<double>(profile.tiles - io_tiles) / static_cast<double>(profile.tiles);
   const auto step_seconds = [&](TrafficCount* traffic) {
     const Timer timer(plan, profile, fraction, traffic);
+    if (plan.pipeline) return pipelined_step_seconds(plan, timer);
     double step = 0.0;
     for (Phase& ph : plan.phases) {
       ph.estimated_seconds = phase_seconds(ph, timer);

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "base/error.h"
 #include "planner/names.h"
@@ -22,9 +23,15 @@ class Walker {
  public:
   // With snapshot_phase >= 0, records the live tensors after op `snapshot_op` of that
   // phase (-1: at its start).
+  // A pipelined plan's stages are devices of their own: bytes are counted per stage, and
+  // phase s (stage s's program) samples stage s's.
   Walker(const Plan& plan, int snapshot_phase = -1, std::int64_t snapshot_op = -1)
       : plan_(plan),
         live_(plan.tensors.size(), false),
+        n_devices_(plan.pipeline ? plan.pipeline->stages.size() : 1),
+        live_bytes_(n_devices_, 0),
+        always_live_(n_devices_, 0),
+        by_class_(n_devices_, ClassBytes{}),
         snapshot_phase_(snapshot_phase),
         snapshot_op_(snapshot_op) {}
 
@@ -45,9 +52,16 @@ class Walker {
     for (std::size_t p = 0; p < plan_.phases.size(); ++p) {
       const Phase& phase = plan_.phases[p];
       where_ = fmt::format("phase '{}'", phase.name);
+      if (plan_.pipeline &&
+          (phase.stage < 0 || static_cast<std::size_t>(phase.stage) >= n_devices_))
+        throw Error("plan: {} has stage {}, not one of the {} pipeline stages", where_, phase.stage,
+                    n_devices_);
+      stage_ = plan_.pipeline ? static_cast<std::size_t>(phase.stage) : 0;
+      const std::uint64_t& live_bytes = live_bytes_[stage_];
+      const ClassBytes& by_class = by_class_[stage_];
       PhaseResult r;
-      r.memory.peak = live_bytes_;
-      r.memory.peak_by_class = by_class_;
+      r.memory.peak = live_bytes;
+      r.memory.peak_by_class = by_class;
       r.peak_op = -1;
       if (static_cast<int>(p) == snapshot_phase_ && snapshot_op_ < 0) take_snapshot();
       for (std::size_t i = 0; i < phase.ops.size(); ++i) {
@@ -58,16 +72,16 @@ class Walker {
                                tensor(the_tensor(op), op).name));
         apply(op, false);
         // Sample after the op (for a repeat: after each body op, all equal).
-        if (live_bytes_ > r.memory.peak) {
-          r.memory.peak = live_bytes_;
-          r.memory.peak_by_class = by_class_;
+        if (live_bytes > r.memory.peak) {
+          r.memory.peak = live_bytes;
+          r.memory.peak_by_class = by_class;
           r.peak_op = static_cast<std::int64_t>(i);
         }
         if (static_cast<int>(p) == snapshot_phase_ && snapshot_op_ == static_cast<std::int64_t>(i))
           take_snapshot();
       }
-      r.memory.always_live = always_live_;
-      r.memory.not_always_live = r.memory.peak - always_live_;
+      r.memory.always_live = always_live_[stage_];
+      r.memory.not_always_live = r.memory.peak - always_live_[stage_];
       results.push_back(r);
     }
     for (std::size_t t = 0; t < live_.size(); ++t)
@@ -77,7 +91,10 @@ class Walker {
     return results;
   }
 
-  std::uint64_t always_live() const { return always_live_; }
+  // The largest stage's (one device's): every device must hold its own.
+  std::uint64_t always_live() const {
+    return *std::max_element(always_live_.begin(), always_live_.end());
+  }
   const std::vector<int>& snapshot() const { return snapshot_; }
 
  private:
@@ -109,10 +126,31 @@ class Walker {
   void check_operands(const Op& op) const {
     if (const std::string error = operand_count_error(op, plan_); !error.empty()) fail(op, error);
     for_each_operand(op, [&](int t) { tensor(t, op); });
+    if (plan_.pipeline && in_phase_) check_stages(op);
     const OpSignature sig = op_signature(op, plan_);
     const bool single = sig.inputs.size() + sig.outputs.size() + sig.state.size() == 1 &&
                         op.kind != OpKind::kRepeat;
     if (single && the_tensor(op) < 0) fail(op, "names no tensor");
+  }
+
+  // A stage's program touches its own device's tensors; a send writes the receive
+  // buffer of the neighbouring stage it names, and only sends and receives have a peer.
+  void check_stages(const Op& op) const {
+    const bool transfer = op.kind == OpKind::kSend || op.kind == OpKind::kRecv;
+    if (transfer && (op.peer < 0 || std::abs(op.peer - static_cast<int>(stage_)) != 1))
+      fail(op, fmt::format("a {} on stage {} names stage {}, not a neighbour",
+                           op_kind_name(op.kind), stage_, op.peer));
+    auto expect = [&](int t, std::size_t stage) {
+      const DeviceTensor& d = tensor(t, op);
+      if (d.stage != static_cast<int>(stage))
+        fail(op, fmt::format("uses '{}' of stage {} on stage {}", d.name, d.stage, stage));
+    };
+    if (op.kind == OpKind::kSend) {
+      expect(op.inputs.at(0), stage_);
+      expect(op.outputs.at(0), static_cast<std::size_t>(op.peer));
+      return;
+    }
+    for_each_operand(op, [&](int t) { expect(t, stage_); });
   }
 
   void apply(const Op& op, bool in_repeat) {
@@ -125,8 +163,8 @@ class Walker {
         if (live_[static_cast<std::size_t>(t)])
           fail(op, fmt::format("'{}' is already live", d.name));
         live_[static_cast<std::size_t>(t)] = true;
-        live_bytes_ += d.nbytes;
-        by_class_[static_cast<std::size_t>(d.cls)] += d.nbytes;
+        live_bytes_[device(d)] += d.nbytes;
+        by_class_[device(d)][static_cast<std::size_t>(d.cls)] += d.nbytes;
         break;
       }
       case OpKind::kFree: {
@@ -137,8 +175,8 @@ class Walker {
         if (!live_[static_cast<std::size_t>(t)])
           fail(op, fmt::format("frees '{}', which is not live", d.name));
         live_[static_cast<std::size_t>(t)] = false;
-        live_bytes_ -= d.nbytes;
-        by_class_[static_cast<std::size_t>(d.cls)] -= d.nbytes;
+        live_bytes_[device(d)] -= d.nbytes;
+        by_class_[device(d)][static_cast<std::size_t>(d.cls)] -= d.nbytes;
         break;
       }
       case OpKind::kRepeat:
@@ -157,11 +195,22 @@ class Walker {
       if (live_[t]) snapshot_.push_back(static_cast<int>(t));
   }
 
+  // The device whose bytes a tensor counts in: its stage's, or the one device.
+  std::size_t device(const DeviceTensor& d) const {
+    if (!plan_.pipeline) return 0;
+    if (d.stage < 0 || static_cast<std::size_t>(d.stage) >= n_devices_)
+      throw Error("plan: {}: tensor '{}' has stage {}, not one of the {} pipeline stages", where_,
+                  d.name, d.stage, n_devices_);
+    return static_cast<std::size_t>(d.stage);
+  }
+
   const Plan& plan_;
   std::vector<bool> live_;
-  std::uint64_t live_bytes_ = 0;
-  std::uint64_t always_live_ = 0;
-  ClassBytes by_class_{};
+  std::size_t n_devices_ = 1;
+  std::vector<std::uint64_t> live_bytes_;
+  std::vector<std::uint64_t> always_live_;
+  std::vector<ClassBytes> by_class_;
+  std::size_t stage_ = 0;  // of the phase being walked
   bool in_phase_ = false;
   std::string where_;
   std::size_t op_index_ = 0;

@@ -47,6 +47,8 @@ OpSignature op_signature(const Op& op, const Plan& plan) {
     case OpKind::kAllGather:
     case OpKind::kReduceScatter:
     case OpKind::kSliceShard:
+    case OpKind::kSend:
+    case OpKind::kRecv:
       return {kSrc, kDst, {}};
     case OpKind::kForward:
       return {kind.forward_inputs, kind.forward_outputs, {}};

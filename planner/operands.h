@@ -18,7 +18,7 @@ namespace popkit::planner {
 // remote_load, host_load), inputs (free, remote_store, host_store) or state (all_reduce).
 inline constexpr std::size_t kTheTensor = 0;
 
-// all_gather, reduce_scatter, slice_shard: inputs {src}, outputs {dst}.
+// all_gather, reduce_scatter, slice_shard, send, recv: inputs {src}, outputs {dst}.
 namespace shard_operand {
 inline constexpr std::size_t kSrc = 0;
 inline constexpr std::size_t kDst = 0;

@@ -12,7 +12,7 @@ constexpr NameArray<TensorClass, 6> kTensorClasses{{
     {TensorClass::kIoSlots, "io_slots"},
     {TensorClass::kWorkspace, "workspace"},
 }};
-constexpr NameArray<OpKind, 16> kOpKinds{{
+constexpr NameArray<OpKind, 18> kOpKinds{{
     {OpKind::kAlloc, "alloc"},
     {OpKind::kFree, "free"},
     {OpKind::kZero, "zero"},
@@ -29,6 +29,8 @@ constexpr NameArray<OpKind, 16> kOpKinds{{
     {OpKind::kBackward, "backward"},
     {OpKind::kOptimizerStep, "optimizer_step"},
     {OpKind::kRepeat, "repeat"},
+    {OpKind::kSend, "send"},
+    {OpKind::kRecv, "recv"},
 }};
 constexpr NameArray<VariableRole, 3> kRoles{{{VariableRole::kWeight, "weight"},
                                              {VariableRole::kBias, "bias"},

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "planner/pipeline.h"
 #include "planner/replica_grouping.h"
 
 namespace popkit::planner {
@@ -57,6 +58,8 @@ struct DeviceTensor {
   // io_overlapped: the second slot of a double-buffered tensor. Ops name the first
   // slot; at odd repeat steps the engine uses `double_buffer` instead.
   int double_buffer = -1;
+  // A pipelined plan: the stage whose device holds the tensor (-1 otherwise).
+  int stage = -1;
 };
 
 // A remote buffer in streaming memory, per replica (PopXL remote_buffer).
@@ -151,6 +154,8 @@ enum class OpKind {
   kBackward,       // layer: dy, in, pre, weight -> dx (when >= 0); accumulates dW, db
   kOptimizerStep,  // the optimizer on one variable: weight, grad, state (full or shard)
   kRepeat,         // body runs `steps` times; io_mode says how its streams move
+  kSend,           // pipelined: src (this stage's) -> dst, a receive buffer of stage `peer`
+  kRecv,           // pipelined: waits for stage `peer`'s send into src, copies src -> dst
 };
 
 // What each op computes, per replica r (the contract between planner and engine). The
@@ -179,6 +184,11 @@ enum class OpKind {
 //  kOptimizerStep: the plan's optimizer (planner/optimizer_kinds.h) on weight, with grad
 //    and the optimizer's state tensors, all of equal nelms; the step counter t is per
 //    optimizer step, incremented before use.
+//  kSend: dst (on stage `peer` of the same replica) = src; the send waits until the
+//    receiver has taken the buffer's previous contents. kRecv: waits for the matching
+//    send, then dst = src (its own receive buffer), which frees the buffer for the next.
+//  In a pipelined stage program the micro-batch (what a repeat step s selects elsewhere)
+//  is the enclosing slot's (Phase::slots).
 //  Sums in collectives always run in replica order, so results never depend on timing.
 
 // One op: a kind, its operand tensors and its attributes. Operands are device tensor
@@ -209,6 +219,7 @@ struct Op {
   // overlap this phase's compute; the engine may run the load on its IO thread, and
   // waits for it before the next phase.
   bool preload = false;
+  int peer = -1;                    // kSend kRecv: the other stage
   Stream stream = Stream::kImages;  // host ops
   // Collectives.
   ReplicaGrouping grouping;
@@ -227,6 +238,7 @@ struct Op {
   // over the group's members rounded down (members of a group whose size does not
   // divide the tensor move a chunk more or less than the mean).
   std::uint64_t collective_bytes = 0;
+  std::uint64_t pipeline_bytes = 0;  // kSend: to the neighbouring stage
 };
 
 // Memory per replica in one phase. Live bytes are sampled at the phase's start and
@@ -241,11 +253,43 @@ struct PhaseMemory {
   ClassBytes peak_by_class{};
 };
 
+// A pipelined stage program's unit of work: the forward or the backward of the stage's
+// layers on one micro-batch, ops [first_op, end_op) of the phase.
+struct StageSlot {
+  PipelineWork work = PipelineWork::kForward;
+  std::int64_t micro_batch = 0;
+  std::int64_t first_op = 0;
+  std::int64_t end_op = 0;
+};
+
 struct Phase {
   std::string name;  // e.g. "fc1 forward", "fc4 forward+loss+backward+optimizer"
   std::vector<Op> ops;
   PhaseMemory memory;
   double estimated_seconds = 0.0;
+  // A pipelined plan: each phase is one stage's whole program for a step, on a device of
+  // its own; its ops before the first slot prepare the step, those after the last reduce
+  // the gradients over the replicas and update (after the flush: no stale weights).
+  int stage = -1;
+  std::vector<StageSlot> slots;  // in the stage's 1F1B order
+};
+
+// Pipelined execution (pipeline.stages > 1; docs/pipelining.md). Devices: replica r's
+// stage s is device r * stages + s.
+struct PipelineStagePlan {
+  int first_layer = 0;
+  int n_layers = 0;
+  std::int64_t stash_depth = 0;   // micro-batches whose activations the stage keeps
+  double head_seconds = 0.0;      // estimated: before the first slot
+  double forward_seconds = 0.0;   // one forward slot
+  double backward_seconds = 0.0;  // one backward slot
+  double tail_seconds = 0.0;      // after the last slot
+};
+struct PipelinePlan {
+  bool placement_auto = true;  // auto: balanced by forward + backward FLOPs
+  std::vector<PipelineStagePlan> stages;
+  double planned_bubble = 0.0;    // (S - 1) / (GA + S - 1), equal stage times
+  double estimated_bubble = 0.0;  // of the 1F1B schedule timed with the stages' estimates
 };
 
 // Why a plan does not fit, and what would help.
@@ -317,6 +361,8 @@ struct Plan {
   std::vector<RemoteBuffer> buffers;
   std::vector<Op> setup;
   std::vector<Phase> phases;
+  std::optional<PipelinePlan> pipeline;
+  config::SyncPattern sync_pattern = config::SyncPattern::kFull;
 
   // Per replica, for the whole program.
   std::uint64_t peak_bytes = 0;

@@ -57,6 +57,7 @@ json op_json(const Op& op) {
   put("layer", op.layer);
   put("variable", op.variable);
   put("workspace", op.workspace);
+  put("peer", op.peer);
   if (op.kind == OpKind::kRepeat) {
     j["steps"] = op.steps;
     j["io_mode"] = name_of(op.io_mode);
@@ -68,6 +69,7 @@ json op_json(const Op& op) {
                {"host_bytes", op.host_bytes},
                {"remote_bytes", op.remote_bytes},
                {"collective_bytes", op.collective_bytes}};
+  if (op.pipeline_bytes > 0) j["cost"]["pipeline_bytes"] = op.pipeline_bytes;
   return j;
 }
 
@@ -147,6 +149,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
                {"nbytes", t.nbytes},
                {"always_live", t.always_live}};
     if (t.double_buffer >= 0) jt["double_buffer"] = t.double_buffer;
+    if (t.stage >= 0) jt["stage"] = t.stage;
     tensors.push_back(std::move(jt));
   }
   j["tensors"] = std::move(tensors);
@@ -174,8 +177,36 @@ nlohmann::json plan_to_json(const Plan& plan) {
                         {"not_always_live", ph.memory.not_always_live},
                         {"peak_by_class", by_class}}},
                       {"estimated_seconds", ph.estimated_seconds}});
+    if (ph.stage >= 0) {
+      json& jp = phases.back();
+      jp["stage"] = ph.stage;
+      json slots = json::array();
+      for (const StageSlot& s : ph.slots)
+        slots.push_back({{"work", s.work == PipelineWork::kForward ? "forward" : "backward"},
+                         {"micro_batch", s.micro_batch},
+                         {"first_op", s.first_op},
+                         {"end_op", s.end_op}});
+      jp["slots"] = std::move(slots);
+    }
   }
   j["phases"] = std::move(phases);
+  j["sync_pattern"] = name_of(plan.sync_pattern);
+  if (plan.pipeline) {
+    const PipelinePlan& pp = *plan.pipeline;
+    json stages = json::array();
+    for (const PipelineStagePlan& st : pp.stages)
+      stages.push_back({{"first_layer", st.first_layer},
+                        {"n_layers", st.n_layers},
+                        {"stash_depth", st.stash_depth},
+                        {"head_seconds", st.head_seconds},
+                        {"forward_seconds", st.forward_seconds},
+                        {"backward_seconds", st.backward_seconds},
+                        {"tail_seconds", st.tail_seconds}});
+    j["pipeline"] = {{"placement", pp.placement_auto ? "auto" : "explicit"},
+                     {"stages", std::move(stages)},
+                     {"planned_bubble", pp.planned_bubble},
+                     {"estimated_bubble", pp.estimated_bubble}};
+  }
   j["peak_bytes"] = plan.peak_bytes;
   j["peak_phase"] = plan.peak_phase;
   j["always_live_bytes"] = plan.always_live_bytes;

@@ -217,6 +217,7 @@ class Reader {
     o.layer = small_or(j, path, "layer", -1);
     o.variable = small_or(j, path, "variable", -1);
     o.workspace = small_or(j, path, "workspace", -1);
+    o.peer = small_or(j, path, "peer", -1);
     if (o.kind == OpKind::kRepeat) {
       o.steps = integer(j, path, "steps");
       o.io_mode = enumeration<IoMode>(j, path, "io_mode");
@@ -230,6 +231,7 @@ class Reader {
       o.host_bytes = bytes(c, p, "host_bytes");
       o.remote_bytes = bytes(c, p, "remote_bytes");
       o.collective_bytes = bytes(c, p, "collective_bytes");
+      if (c.contains("pipeline_bytes")) o.pipeline_bytes = bytes(c, p, "pipeline_bytes");
     }
     return o;
   }
@@ -284,6 +286,7 @@ class Reader {
     t.nbytes = bytes(j, path, "nbytes");
     t.always_live = boolean(j, path, "always_live");
     t.double_buffer = small_or(j, path, "double_buffer", -1);
+    t.stage = small_or(j, path, "stage", -1);
     return t;
   }
 
@@ -437,7 +440,49 @@ Plan Reader::plan(const json& j) const {
       ph.memory.peak_by_class[c] = bytes(by, join(mp, "peak_by_class"), key.c_str());
     }
     ph.estimated_seconds = number(jp, path, "estimated_seconds");
+    ph.stage = small_or(jp, path, "stage", -1);
+    if (jp.contains("slots")) {
+      const std::string sp = join(path, "slots");
+      const json& slots = array(jp, path, "slots");
+      for (std::size_t k = 0; k < slots.size(); ++k) {
+        const std::string at = index(sp, k);
+        StageSlot slot;
+        const std::string work = string(slots[k], at, "work");
+        if (work != "forward" && work != "backward")
+          fail(join(at, "work"), fmt::format("expected forward or backward, got '{}'", work));
+        slot.work = work == "forward" ? PipelineWork::kForward : PipelineWork::kBackward;
+        slot.micro_batch = integer_in(slots[k], at, "micro_batch", 0, p.gradient_accumulation - 1);
+        const auto n_ops = static_cast<std::int64_t>(ph.ops.size());
+        slot.first_op = integer_in(slots[k], at, "first_op", 0, n_ops);
+        slot.end_op = integer_in(slots[k], at, "end_op", slot.first_op, n_ops);
+        ph.slots.push_back(slot);
+      }
+    }
     p.phases.push_back(std::move(ph));
+  }
+  if (j.contains("sync_pattern"))
+    p.sync_pattern = enumeration<config::SyncPattern>(j, "", "sync_pattern");
+  if (j.contains("pipeline")) {
+    const json& jp = field(j, "", "pipeline");
+    PipelinePlan pp;
+    pp.placement_auto = string(jp, "pipeline", "placement") == "auto";
+    pp.planned_bubble = number(jp, "pipeline", "planned_bubble");
+    pp.estimated_bubble = number(jp, "pipeline", "estimated_bubble");
+    const json& stages = array(jp, "pipeline", "stages");
+    const auto n_layers = static_cast<std::int64_t>(p.layers.size());
+    for (std::size_t k = 0; k < stages.size(); ++k) {
+      const std::string at = index("pipeline.stages", k);
+      PipelineStagePlan st;
+      st.first_layer = static_cast<int>(integer_in(stages[k], at, "first_layer", 0, n_layers - 1));
+      st.n_layers = static_cast<int>(integer_in(stages[k], at, "n_layers", 1, n_layers));
+      st.stash_depth = integer_in(stages[k], at, "stash_depth", 1, kMaxInt64);
+      st.head_seconds = number(stages[k], at, "head_seconds");
+      st.forward_seconds = number(stages[k], at, "forward_seconds");
+      st.backward_seconds = number(stages[k], at, "backward_seconds");
+      st.tail_seconds = number(stages[k], at, "tail_seconds");
+      pp.stages.push_back(st);
+    }
+    p.pipeline = std::move(pp);
   }
   p.peak_bytes = bytes(j, "", "peak_bytes");
   p.peak_phase = small(j, "", "peak_phase");

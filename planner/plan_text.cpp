@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <string_view>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "planner/host_memory.h"
 #include "planner/names.h"
 #include "planner/operands.h"
+#include "planner/sync_groups.h"
 
 namespace popkit::planner {
 namespace {
@@ -186,6 +188,108 @@ void print_ops(Printer& out, const Plan& plan, const std::vector<Op>& ops,
   }
 }
 
+// A pipelined stage's program, shortened: its head, the order of its slots, the ops of
+// its first forward and first backward slot (the others differ only in the micro-batch
+// and the stash slot they use), and its tail.
+void print_stage_program(Printer& out, const Plan& plan, const Phase& ph) {
+  const std::string indent = "    ";
+  if (ph.slots.empty()) return print_ops(out, plan, ph.ops, indent);
+  auto range = [&](std::int64_t first, std::int64_t end) {
+    return std::vector<Op>(ph.ops.begin() + first, ph.ops.begin() + end);
+  };
+  print_ops(out, plan, range(0, ph.slots.front().first_op), indent);
+  std::string order;
+  for (const StageSlot& slot : ph.slots)
+    order += fmt::format("{}{}{}", order.empty() ? "" : " ",
+                         slot.work == PipelineWork::kForward ? 'F' : 'B', slot.micro_batch);
+  out.print("{}slots (1F1B, by micro-batch): {}\n", indent, order);
+  for (const PipelineWork work : {PipelineWork::kForward, PipelineWork::kBackward}) {
+    const auto slot = std::find_if(ph.slots.begin(), ph.slots.end(),
+                                   [&](const StageSlot& s) { return s.work == work; });
+    if (slot == ph.slots.end()) continue;
+    out.print("{}{} slot, micro-batch {} {{\n", indent,
+              work == PipelineWork::kForward ? "forward" : "backward", slot->micro_batch);
+    print_ops(out, plan, range(slot->first_op, slot->end_op), indent + "  ");
+    out.print("{}}}\n", indent);
+  }
+  print_ops(out, plan, range(ph.slots.back().end_op, static_cast<std::int64_t>(ph.ops.size())),
+            indent);
+}
+
+// The schedule in time units for the diagram: each stage's forward and backward slot in
+// multiples of a unit (at least 1), the shortest slot made coarser until the step fits
+// 48 columns or every slot is one unit.
+PipelineSchedule diagram_schedule(const Plan& plan) {
+  const PipelinePlan& pp = *plan.pipeline;
+  double unit = 0.0;
+  for (const PipelineStagePlan& st : pp.stages)
+    for (const double t : {st.forward_seconds, st.backward_seconds})
+      if (t > 0 && (unit == 0.0 || t < unit)) unit = t;
+  if (unit == 0.0) unit = 1.0;
+  for (;; unit *= 1.5) {
+    std::vector<std::int64_t> f, b;
+    for (const PipelineStagePlan& st : pp.stages) {
+      f.push_back(std::max<std::int64_t>(1, std::llround(st.forward_seconds / unit)));
+      b.push_back(std::max<std::int64_t>(1, std::llround(st.backward_seconds / unit)));
+    }
+    PipelineSchedule s = one_f_one_b(plan.gradient_accumulation, f, b);
+    const bool all_one = std::all_of(f.begin(), f.end(), [](std::int64_t x) { return x == 1; }) &&
+                         std::all_of(b.begin(), b.end(), [](std::int64_t x) { return x == 1; });
+    if (s.makespan <= 48 || all_one) return s;
+  }
+}
+
+void print_pipeline(Printer& out, const Plan& plan) {
+  const PipelinePlan& pp = *plan.pipeline;
+  const auto S = static_cast<std::int64_t>(pp.stages.size());
+  out.print("\nPipeline: {} stages ({}), 1F1B with a flush before the optimizer\n", S,
+            pp.placement_auto ? "placement auto: balanced by forward + backward FLOPs"
+                              : "placement as written");
+  const bool train = plan.program == Program::kTrain;
+  TextTable t({"Stage", "Layers", "Stash depth", "Peak", "Forward slot", "Backward slot"},
+              {true, false, true, true, true, true});
+  for (std::int64_t s = 0; s < S; ++s) {
+    const PipelineStagePlan& st = pp.stages[static_cast<std::size_t>(s)];
+    std::string layers;
+    for (int k = st.first_layer; k < st.first_layer + st.n_layers; ++k)
+      layers += (layers.empty() ? "" : " ") + plan.layers[static_cast<std::size_t>(k)].name;
+    const Phase* ph = nullptr;
+    for (const Phase& p : plan.phases)
+      if (p.stage == s) ph = &p;
+    t.add({std::to_string(s), layers, std::to_string(st.stash_depth),
+           ph ? format_bytes(ph->memory.peak) : "-",
+           fmt::format("{:.3f} ms", st.forward_seconds * 1e3),
+           train ? fmt::format("{:.3f} ms", st.backward_seconds * 1e3) : "-"});
+  }
+  t.print(out);
+  out.print(
+      "  bubble: planned {:.1f}% ((S-1)/(GA+S-1) = {}/{}), {:.1f}% with the stages' "
+      "estimated times\n",
+      pp.planned_bubble * 100, S - 1, plan.gradient_accumulation + S - 1,
+      pp.estimated_bubble * 100);
+  if (!train) return;
+  out.put("  schedule (time x stage; Fi/Bi: forward/backward of micro-batch i, . idle):\n");
+  const std::string diagram = schedule_diagram(diagram_schedule(plan));
+  std::size_t at = 0;
+  while (at < diagram.size()) {
+    const std::size_t end = diagram.find('\n', at);
+    out.print("    {}\n", diagram.substr(at, end == std::string::npos ? end : end - at));
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+}
+
+void print_sync_groups(Printer& out, const Plan& plan) {
+  const std::int64_t S =
+      plan.pipeline ? static_cast<std::int64_t>(plan.pipeline->stages.size()) : 1;
+  const SyncGroups g = sync_groups(plan.sync_pattern, plan.replication_factor, S);
+  std::string gs2;
+  for (const auto& set : g.gs2) gs2 += (gs2.empty() ? "" : " ") + device_set_text(set);
+  if (g.gs2.size() > 4) gs2 = fmt::format("{} groups of one device each", g.gs2.size());
+  out.print("  sync pattern {}: GS1 {}; GS2 {}\n", enum_name(plan.sync_pattern),
+            device_set_text(g.gs1.front()), gs2);
+}
+
 std::string placement(const Plan& plan, const Variable& v) {
   if (!v.remote) return "device " + tensor_name(plan, v.device_tensor);
   const RemoteBuffer& b = plan.buffers[static_cast<std::size_t>(v.buffer)];
@@ -239,6 +343,12 @@ void print_plan(std::ostream& stream, const Plan& plan) {
               grouping_text(plan.sharding_grouping));
   else
     out.put("  sharding: off\n");
+  if (plan.pipeline)
+    out.print("  pipeline: {} stages, {} devices (replica r's stage s is device r x {} + s)\n",
+              plan.pipeline->stages.size(),
+              plan.replication_factor * static_cast<std::int64_t>(plan.pipeline->stages.size()),
+              plan.pipeline->stages.size());
+  print_sync_groups(out, plan);
 
   out.put("\nLayers\n");
   TextTable layers({"Layer", "In", "Out", "Activation", "Graph", "Row"},
@@ -271,16 +381,28 @@ void print_plan(std::ostream& stream, const Plan& plan) {
               std::to_string(v.padding)});
   vars.print(out);
 
-  out.put("\nDevice tensors (per replica)\n");
-  TextTable tensors(
-      {"Name", "Shape", "Elements", "Dtype", "Class", "Bytes", "Always live", "Second slot"},
-      {false, false, true, false, false, true, false, false});
-  for (const auto& t : plan.tensors)
-    tensors.add({t.name, shape_text(t.shape), std::to_string(t.nelms),
-                 std::string(enum_name(t.dtype)), std::string(tensor_class_name(t.cls)),
-                 std::to_string(t.nbytes), t.always_live ? "yes" : "no",
-                 t.double_buffer >= 0 ? tensor_name(plan, t.double_buffer) : "-"});
-  tensors.print(out);
+  if (plan.pipeline) {
+    out.put("\nDevice tensors (per replica, on its stage's device)\n");
+    TextTable tensors(
+        {"Stage", "Name", "Shape", "Elements", "Dtype", "Class", "Bytes", "Always live"},
+        {true, false, false, true, false, false, true, false});
+    for (const auto& t : plan.tensors)
+      tensors.add({std::to_string(t.stage), t.name, shape_text(t.shape), std::to_string(t.nelms),
+                   std::string(enum_name(t.dtype)), std::string(tensor_class_name(t.cls)),
+                   std::to_string(t.nbytes), t.always_live ? "yes" : "no"});
+    tensors.print(out);
+  } else {
+    out.put("\nDevice tensors (per replica)\n");
+    TextTable tensors(
+        {"Name", "Shape", "Elements", "Dtype", "Class", "Bytes", "Always live", "Second slot"},
+        {false, false, true, false, false, true, false, false});
+    for (const auto& t : plan.tensors)
+      tensors.add({t.name, shape_text(t.shape), std::to_string(t.nelms),
+                   std::string(enum_name(t.dtype)), std::string(tensor_class_name(t.cls)),
+                   std::to_string(t.nbytes), t.always_live ? "yes" : "no",
+                   t.double_buffer >= 0 ? tensor_name(plan, t.double_buffer) : "-"});
+    tensors.print(out);
+  }
 
   out.put(plan.program == Program::kEval ? "\nSchedule (per evaluation batch)\n"
                                          : "\nSchedule (per optimizer step)\n");
@@ -288,10 +410,15 @@ void print_plan(std::ostream& stream, const Plan& plan) {
   print_ops(out, plan, plan.setup, "    ");
   for (std::size_t p = 0; p < plan.phases.size(); ++p) {
     out.print("  phase {}: {}\n", p + 1, plan.phases[p].name);
-    print_ops(out, plan, plan.phases[p].ops, "    ");
+    if (plan.pipeline)
+      print_stage_program(out, plan, plan.phases[p]);
+    else
+      print_ops(out, plan, plan.phases[p].ops, "    ");
   }
+  if (plan.pipeline) print_pipeline(out, plan);
 
-  out.put("\nMemory per replica\n");
+  out.put(plan.pipeline ? "\nMemory per device (each phase a stage's device)\n"
+                        : "\nMemory per replica\n");
   TextTable mem({"Phase", "Peak", "Always live", "Not always live", "Weights", "Grad acc",
                  "Optimizer", "Activations", "IO slots", "Workspace", "Est. time"},
                 {false, true, true, true, true, true, true, true, true, true, true});

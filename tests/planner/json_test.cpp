@@ -31,6 +31,13 @@ std::vector<Plan> sample_plans() {
   plans.push_back(build_plan(c));
   c.execution.io_mode = popkit::config::IoMode::kIoOverlapped;
   plans.push_back(build_plan(c));
+  auto piped = test::mnist_phased();  // pipelined: stages, slots, sends, receive buffers
+  piped.execution.mode = popkit::config::ExecutionMode::kStandard;
+  piped.remote = {};
+  piped.pipeline.stages = 2;
+  piped.execution.sync_pattern = popkit::config::SyncPattern::kReplicaAndLadder;
+  plans.push_back(build_plan(piped));
+  plans.push_back(build_plan(piped, Program::kEval));
   c.device.memory_per_replica = 100;     // does not fit
   c.training.gradient_accumulation = 1;  // io_overlapped falls back, with a warning
   plans.push_back(build_plan(c));
