@@ -548,6 +548,11 @@ class Checker final : public RuleChecks {
               "stage runs its micro-batches unrolled in 1F1B order, without one; use io or "
               "compute");
       }
+      if (c_.remote.optimizer_state && ok("remote.optimizer_state")) {
+        error("remote.optimizer_state",
+              "pipeline stages keep their optimizer state on their own devices; remote "
+              "optimizer state with pipeline.stages > 1 is not supported yet");
+      }
       const std::string rule =
           pipeline_accumulation_rule(p.stages, c_.training.gradient_accumulation);
       if (!rule.empty() && ok("training.gradient_accumulation")) {

@@ -7,8 +7,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <new>
 #include <numeric>
 #include <optional>
@@ -71,10 +73,55 @@ OpCategory category(OpKind k) {
     case OpKind::kAllReduce:
     case OpKind::kSliceShard:
       return OpCategory::kCollective;
+    case OpKind::kSend:
+    case OpKind::kRecv:
+      return OpCategory::kPipeline;
     default:
       return OpCategory::kCompute;
   }
 }
+
+// Pipelined execution: a receive buffer's hand-over between two stage workers of one
+// replica. The sender waits until the receiver has taken the previous contents, copies
+// into the buffer and marks it full; the receiver waits until it is full, copies out and
+// marks it empty. The copies happen under the lock, so the data is ordered with the flag.
+// `abort` ends every wait when a worker failed.
+struct Mailbox {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool full = false;
+};
+
+// The stage workers of one stage meet here around a collective (all replicas' buffers of
+// that stage, run by one of them); abortable like the mailboxes.
+class StageBarrier {
+ public:
+  explicit StageBarrier(std::int64_t n) : n_(n) {}
+  // False when aborted.
+  bool arrive_and_wait(const std::atomic<bool>& abort) {
+    std::unique_lock lock(mutex_);
+    const std::uint64_t generation = generation_;
+    if (++arrived_ == n_) {
+      arrived_ = 0;
+      ++generation_;
+      changed_.notify_all();
+      return !abort.load();
+    }
+    changed_.wait(lock, [&] { return generation_ != generation || abort.load(); });
+    return generation_ != generation;
+  }
+  void wake() {
+    std::lock_guard lock(mutex_);
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::int64_t n_;
+  std::int64_t arrived_ = 0;
+  std::uint64_t generation_ = 0;
+};
 
 bool is_collective(OpKind k) {
   return category(k) == OpCategory::kCollective;
@@ -140,7 +187,16 @@ struct Engine::Impl {
   bool preload_on_io_thread = false;
   std::function<void(std::int64_t)> preload_job;
   std::shared_ptr<Collectives> collectives;
+  // `replicas` holds the hosted replicas' devices: one each, or with a pipelined plan
+  // one per stage, replica r's stage s at (r - hosted.first) * n_stages + s.
   std::vector<std::unique_ptr<Replica>> replicas;
+  // Pipelined: the stages, each stage's collectives among the same stage of every
+  // replica, the receive buffers' hand-overs, and the first worker failure.
+  std::int64_t n_stages = 1;
+  std::vector<std::shared_ptr<Collectives>> stage_collectives;
+  std::vector<std::unique_ptr<StageBarrier>> stage_barriers;
+  std::vector<std::unique_ptr<Mailbox>> mailboxes;
+  std::atomic<bool> abort{false};
   std::optional<OptimizerKernel> optimizer;
   // The hot loops for this CPU (engine/kernels): chosen once per process.
   const Kernels& kern = kernels();
@@ -164,9 +220,16 @@ struct Engine::Impl {
 
   // Replica r (a global index), hosted by this process.
   Replica& replica(std::int64_t r) const {
-    POPKIT_ASSERT(hosted.hosts(r));
+    POPKIT_ASSERT(hosted.hosts(r) && n_stages == 1);
     return *replicas[static_cast<std::size_t>(r - hosted.first)];
   }
+  // Replica r's device of stage s (s = 0 without pipelining).
+  Replica& device(std::int64_t r, std::int64_t s) const {
+    POPKIT_ASSERT(hosted.hosts(r) && s >= 0 && s < n_stages);
+    return *replicas[static_cast<std::size_t>((r - hosted.first) * n_stages + s)];
+  }
+  // The device of replica r that holds tensor t.
+  Replica& holder(std::int64_t r, int t) const { return device(r, std::max(0, tensor(t).stage)); }
   std::int64_t local(std::int64_t r) const { return r - hosted.first; }
 
   // ---- the layer kinds' view (engine/layer_kinds.h) -----------------------------------
@@ -235,13 +298,9 @@ struct Engine::Impl {
     }
     if (plan.replication_factor < 1)
       throw Error("plan: replication factor {} < 1", plan.replication_factor);
-    // Issue 16: the planner builds pipelined plans (one program per stage), and the
-    // engine's stage workers are still to come; refuse rather than run another program.
-    if (plan.pipeline)
-      throw Error(
-          "plan '{}' is pipelined ({} stages): popplan plans it, but poprun does not run "
-          "pipelined plans yet (docs/pipelining.md); remove pipeline: to train this model",
-          plan.name, plan.pipeline->stages.size());
+    if (plan.pipeline && !plan.buffers.empty())
+      throw Error("plan '{}' is pipelined with remote buffers, which its stages do not share",
+                  plan.name);
     image_size = std::accumulate(plan.input_shape.begin(), plan.input_shape.end(), std::int64_t{1},
                                  std::multiplies<>());
     for (const auto& t : plan.tensors) {
@@ -432,6 +491,21 @@ struct Engine::Impl {
           check_op(inner);
         }
         break;
+      case OpKind::kSend:
+      case OpKind::kRecv: {
+        // A copy between a stage's tensor and a receive buffer of equal size (the
+        // planner's walk has checked which stage holds which).
+        const int src = op.inputs[planner::shard_operand::kSrc];
+        const int dst = op.outputs[planner::shard_operand::kDst];
+        if (!plan.pipeline || op.peer < 0 ||
+            op.peer >= static_cast<int>(plan.pipeline->stages.size()))
+          throw Error("plan: {}, op '{}': a {} needs a pipelined plan and a peer stage", where,
+                      op.label, planner::op_kind_name(op.kind));
+        if (tensor(src).nbytes != tensor(dst).nbytes)
+          throw Error("plan: {}, op '{}': copies {} bytes into {}", where, op.label,
+                      tensor(src).nbytes, tensor(dst).nbytes);
+        break;
+      }
     }
   }
 
@@ -481,8 +555,10 @@ struct Engine::Impl {
     }
   }
 
-  void run_local(const Op& op, std::int64_t r, std::int64_t s) {
-    Replica& rep = replica(r);
+  void run_local(const Op& op, std::int64_t r, std::int64_t s) { run_on(replica(r), op, r, s); }
+
+  // The op on one device `rep` of replica r, at repeat step (or micro-batch) s.
+  void run_on(Replica& rep, const Op& op, std::int64_t r, std::int64_t s) {
     switch (op.kind) {
       case OpKind::kAlloc: {
         const int t = planner::the_tensor(op);
@@ -639,27 +715,35 @@ struct Engine::Impl {
     out.reserve(static_cast<std::size_t>(hosted.n));
     const int k = slot(t, s);
     for (std::int64_t r = hosted.first; r < hosted.first + hosted.n; ++r)
-      out.push_back({r, raw(replica(r), t, s, op), tensor(k).nelms, tensor(k).dtype});
+      out.push_back({r, raw(holder(r, k), t, s, op), tensor(k).nelms, tensor(k).dtype});
     return out;
   }
 
   void run_collective(const Op& op, std::int64_t s) {
+    // A pipelined plan's stages reduce among themselves, each with its own collectives.
+    Collectives* group =
+        n_stages > 1 ? stage_collectives[static_cast<std::size_t>(std::max(
+                                             0, tensor(op.inputs.empty() ? planner::the_tensor(op)
+                                                                         : op.inputs[0])
+                                                    .stage))]
+                           .get()
+                     : this->collectives.get();
     switch (op.kind) {
       case OpKind::kAllReduce:
-        collectives->all_reduce(op.grouping, op.reduce, buffers_of(planner::the_tensor(op), s, op));
+        group->all_reduce(op.grouping, op.reduce, buffers_of(planner::the_tensor(op), s, op));
         break;
       case OpKind::kReduceScatter:
-        collectives->reduce_scatter(op.grouping, op.shard_grouping, op.reduce,
+        group->reduce_scatter(op.grouping, op.shard_grouping, op.reduce,
                                     buffers_of(op.inputs[planner::shard_operand::kSrc], s, op),
                                     buffers_of(op.outputs[planner::shard_operand::kDst], s, op));
         break;
       case OpKind::kAllGather:
-        collectives->all_gather(op.grouping,
+        group->all_gather(op.grouping,
                                 buffers_of(op.inputs[planner::shard_operand::kSrc], s, op),
                                 buffers_of(op.outputs[planner::shard_operand::kDst], s, op));
         break;
       case OpKind::kSliceShard:
-        collectives->slice_shard(op.grouping,
+        group->slice_shard(op.grouping,
                                  buffers_of(op.inputs[planner::shard_operand::kSrc], s, op),
                                  buffers_of(op.outputs[planner::shard_operand::kDst], s, op));
         break;
@@ -958,13 +1042,207 @@ struct Engine::Impl {
   void setup() {
     const auto t0 = Clock::now();
     where = "setup";
-    run_ops(plan.setup, false);
+    if (n_stages > 1) {
+      // Each always-live tensor on its stage's device of every replica.
+      for (const Op& op : plan.setup)
+        for (std::int64_t r = hosted.first; r < hosted.first + hosted.n; ++r)
+          run_on(holder(r, planner::the_tensor(op)), op, r, 0);
+    } else {
+      run_ops(plan.setup, false);
+    }
     timings.setup_seconds = seconds_since(t0);
+  }
+
+  // ---- pipelined execution (issue 16) ------------------------------------------------
+
+  Mailbox& mailbox(std::int64_t r, std::int64_t to, std::int64_t from) const {
+    const std::int64_t i = ((r - hosted.first) * n_stages + to) * 2 + (from < to ? 0 : 1);
+    return *mailboxes[static_cast<std::size_t>(i)];
+  }
+
+  void abort_workers() {
+    abort.store(true);
+    for (auto& m : mailboxes) {
+      std::lock_guard lock(m->mutex);
+      m->changed.notify_all();
+    }
+    for (auto& b : stage_barriers) b->wake();
+  }
+
+  [[noreturn]] void aborted() const {
+    throw Error("{}: stopped because another stage worker failed", where);
+  }
+
+  // A send: into stage `peer`'s receive buffer once the receiver took the last contents.
+  void send(const Op& op, std::int64_t r, std::int64_t stage) {
+    Mailbox& m = mailbox(r, op.peer, stage);
+    const int src = op.inputs[0], dst = op.outputs[0];
+    std::unique_lock lock(m.mutex);
+    m.changed.wait(lock, [&] { return !m.full || abort.load(); });
+    if (abort.load()) aborted();
+    std::memcpy(raw(device(r, op.peer), dst, 0, op), raw(device(r, stage), src, 0, op),
+                tensor(src).nbytes);
+    m.full = true;
+    m.changed.notify_all();
+  }
+
+  void receive(const Op& op, std::int64_t r, std::int64_t stage) {
+    Mailbox& m = mailbox(r, stage, op.peer);
+    const int src = op.inputs[0], dst = op.outputs[0];
+    Replica& dev = device(r, stage);
+    std::unique_lock lock(m.mutex);
+    m.changed.wait(lock, [&] { return m.full || abort.load(); });
+    if (abort.load()) aborted();
+    std::memcpy(raw(dev, dst, 0, op), raw(dev, src, 0, op), tensor(src).nbytes);
+    m.full = false;
+    m.changed.notify_all();
+  }
+
+  // Worker (r, stage): the stage's program on its device. Ops in a slot see the slot's
+  // micro-batch as their step; collectives meet the same stage of the other replicas.
+  // Returns the time spent in the slots not waiting for a neighbour, and the slots'
+  // first start and last end.
+  struct StageRun {
+    double busy = 0.0;
+    Clock::time_point first, last;
+  };
+  StageRun run_stage(const planner::Phase& ph, std::int64_t r, std::int64_t stage) {
+    Replica& dev = device(r, stage);
+    dev.segment_seconds.fill(0.0);
+    dev.sampler.begin(dev.account);
+    StageRun run;
+    std::size_t slot = 0;
+    double waited = 0.0;
+    for (std::size_t i = 0; i < ph.ops.size(); ++i) {
+      if (abort.load()) aborted();
+      const Op& op = ph.ops[i];
+      while (slot < ph.slots.size() && static_cast<std::int64_t>(i) >= ph.slots[slot].end_op)
+        ++slot;
+      const bool in_slot =
+          slot < ph.slots.size() && static_cast<std::int64_t>(i) >= ph.slots[slot].first_op;
+      const std::int64_t mb = in_slot ? ph.slots[slot].micro_batch : 0;
+      const auto t0 = Clock::now();
+      if (in_slot && i == static_cast<std::size_t>(ph.slots.front().first_op)) run.first = t0;
+      if (is_collective(op.kind)) {
+        StageBarrier& barrier = *stage_barriers[static_cast<std::size_t>(stage)];
+        if (!barrier.arrive_and_wait(abort)) aborted();
+        if (r == hosted.first) run_collective(op, mb);
+        if (!barrier.arrive_and_wait(abort)) aborted();
+      } else if (op.kind == OpKind::kSend) {
+        send(op, r, stage);
+      } else if (op.kind == OpKind::kRecv) {
+        receive(op, r, stage);
+      } else {
+        run_on(dev, op, r, mb);
+        if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) dev.sampler.sample(dev.account);
+      }
+      const double t = seconds_since(t0);
+      dev.segment_seconds[static_cast<std::size_t>(category(op.kind))] += t;
+      if (in_slot) {
+        // A receive's time is mostly its wait for the neighbour: idle, not work.
+        if (op.kind == OpKind::kRecv || op.kind == OpKind::kSend)
+          waited += t;
+        else
+          run.busy += t;
+        run.last = Clock::now();
+      }
+    }
+    (void)waited;
+    return run;
+  }
+
+  // One step of a pipelined plan: a worker per (replica, stage), all at once.
+  void run_pipelined(const BatchSource& source) {
+    const auto t_step = Clock::now();
+    batches = &source;
+    where = "pipelined step";
+    const auto S = static_cast<std::size_t>(n_stages);
+    timings.phase_seconds.resize(plan.phases.size(), 0.0);
+    timings.phase_category_seconds.resize(plan.phases.size());
+    phase_memory.resize(plan.phases.size(),
+                        std::vector<planner::PhaseMemory>(static_cast<std::size_t>(hosted.n)));
+    for (auto& m : mailboxes) m->full = false;
+    abort.store(false);
+    const std::size_t n_workers = static_cast<std::size_t>(hosted.n) * S;
+    std::vector<StageRun> runs(n_workers);
+    std::vector<std::exception_ptr> errors(n_workers);
+    std::vector<std::thread> workers;
+    workers.reserve(n_workers);
+    for (std::int64_t r = hosted.first; r < hosted.first + hosted.n; ++r)
+      for (std::size_t p = 0; p < plan.phases.size(); ++p) {
+        const std::size_t w = static_cast<std::size_t>(r - hosted.first) * S + p;
+        workers.emplace_back([this, &runs, &errors, w, r, p] {
+          const FlushDenormals mode;  // every engine thread computes in the same mode
+          const planner::Phase& ph = plan.phases[p];
+          try {
+            runs[w] = run_stage(ph, r, ph.stage);
+          } catch (...) {
+            errors[w] = std::current_exception();
+            abort_workers();
+          }
+        });
+      }
+    for (auto& t : workers) t.join();
+    batches = nullptr;
+    // The first failure that is not another worker's stop, in replica then stage order.
+    std::exception_ptr first;
+    for (const auto& e : errors) {
+      if (!e) continue;
+      try {
+        std::rethrow_exception(e);
+      } catch (const Error& err) {
+        if (std::string(err.what()).find("another stage worker failed") != std::string::npos) {
+          if (!first) first = e;
+          continue;
+        }
+        first = e;
+        break;
+      } catch (...) {
+        first = e;
+        break;
+      }
+    }
+    if (first) std::rethrow_exception(first);
+    const double step = seconds_since(t_step);
+    Clock::time_point begin = runs.front().first, end = runs.front().last;
+    double busy = 0.0;
+    for (std::size_t p = 0; p < plan.phases.size(); ++p) {
+      double slowest = 0.0;
+      std::array<double, kNumOpCategories> by_category{};
+      for (std::int64_t r = hosted.first; r < hosted.first + hosted.n; ++r) {
+        const std::size_t w = static_cast<std::size_t>(r - hosted.first) * S + p;
+        const Replica& dev = device(r, plan.phases[p].stage);
+        double total = 0.0;
+        for (std::size_t c = 0; c < kNumOpCategories; ++c) {
+          by_category[c] = std::max(by_category[c], dev.segment_seconds[c]);
+          total += dev.segment_seconds[c];
+        }
+        slowest = std::max(slowest, total);
+        const auto& m = dev.sampler.memory();
+        auto& kept = phase_memory[p][static_cast<std::size_t>(r - hosted.first)];
+        if (m.peak > kept.peak || timings.steps == 0) kept = m;
+        begin = std::min(begin, runs[w].first);
+        end = std::max(end, runs[w].last);
+        busy += runs[w].busy;
+      }
+      timings.phase_seconds[p] += slowest;
+      for (std::size_t c = 0; c < kNumOpCategories; ++c) {
+        timings.phase_category_seconds[p][c] += by_category[c];
+        timings.category_seconds[c] += by_category[c];
+      }
+    }
+    const double span = std::chrono::duration<double>(end - begin).count();
+    const double devices = static_cast<double>(n_workers);
+    timings.pipeline_bubble.push_back(span > 0 ? std::max(0.0, 1.0 - busy / (devices * span))
+                                               : 0.0);
+    ++timings.steps;
+    timings.step_seconds.push_back(step);
   }
 
   // One execution of the plan's phases over the batch `source` serves, with their
   // timings and memory samples.
   void run_phases(const BatchSource& source) {
+    if (n_stages > 1) return run_pipelined(source);
     const auto t_step = Clock::now();
     batches = &source;
     timings.phase_seconds.resize(plan.phases.size(), 0.0);
@@ -1057,7 +1335,10 @@ struct Engine::Impl {
     // Every replica's losses, in replica order on every rank (ranks host ascending blocks
     // of replicas), summed in that order as one process sums them.
     std::vector<double> mine;
-    for (auto& rep : replicas) mine.insert(mine.end(), rep->losses.begin(), rep->losses.end());
+    for (std::int64_t r = hosted.first; r < hosted.first + hosted.n; ++r) {
+      const Replica& rep = device(r, n_stages - 1);  // the stage with the loss
+      mine.insert(mine.end(), rep.losses.begin(), rep.losses.end());
+    }
     const auto all = all_gather_values(*world, std::span<const double>(mine));
     const auto per = static_cast<std::size_t>(plan.gradient_accumulation);
     POPKIT_ASSERT(all.size() == per * static_cast<std::size_t>(n_replicas));
@@ -1083,8 +1364,8 @@ struct Engine::Impl {
 
   // The bytes of the variable's home on replica r (its shard when sharded).
   std::byte* home(const Variable& v, std::int64_t r) const {
-    Replica& rep = replica(r);
-    if (v.remote) return rep.store->entry(v.buffer, v.entry);
+    if (v.remote) return replica(r).store->entry(v.buffer, v.entry);
+    Replica& rep = holder(r, v.device_tensor);
     std::byte* p = rep.tensors[static_cast<std::size_t>(v.device_tensor)];
     if (!p) throw Error("variable '{}': its device tensor is not allocated", v.name);
     return p;
@@ -1157,7 +1438,17 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
   m.n_replicas = m.plan.replication_factor;
   m.world = m.options.world ? m.options.world : process_world_shared();
   m.hosted = hosted_replicas(m.n_replicas, m.world->rank(), m.world->size());
-  m.block_bytes = planner::device_block_bytes(m.plan);
+  m.n_stages = m.plan.pipeline ? static_cast<std::int64_t>(m.plan.pipeline->stages.size()) : 1;
+  if (m.n_stages > 1 && m.world->size() > 1)
+    throw Error(
+        "plan '{}' is pipelined: its stage workers run in one process (threads), not over "
+        "{} MPI ranks; run it without mpirun",
+        m.plan.name, m.world->size());
+  std::vector<std::uint64_t> stage_blocks;  // pipelined: each stage's device block
+  for (std::int64_t s = 0; s < m.n_stages && m.n_stages > 1; ++s)
+    stage_blocks.push_back(planner::device_block_bytes(m.plan, static_cast<int>(s)));
+  m.block_bytes = m.n_stages > 1 ? *std::max_element(stage_blocks.begin(), stage_blocks.end())
+                                 : planner::device_block_bytes(m.plan);
   m.index_preloads();
   int threads = m.options.n_threads;
   // The host's cores are shared by the ranks on it.
@@ -1165,19 +1456,29 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
   // Replicas >= threads: one replica per thread, each single-threaded. One replica: its
   // GEMMs use the threads (in_column_blocks).
   if (m.hosted.n > 1) threads = static_cast<int>(std::min<std::int64_t>(threads, m.hosted.n));
+  if (m.n_stages > 1) threads = 1;  // a worker thread per device; GEMMs stay on it
   m.pool = std::make_unique<ThreadPool>(threads);
   m.intra_op = m.hosted.n == 1 && threads > 1;
   m.collectives =
       m.options.collectives
           ? m.options.collectives
           : std::shared_ptr<Collectives>(m.world->make_collectives(m.n_replicas, m.pool.get()));
-  for (std::int64_t r = m.hosted.first; r < m.hosted.first + m.hosted.n; ++r) {
-    auto rep = std::make_unique<Impl::Replica>();
-    rep->block = AlignedBlock(m.block_bytes);
-    rep->fit.emplace(m.block_bytes);
-    rep->tensors.resize(m.plan.tensors.size(), nullptr);
-    rep->store = std::make_unique<RemoteStore>(m.plan.buffers);
-    m.replicas.push_back(std::move(rep));
+  for (std::int64_t r = m.hosted.first; r < m.hosted.first + m.hosted.n; ++r)
+    for (std::int64_t s = 0; s < m.n_stages; ++s) {
+      const std::uint64_t bytes =
+          m.n_stages > 1 ? stage_blocks[static_cast<std::size_t>(s)] : m.block_bytes;
+      auto rep = std::make_unique<Impl::Replica>();
+      rep->block = AlignedBlock(bytes);
+      rep->fit.emplace(bytes);
+      rep->tensors.resize(m.plan.tensors.size(), nullptr);
+      rep->store = std::make_unique<RemoteStore>(m.plan.buffers);
+      m.replicas.push_back(std::move(rep));
+      if (m.n_stages > 1)
+        for (int k = 0; k < 2; ++k) m.mailboxes.push_back(std::make_unique<Mailbox>());
+    }
+  for (std::int64_t s = 0; s < m.n_stages && m.n_stages > 1; ++s) {
+    m.stage_collectives.push_back(m.world->make_collectives(m.n_replicas, nullptr));
+    m.stage_barriers.push_back(std::make_unique<StageBarrier>(m.hosted.n));
   }
   m.setup();
 }
@@ -1228,7 +1529,7 @@ EvalResult Engine::evaluate(const Dataset& data) {
     // order, so the sums do not depend on the threads.
     scored.clear();
     for (std::int64_t r = m.hosted.first; r < m.hosted.first + m.hosted.n; ++r) {
-      const auto& rep = m.replica(r);
+      const auto& rep = m.device(r, m.n_stages - 1);  // the stage with the logits
       for (std::int64_t s = 0; s < steps; ++s) {
         const std::int64_t n = batches.valid(r, s);
         if (n == 0) {
@@ -1330,11 +1631,19 @@ MemoryReport Engine::memory_report() const {
   MemoryReport r;
   std::vector<std::uint64_t> peak, live, streaming;
   std::vector<planner::ClassBytes> by_class;
-  for (const auto& rep : m.replicas) {
-    peak.push_back(rep->account.peak());
-    live.push_back(rep->account.always_live());
-    streaming.push_back(rep->store->account().bytes);
-    by_class.push_back(rep->store->account().by_class);
+  // Per replica: its device's figures, or with a pipelined plan its largest stage's
+  // (each device must hold its own; the plan's peak is the largest stage's too).
+  for (std::int64_t rep = m.hosted.first; rep < m.hosted.first + m.hosted.n; ++rep) {
+    std::uint64_t most = 0, most_live = 0;
+    for (std::int64_t s = 0; s < m.n_stages; ++s) {
+      most = std::max(most, m.device(rep, s).account.peak());
+      most_live = std::max(most_live, m.device(rep, s).account.always_live());
+    }
+    peak.push_back(most);
+    live.push_back(most_live);
+    const auto& store = m.device(rep, 0).store->account();
+    streaming.push_back(store.bytes);
+    by_class.push_back(store.by_class);
   }
   r.peak_bytes = all_gather_values(world, std::span<const std::uint64_t>(peak));
   r.always_live_bytes = all_gather_values(world, std::span<const std::uint64_t>(live));
@@ -1353,11 +1662,23 @@ std::vector<BytesMoved> Engine::bytes_moved() const {
   const Impl& m = *impl_;
   std::vector<BytesMoved> mine;
   for (std::int64_t r = m.hosted.first; r < m.hosted.first + m.hosted.n; ++r) {
-    const auto& rep = m.replica(r);
-    const CollectiveBytes c = m.collectives->bytes(r);
-    const CollectiveBytes x = m.collectives->cross_process_bytes(r);
-    mine.push_back({rep.host_in.load(), rep.host_out.load(), rep.remote_in.load(),
-                    rep.remote_out.load(), c.sent, c.received, x.sent, x.received});
+    BytesMoved b;
+    for (std::int64_t s = 0; s < m.n_stages; ++s) {
+      const auto& rep = m.device(r, s);
+      b.host_in += rep.host_in.load();
+      b.host_out += rep.host_out.load();
+      b.remote_in += rep.remote_in.load();
+      b.remote_out += rep.remote_out.load();
+    }
+    std::vector<Collectives*> all{m.collectives.get()};
+    for (const auto& c : m.stage_collectives) all.push_back(c.get());
+    for (Collectives* c : all) {
+      b.collective_sent += c->bytes(r).sent;
+      b.collective_received += c->bytes(r).received;
+      b.cross_process_sent += c->cross_process_bytes(r).sent;
+      b.cross_process_received += c->cross_process_bytes(r).received;
+    }
+    mine.push_back(b);
   }
   return all_gather_values(*m.world, std::span<const BytesMoved>(mine));
 }

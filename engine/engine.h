@@ -54,8 +54,9 @@ struct EngineOptions {
 };
 
 // What the op's wall time is counted as.
-enum class OpCategory { kCompute, kCollective, kRemote, kHostIo, kMemory };
-inline constexpr std::size_t kNumOpCategories = 5;
+// kPipeline: sends and receives between the stages of a pipelined plan, waits included.
+enum class OpCategory { kCompute, kCollective, kRemote, kHostIo, kMemory, kPipeline };
+inline constexpr std::size_t kNumOpCategories = 6;
 
 struct Timings {
   std::int64_t steps = 0;
@@ -66,6 +67,11 @@ struct Timings {
   // in io_overlapped the IO thread's time is counted too, so the sum can exceed the wall.
   std::array<double, kNumOpCategories> category_seconds{};
   std::vector<std::array<double, kNumOpCategories>> phase_category_seconds;  // [phase][category]
+  // A pipelined plan, per step: the stages' idle share while the pipeline runs, 1 - (time
+  // the stages spent in their slots, not waiting for a neighbour) / (stages x the time
+  // from the first slot's start to the last slot's end), beside the planned
+  // (S - 1) / (GA + S - 1).
+  std::vector<double> pipeline_bubble;
 };
 
 // Per replica, cumulative.

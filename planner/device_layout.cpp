@@ -110,4 +110,17 @@ std::uint64_t device_block_bytes(const Plan& plan) {
   return replay.high_water();
 }
 
+std::uint64_t device_block_bytes(const Plan& plan, int stage) {
+  Replay replay(plan);
+  std::vector<Op> setup;
+  for (const Op& op : plan.setup)
+    if (plan.tensors.at(static_cast<std::size_t>(the_tensor(op))).stage == stage)
+      setup.push_back(op);
+  replay.run(setup);
+  for (int step = 0; step < 2; ++step)
+    for (const auto& phase : plan.phases)
+      if (phase.stage == stage) replay.run(phase.ops);
+  return replay.high_water();
+}
+
 }  // namespace popkit::planner

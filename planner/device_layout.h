@@ -50,4 +50,8 @@ class FirstFit {
 // their allocs and frees balance). 2^64 - 1 when the tensors' sizes overflow 2^63.
 [[nodiscard]] std::uint64_t device_block_bytes(const Plan& plan);
 
+// A pipelined plan: the block of stage `stage`'s device, replaying the setup's allocs of
+// that stage's tensors, then its program twice.
+[[nodiscard]] std::uint64_t device_block_bytes(const Plan& plan, int stage);
+
 }  // namespace popkit::planner

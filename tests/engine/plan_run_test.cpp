@@ -761,3 +761,110 @@ BOOST_AUTO_TEST_CASE(initial_values_do_not_depend_on_r_mode_or_sharding) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// Pipelined execution (issue 16): a worker per (replica, stage), transfers as copies
+// between the stages' devices; the same micro-batches accumulated in the same order, so
+// the weights, the optimizer state and the evaluation are bitwise those of the same
+// config without pipelining; memory measured per stage and replica equals the plan's.
+BOOST_AUTO_TEST_SUITE(pipeline)
+
+namespace {
+
+config::Config pipelined(std::int64_t replicas, std::int64_t stages) {
+  config::Config c = base_config(replicas, 2, 2 * stages);
+  c.pipeline.stages = stages;
+  return c;
+}
+
+// A batch source that fails at one micro-batch, as a bad sample would.
+class FailingBatches final : public engine::BatchSource {
+ public:
+  FailingBatches(const engine::BatchSource& inner, std::int64_t bad) : inner_(inner), bad_(bad) {}
+  engine::MicroBatch micro_batch(std::int64_t r, std::int64_t s) const override {
+    if (s == bad_) throw Error("micro-batch {} of replica {} is unreadable", s, r);
+    return inner_.micro_batch(r, s);
+  }
+
+ private:
+  const engine::BatchSource& inner_;
+  std::int64_t bad_;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(weights_and_evaluation_are_bitwise_those_without_pipelining) {
+  for (std::int64_t S = 2; S <= 4; ++S)
+    for (std::int64_t R : {1, 2})
+      for (bool sharded : {false, true}) {
+        if (sharded && R == 1) continue;
+        BOOST_TEST_CONTEXT("S " << S << " R " << R << (sharded ? " sharded" : "")) {
+          config::Config c = pipelined(R, S);
+          if (sharded) shard(c, 16);
+          config::Config plain = c;
+          plain.pipeline.stages = 1;
+          Engine piped(planner::build_plan(c), options());
+          Engine flat(planner::build_plan(plain), options());
+          for (Engine* e : {&piped, &flat}) e->initialize(c.model.init);
+          const auto lp = train(piped, 3), lf = train(flat, 3);
+          BOOST_TEST(std::memcmp(lp.data(), lf.data(), lp.size() * sizeof(double)) == 0);
+          BOOST_TEST(bitwise_equal(all_state(piped), all_state(flat)));
+          BOOST_TEST(piped.timings().pipeline_bubble.size() == 3u);
+          for (double b : piped.timings().pipeline_bubble) BOOST_TEST((b >= 0.0 && b < 1.0));
+          auto evaluate = [&](const config::Config& cfg, const Engine& trained) {
+            Engine e(planner::build_plan(cfg, planner::Program::kEval), options());
+            copy_weights(trained, e);
+            return e.evaluate(train_set());
+          };
+          const auto ep = evaluate(c, piped), ef = evaluate(plain, flat);
+          BOOST_TEST(ep.correct == ef.correct);
+          BOOST_TEST(std::memcmp(&ep.loss, &ef.loss, sizeof ep.loss) == 0);
+        }
+      }
+}
+
+BOOST_AUTO_TEST_CASE(measured_memory_equals_planned_per_stage_and_replica) {
+  for (std::int64_t S : {2, 3}) {
+    config::Config c = pipelined(2, S);
+    shard(c, 16);
+    const planner::Plan plan = planner::build_plan(c);
+    engine::EngineOptions poisoned = options();
+    poisoned.poison_new_tensors = true;  // nothing reads a tensor before writing it
+    Engine e(plan, poisoned);
+    e.initialize(c.model.init);
+    const auto losses = train(e, 2);
+    for (double l : losses) BOOST_TEST(std::isfinite(l));
+    const auto report = e.memory_report();
+    BOOST_REQUIRE_EQUAL(report.phases.size(), static_cast<std::size_t>(S));
+    for (std::size_t p = 0; p < plan.phases.size(); ++p)
+      for (std::size_t r = 0; r < 2; ++r) {
+        BOOST_TEST_CONTEXT("stage " << plan.phases[p].stage << ", replica " << r) {
+          const auto& want = plan.phases[p].memory;
+          const auto& got = report.phases[p][r];
+          BOOST_TEST(got.peak == want.peak);
+          BOOST_TEST(got.always_live == want.always_live);
+          BOOST_TEST(got.peak_by_class == want.peak_by_class, boost::test_tools::per_element());
+        }
+      }
+    for (std::size_t r = 0; r < 2; ++r) BOOST_TEST(report.peak_bytes[r] == plan.peak_bytes);
+  }
+}
+
+// A stage that fails stops every worker (no stage waits forever for a transfer), and the
+// failure reported is the stage's own, not another worker's stop.
+BOOST_AUTO_TEST_CASE(a_failing_stage_stops_every_worker) {
+  const config::Config c = pipelined(2, 3);
+  Engine e(planner::build_plan(c), options());
+  e.initialize(c.model.init);
+  const auto& p = e.plan();
+  engine::DatasetBatches batches(train_set(), p.replication_factor, p.gradient_accumulation,
+                                 p.micro_batch_size);
+  std::vector<std::int64_t> order(static_cast<std::size_t>(train_set().n));
+  std::iota(order.begin(), order.end(), 0);
+  batches.set_batch(order, 0);
+  const FailingBatches failing(batches, 3);
+  BOOST_CHECK_EXCEPTION(e.train_step(failing), Error, [](const Error& err) {
+    return std::string(err.what()).find("micro-batch 3 of replica") != std::string::npos;
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
