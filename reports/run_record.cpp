@@ -371,6 +371,11 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
          r.resumed_from->run_file.empty() ? json(nullptr) : json(r.resumed_from->run_file)},
         {"checkpoint", r.resumed_from->checkpoint},
         {"step", r.resumed_from->step}};
+  if (r.pipeline)
+    out["pipeline"] = {{"stages", r.pipeline->stages},
+                       {"planned_bubble", r.pipeline->planned_bubble},
+                       {"estimated_bubble", r.pipeline->estimated_bubble},
+                       {"measured_bubble", r.pipeline->measured_bubble}};
   if (r.processes)
     out["processes"] = {{"ranks", r.processes->ranks},
                         {"mpi", r.processes->mpi},
@@ -410,6 +415,11 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
   r.plan = plan_summary_from_json(top.object("plan"));
   r.phases = phases_from_json(top, split);
   if (top.has("eval")) r.eval = eval_from_json(top.object("eval"), split);
+  if (top.has("pipeline")) {
+    const JsonReader p = top.object("pipeline");
+    r.pipeline = PipelineRecord{p.integer("stages"), p.number("planned_bubble"),
+                                p.number("estimated_bubble"), p.number("measured_bubble")};
+  }
   if (top.has("processes")) {
     const JsonReader p = top.object("processes");
     Processes processes{p.integer("ranks"), p.string("mpi"), {}, p.bytes("cross_process_bytes")};

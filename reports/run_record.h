@@ -121,6 +121,16 @@ struct Processes {
   std::uint64_t cross_process_bytes = 0;
 };
 
+// A pipelined run: the stages and the bubble (the stages' idle share while the pipeline
+// runs), planned with equal stage times, estimated from the cost model's stage times, and
+// measured (the median over the steps). Absent without pipelining.
+struct PipelineRecord {
+  std::int64_t stages = 1;
+  double planned_bubble = 0.0;
+  double estimated_bubble = 0.0;
+  double measured_bubble = 0.0;
+};
+
 // The plan's headline figures, copied into the run file so a run reads on its own.
 struct PlanSummary {
   std::string name;
@@ -160,6 +170,7 @@ struct RunRecord {
   std::optional<TestResult> test;
   std::optional<EvalRecord> eval;      // absent when no evaluation plan ran (older files)
   std::optional<Processes> processes;  // absent for a run in one process
+  std::optional<PipelineRecord> pipeline;
   BytesMoved bytes_planned;            // per replica per optimizer step
   BytesMoved bytes_measured;           // per replica per optimizer step (mean)
   std::vector<CheckpointRecord> checkpoints;

@@ -85,6 +85,12 @@ void print_train_summary(std::ostream& out, const TrainResult& r) {
           : *std::max_element(r.measured_peak_bytes.begin(), r.measured_peak_bytes.end());
   out << fmt::format("  peak memory/replica   planned {}, measured {}\n",
                      format_bytes(rec.plan.peak_bytes), format_bytes(measured));
+  if (rec.pipeline)
+    out << fmt::format(
+        "  pipeline bubble       {:.1f}% measured (median), {:.1f}% planned, {:.1f}% estimated "
+        "({} stages)\n",
+        100 * rec.pipeline->measured_bubble, 100 * rec.pipeline->planned_bubble,
+        100 * rec.pipeline->estimated_bubble, rec.pipeline->stages);
   if (!r.run_file.empty()) out << fmt::format("  run file              {}\n", r.run_file);
   if (!r.metrics_file.empty()) out << fmt::format("  metrics               {}\n", r.metrics_file);
   if (!r.checkpoint.empty()) out << fmt::format("  checkpoint            {}\n", r.checkpoint);

@@ -196,6 +196,13 @@ void add_measurements(reports::RunRecord& record, const engine::Engine& engine,
   record.environment = reports::current_environment(engine.n_threads());
   record.environment.kernels = engine::kernels_in_use();
   record.processes = processes_of(engine, moved, t.steps);
+  if (const auto& pp = engine.plan().pipeline; pp && !t.pipeline_bubble.empty()) {
+    std::vector<double> b = t.pipeline_bubble;
+    std::nth_element(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(b.size() / 2), b.end());
+    record.pipeline = reports::PipelineRecord{static_cast<std::int64_t>(pp->stages.size()),
+                                              pp->planned_bubble, pp->estimated_bubble,
+                                              b[b.size() / 2]};
+  }
 }
 
 // The figures of the step just done, for metrics.jsonl: its time, and each phase's from
