@@ -1069,9 +1069,9 @@ struct Engine::Impl {
     for (auto& b : stage_barriers) b->wake();
   }
 
-  [[noreturn]] void aborted() const {
-    throw Error("{}: stopped because another stage worker failed", where);
-  }
+  // Thrown by a worker that stops because another failed: not a failure of its own.
+  struct StoppedByAnother {};
+  [[noreturn]] static void aborted() { throw StoppedByAnother{}; }
 
   // A send: into stage `peer`'s receive buffer once the receiver took the last contents.
   void send(const Op& op, std::int64_t r, std::int64_t stage) {
@@ -1112,7 +1112,6 @@ struct Engine::Impl {
     dev.sampler.begin(dev.account);
     StageRun run;
     std::size_t slot = 0;
-    double waited = 0.0;
     for (std::size_t i = 0; i < ph.ops.size(); ++i) {
       if (abort.load()) aborted();
       const Op& op = ph.ops[i];
@@ -1139,15 +1138,11 @@ struct Engine::Impl {
       const double t = seconds_since(t0);
       dev.segment_seconds[static_cast<std::size_t>(category(op.kind))] += t;
       if (in_slot) {
-        // A receive's time is mostly its wait for the neighbour: idle, not work.
-        if (op.kind == OpKind::kRecv || op.kind == OpKind::kSend)
-          waited += t;
-        else
-          run.busy += t;
+        // A transfer's time is mostly its wait for the neighbour: idle, not work.
+        if (op.kind != OpKind::kRecv && op.kind != OpKind::kSend) run.busy += t;
         run.last = Clock::now();
       }
     }
-    (void)waited;
     return run;
   }
 
@@ -1176,6 +1171,7 @@ struct Engine::Impl {
           const planner::Phase& ph = plan.phases[p];
           try {
             runs[w] = run_stage(ph, r, ph.stage);
+          } catch (const StoppedByAnother&) {  // the failure is the other worker's
           } catch (...) {
             errors[w] = std::current_exception();
             abort_workers();
@@ -1184,25 +1180,9 @@ struct Engine::Impl {
       }
     for (auto& t : workers) t.join();
     batches = nullptr;
-    // The first failure that is not another worker's stop, in replica then stage order.
-    std::exception_ptr first;
-    for (const auto& e : errors) {
-      if (!e) continue;
-      try {
-        std::rethrow_exception(e);
-      } catch (const Error& err) {
-        if (std::string(err.what()).find("another stage worker failed") != std::string::npos) {
-          if (!first) first = e;
-          continue;
-        }
-        first = e;
-        break;
-      } catch (...) {
-        first = e;
-        break;
-      }
-    }
-    if (first) std::rethrow_exception(first);
+    // The first failure in replica then stage order.
+    for (const auto& e : errors)
+      if (e) std::rethrow_exception(e);
     const double step = seconds_since(t_step);
     Clock::time_point begin = runs.front().first, end = runs.front().last;
     double busy = 0.0;

@@ -242,10 +242,11 @@ PipelineSchedule diagram_schedule(const Plan& plan) {
 void print_pipeline(Printer& out, const Plan& plan) {
   const PipelinePlan& pp = *plan.pipeline;
   const auto S = static_cast<std::int64_t>(pp.stages.size());
-  out.print("\nPipeline: {} stages ({}), 1F1B with a flush before the optimizer\n", S,
-            pp.placement_auto ? "placement auto: balanced by forward + backward FLOPs"
-                              : "placement as written");
   const bool train = plan.program == Program::kTrain;
+  out.print("\nPipeline: {} stages ({}), {}\n", S,
+            pp.placement_auto ? "placement auto: balanced by forward + backward FLOPs"
+                              : "placement as written",
+            train ? "1F1B with a flush before the optimizer" : "forwards only, in order");
   TextTable t({"Stage", "Layers", "Stash depth", "Peak", "Forward slot", "Backward slot"},
               {true, false, true, true, true, true});
   for (std::int64_t s = 0; s < S; ++s) {
