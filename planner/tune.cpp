@@ -107,6 +107,7 @@ class Search {
           Config m = c;
           m.execution.mode = mode;
           m.execution.phases_auto = true;
+          m.execution.phases.clear();
           m.remote.weights = remote_weights;
           m.remote.optimizer_state = remote_state;
           Choices s = base_choices_;
