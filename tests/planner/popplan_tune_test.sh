@@ -27,6 +27,9 @@ assert all(x["peak_bytes"] <= 4 * 1024 * 1024 for x in c)
 sps = [x["samples_per_second"] for x in c]
 assert sps == sorted(sps, reverse=True)
 assert c[0]["pareto"] and c[0]["rank"] == 1
+# The changes are settings, and the memory asked for is one (the example says 900MiB).
+assert all(set(x["changes"]) <= set(x["settings"]) for x in c)
+assert all("device.memory_per_replica=4MiB" in x["changes"] for x in c)
 for a in c:  # the front: nothing at least as good in both and better in one
     dominated = any(b["peak_bytes"] <= a["peak_bytes"] and b["samples_per_second"] >= a["samples_per_second"]
                     and (b["peak_bytes"] < a["peak_bytes"] or b["samples_per_second"] > a["samples_per_second"])
