@@ -14,6 +14,7 @@
 #include "planner/host_memory.h"
 #include "planner/plan_json.h"
 #include "planner/plan_text.h"
+#include "planner/tune.h"
 
 namespace popkit::cli {
 namespace {
@@ -42,6 +43,8 @@ int run_plan(const PlanOptions& o) {
   try {
     plan = planner::build_plan(*cfg, o.eval ? planner::Program::kEval : planner::Program::kTrain,
                                nullptr, network ? &*network : nullptr);
+    // The tuner ranks training plans, so an evaluation plan keeps the hand-written advice.
+    if (!plan.fits && !o.eval) plan.not_fitting.advice = planner::advise_fit(*cfg);
   } catch (const Error& e) {
     std::cerr << "popplan: error: " << o.config << ": " << e.what() << '\n';
     return kExitInvalid;
@@ -60,11 +63,16 @@ int run_plan(const PlanOptions& o) {
   if (!out) throw Error("cannot write {}", o.output.empty() ? "the plan" : o.output);
   if (o.format == "json" || !o.output.empty()) {
     for (const auto& w : plan.warnings) std::cerr << "popplan: warning: " << w << '\n';
-    if (!plan.fits)
+    if (!plan.fits) {
       std::cerr << fmt::format("popplan: {} does not fit: phase '{}' needs {} more than {}\n",
                                o.config, plan.not_fitting.phase,
                                planner::format_bytes(plan.not_fitting.bytes_over),
                                planner::format_bytes(plan.memory_per_replica));
+      if (plan.not_fitting.advice)
+        std::cerr << "popplan: "
+                  << planner::describe_advice(*plan.not_fitting.advice, plan.memory_per_replica)
+                  << '\n';
+    }
   }
   // This machine's memory is not the plan's business (the plan is for the device and
   // may run elsewhere), so a run too big for it is a warning, not a failure.

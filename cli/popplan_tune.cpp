@@ -1,9 +1,12 @@
 // popplan tune: plan every combination of execution mode, remote placement, sharding
 // threshold and group, io mode and micro-batch × accumulation for a config, and list the
 // ones that fit the memory per replica, fastest first, with the Pareto front of memory
-// against samples/s. Exit codes: 0 some candidate fits, 1 none does, 2 invalid input.
+// against samples/s; --write FILE writes the winner as a config, the user's file with
+// the winner's changes. Exit codes: 0 some candidate fits, 1 none does (or the winner
+// could not be written), 2 invalid input (or FILE exists without --force).
 #include <fmt/ostream.h>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -11,7 +14,9 @@
 
 #include "base/units.h"
 #include "cli/verbs.h"
+#include "config/yaml/edit.h"
 #include "config/yaml/load.h"
+#include "planner/plan_text.h"
 #include "planner/tune.h"
 
 namespace popkit::cli {
@@ -24,7 +29,30 @@ struct TuneOptions {
   std::int64_t global_batch = 0;
   std::string format = "text";
   std::vector<std::string> overrides;
+  std::string write;  // the winner's config file
+  bool force = false;
 };
+
+// The user's file with their --set overrides and then the winner's changes: the config
+// the tuner started from, turned into the winner.
+int write_winner(const TuneOptions& o, const planner::TuneCandidate& winner) {
+  std::vector<std::string> settings = o.overrides;
+  settings.insert(settings.end(), winner.changes.begin(), winner.changes.end());
+  std::vector<std::string> changed;
+  try {
+    changed = config::write_config_with(o.config, settings, winner.config, o.write);
+  } catch (const Error& e) {
+    std::cerr << "popplan tune: error: --write: " << e.what() << '\n';
+    return kExitFailure;
+  }
+  // Beside a JSON report, on stderr, so stdout stays one JSON document.
+  std::ostream& out = o.format == "json" ? std::cerr : std::cout;
+  fmt::print(out, "\nwrote {}: {} with the winner's {} change{} (peak {}, est. {} samples/s)\n",
+             o.write, o.config, changed.size(), changed.size() == 1 ? "" : "s",
+             planner::format_bytes(winner.peak_bytes), format_thousands(winner.samples_per_second));
+  for (const auto& c : changed) fmt::print(out, "  {}\n", c);
+  return kExitOk;
+}
 
 int run_tune(const TuneOptions& o) {
   std::string why;
@@ -32,6 +60,15 @@ int run_tune(const TuneOptions& o) {
   if (!memory || *memory == 0) {
     std::cerr << fmt::format("popplan tune: --memory-per-replica '{}': {}\n", o.memory,
                              why.empty() ? "must be > 0" : why);
+    return kExitInvalid;
+  }
+  std::error_code ec;
+  if (!o.write.empty() && !o.force &&
+      std::filesystem::exists(std::filesystem::symlink_status(o.write, ec))) {
+    std::cerr << fmt::format(
+        "popplan tune: --write {}: the file exists; popplan tune does not overwrite a file: "
+        "give another path, or --force to write over it\n",
+        o.write);
     return kExitInvalid;
   }
   const auto cfg = config::load_config_reporting(o.config, o.overrides, std::cerr);
@@ -44,7 +81,13 @@ int run_tune(const TuneOptions& o) {
     return kExitInvalid;
   }
   planner::print_tune(std::cout, r, o.format == "json");
-  return r.fits.empty() ? kExitFailure : kExitOk;
+  if (r.fits.empty()) {
+    if (!o.write.empty())
+      std::cerr << "popplan tune: nothing fits; " << o.write << " not written\n";
+    return kExitFailure;
+  }
+  if (!o.write.empty()) return write_winner(o, r.fits.front());
+  return kExitOk;
 }
 
 }  // namespace
@@ -64,6 +107,10 @@ void add_tune_verbs(Tool& tool) {
                    "Samples per optimizer step (default: the config's)");
   tune->add_option("--format", o->format, "Report as text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  tune->add_option("--write", o->write,
+                   "Write the winner to FILE as a config: CONFIG's text with the winner's "
+                   "changes, its comments and layout kept");
+  tune->add_flag("--force", o->force, "With --write: write over an existing FILE");
   tune->add_option("--set", o->overrides, "Override a key after loading (repeatable)")
       ->allow_extra_args(false)
       ->take_all();

@@ -30,6 +30,8 @@ struct Layer {
   std::int64_t out_features = 0;  // >= 1
   Activation activation = Activation::kNone;
   double rate = 0.0;  // dropout: [0, 1)
+
+  bool operator==(const Layer&) const = default;
 };
 
 struct Init {
@@ -37,6 +39,8 @@ struct Init {
   double weights_std = 0.02;  // > 0
   bool biases_zero = true;    // `biases: zeros`
   std::uint64_t seed = 42;
+
+  bool operator==(const Init&) const = default;
 };
 
 struct Model {
@@ -45,6 +49,8 @@ struct Model {
   Loss loss = Loss::kSoftmaxCrossEntropy;
   Init init;
   std::string init_from;  // optional safetensors file with starting weights; empty = none
+
+  bool operator==(const Model&) const = default;
 };
 
 // PopXL ReplicaGrouping(group_size, stride) over replication factor R:
@@ -58,11 +64,15 @@ struct Grouping {
   std::int64_t group_size = 1;
   std::int64_t stride = 1;
   bool all_replicas = false;  // group_size: all, or left out
+
+  bool operator==(const Grouping&) const = default;
 };
 
 struct Replication {
   std::int64_t factor = 1;          // >= 1
   std::vector<Grouping> groupings;  // named; names unique
+
+  bool operator==(const Replication&) const = default;
 };
 
 enum class RetrievalMode { kOnePerGroup, kAllReplicas };
@@ -70,6 +80,8 @@ enum class RetrievalMode { kOnePerGroup, kAllReplicas };
 struct Variables {
   std::string grouping;  // name in replication.groupings; empty = one group of all replicas
   RetrievalMode retrieval_mode = RetrievalMode::kOnePerGroup;
+
+  bool operator==(const Variables&) const = default;
 };
 
 // Replicated tensor sharding. `enabled` is false when the section is absent, or when
@@ -80,11 +92,15 @@ struct Sharding {
   std::string grouping;           // empty = the variables' grouping
   bool weights = true;
   bool optimizer_state = true;
+
+  bool operator==(const Sharding&) const = default;
 };
 
 struct Remote {
   bool weights = false;
   bool optimizer_state = false;
+
+  bool operator==(const Remote&) const = default;
 };
 
 enum class ExecutionMode { kPhased, kStandard };
@@ -104,6 +120,8 @@ enum class SyncPattern { kFull, kSinglePipeline, kReplicaAndLadder };
 struct PhaseItem {
   std::string layer;
   Pass pass = Pass::kForward;
+
+  bool operator==(const PhaseItem&) const = default;
 };
 
 struct Execution {
@@ -120,6 +138,8 @@ struct Execution {
   // Written: that pattern. Absent: the default of the performance guide's example,
   // replica_and_ladder when phased and full otherwise; validation writes it.
   std::optional<SyncPattern> sync_pattern;
+
+  bool operator==(const Execution&) const = default;
 };
 
 // pipeline: the layers split into stages, each stage on a device of its own, so a run
@@ -135,6 +155,8 @@ struct Pipeline {
   bool placement_auto = true;
   std::vector<std::vector<std::string>> placement;
   [[nodiscard]] bool enabled() const { return stages > 1; }
+
+  bool operator==(const Pipeline&) const = default;
 };
 
 enum class OptimizerType { kAdam, kSgd };
@@ -154,6 +176,8 @@ struct Optimizer {
   // SGD.
   double momentum = 0.0;  // >= 0
   bool nesterov = false;  // needs momentum > 0
+
+  bool operator==(const Optimizer&) const = default;
 };
 
 struct Training {
@@ -163,6 +187,8 @@ struct Training {
   std::optional<std::int64_t> steps;       // >= 1; optimizer steps of the whole run
   Optimizer optimizer;
   std::uint64_t seed = 42;
+
+  bool operator==(const Training&) const = default;
 };
 
 enum class Dataset { kMnist, kFashionMnist, kSynthetic, kIdx };
@@ -180,11 +206,15 @@ struct Data {
   std::int64_t synthetic_train = 8000;
   std::int64_t synthetic_test = 2000;
   double synthetic_noise = 0.5;
+
+  bool operator==(const Data&) const = default;
 };
 
 struct Eval {
   std::int64_t micro_batch_size = 0;  // 0 = training.micro_batch_size
   std::int64_t every = 0;             // evaluate every N epochs; 0 = only at the end
+
+  bool operator==(const Eval&) const = default;
 };
 
 // device.profile names a built-in profile (a file of share/profiles) or gives a
@@ -195,6 +225,12 @@ struct Device {
   std::string profile = "ipu-mk2";       // a name or a path (holds '/' or ends in .yaml)
   std::uint64_t memory_per_replica = 0;  // bytes; 0 = the profile's own
   std::optional<DeviceProfile> resolved;
+
+  // The same device: `resolved` is read from `profile` (relative to the config's folder),
+  // so a comparison of two loaded configs checks the profile files apart.
+  bool operator==(const Device& o) const {
+    return profile == o.profile && memory_per_replica == o.memory_per_replica;
+  }
 };
 
 struct Config {
@@ -211,6 +247,8 @@ struct Config {
   Data data;
   Eval eval;
   Device device;
+
+  bool operator==(const Config&) const = default;
 
   // Looks up a grouping by name; an empty name means one group of all replicas.
   // Returns nullopt for an unknown name (validation rejects those).

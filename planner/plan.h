@@ -292,12 +292,23 @@ struct PipelinePlan {
   double estimated_bubble = 0.0;  // of the 1F1B schedule timed with the stages' estimates
 };
 
+// What the tuner found for a plan that does not fit (planner/tune.h, advise_fit): the
+// cheapest change that fits, or, when no candidate fits, the one with the least peak.
+struct FitAdvice {
+  bool fits = false;
+  std::vector<std::string> settings;  // `--set` arguments: the changes to the config
+  std::uint64_t peak_bytes = 0;       // of that candidate, per replica
+  double samples_per_second = 0.0;    // its estimate
+  std::size_t n_planned = 0;          // candidates the tuner planned
+};
+
 // Why a plan does not fit, and what would help.
 struct NotFitting {
   std::string phase;
   std::uint64_t bytes_over = 0;
   std::vector<std::string> largest;      // "fc1.weight.grad (1.5 MiB)", largest first
   std::vector<std::string> suggestions;  // "lower sharding.threshold", ...
+  std::optional<FitAdvice> advice;       // when the tuner was asked (popplan plan does)
 };
 
 // The host memory `poprun` needs to run the plan on a CPU, all replicas together

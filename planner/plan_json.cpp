@@ -214,11 +214,18 @@ nlohmann::json plan_to_json(const Plan& plan) {
   j["host_bytes_per_step"] = plan.host_bytes_per_step;
   j["memory_per_replica"] = plan.memory_per_replica;
   j["fits"] = plan.fits;
-  if (!plan.fits)
+  if (!plan.fits) {
     j["not_fitting"] = {{"phase", plan.not_fitting.phase},
                         {"bytes_over", plan.not_fitting.bytes_over},
                         {"largest", plan.not_fitting.largest},
                         {"suggestions", plan.not_fitting.suggestions}};
+    if (const auto& a = plan.not_fitting.advice)
+      j["not_fitting"]["advice"] = {{"fits", a->fits},
+                                    {"settings", a->settings},
+                                    {"peak_bytes", a->peak_bytes},
+                                    {"samples_per_second", a->samples_per_second},
+                                    {"planned", a->n_planned}};
+  }
   j["device_profile"] = plan.device_profile;
   j["estimated_step_seconds"] = plan.estimated_step_seconds;
   j["estimated_samples_per_second"] = plan.estimated_samples_per_second;

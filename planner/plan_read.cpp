@@ -497,6 +497,17 @@ Plan Reader::plan(const json& j) const {
     p.not_fitting.bytes_over = bytes(nf, "not_fitting", "bytes_over");
     p.not_fitting.largest = strings(nf, "not_fitting", "largest");
     p.not_fitting.suggestions = strings(nf, "not_fitting", "suggestions");
+    if (nf.contains("advice")) {  // only popplan plan asks the tuner
+      const json& ja = field(nf, "not_fitting", "advice");
+      const std::string at = "not_fitting.advice";
+      FitAdvice a;
+      a.fits = boolean(ja, at, "fits");
+      a.settings = strings(ja, at, "settings");
+      a.peak_bytes = bytes(ja, at, "peak_bytes");
+      a.samples_per_second = number(ja, at, "samples_per_second");
+      a.n_planned = bytes(ja, at, "planned");
+      p.not_fitting.advice = std::move(a);
+    }
   }
   p.device_profile = string(j, "", "device_profile");
   p.estimated_step_seconds = number(j, "", "estimated_step_seconds");

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/units.h"
 #include "planner/host_memory.h"
 #include "planner/names.h"
 #include "planner/operands.h"
@@ -328,6 +329,21 @@ nlohmann::json grouping_to_json(const ReplicaGrouping& g) {
           {"groups", groups}};
 }
 
+std::string describe_advice(const FitAdvice& a, std::uint64_t memory_per_replica) {
+  std::string sets;
+  for (const auto& s : a.settings) sets += fmt::format(" --set {}", s);
+  if (!a.fits)
+    return fmt::format(
+        "nothing popplan tune planned fits: the least peak of its {} candidates is {} of {}{}",
+        a.n_planned, format_bytes(a.peak_bytes), format_bytes(memory_per_replica),
+        sets.empty() ? "" : ", with" + sets);
+  return fmt::format(
+      "fits with:{} (peak {} of {}, est. {} samples/s; the fewest changes that fit of the {} "
+      "candidates popplan tune planned)",
+      sets, format_bytes(a.peak_bytes), format_bytes(memory_per_replica),
+      format_thousands(a.samples_per_second), a.n_planned);
+}
+
 void print_plan(std::ostream& stream, const Plan& plan) {
   Printer out(stream);
   out.print("{} {} (plan format {})\n", plan.program == Program::kEval ? "Evaluation plan" : "Plan",
@@ -473,6 +489,7 @@ void print_plan(std::ostream& stream, const Plan& plan) {
               format_bytes(nf.bytes_over), format_bytes(plan.memory_per_replica));
     out.put("  largest live tensors at the peak:\n");
     for (const auto& l : nf.largest) out.print("    {}\n", l);
+    if (nf.advice) out.print("  {}\n", describe_advice(*nf.advice, plan.memory_per_replica));
     out.put("  what would help:\n");
     for (const auto& s : nf.suggestions) out.print("    - {}\n", s);
   }

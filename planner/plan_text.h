@@ -19,6 +19,10 @@ std::string format_bytes(std::uint64_t bytes);
 
 void print_plan(std::ostream& out, const Plan& plan);
 
+// The tuner's advice in one line: "fits with: --set a=b --set c=d (peak 812.00 MiB of
+// 900.00 MiB, est. 41,200 samples/s; ...)", or that nothing fits, with the least peak.
+std::string describe_advice(const FitAdvice& advice, std::uint64_t memory_per_replica);
+
 // The "Group | Replicas" table of a grouping: one row per group, its members in order.
 void print_grouping(std::ostream& out, const ReplicaGrouping& grouping);
 

@@ -47,6 +47,37 @@ std::vector<std::int64_t> thresholds(const Config& c) {
   return {sizes.begin(), sizes.end()};
 }
 
+// The choices of one candidate so far, as `--set` arguments: all of them, and those that
+// differ from the config (what --write and the fit advice change).
+struct Choices {
+  std::vector<std::string> settings;
+  std::vector<std::string> changes;
+
+  void set(const std::string& key, const std::string& value, bool changed) {
+    const std::string s = fmt::format("{}={}", key, value);
+    settings.push_back(s);
+    if (changed) changes.push_back(s);
+  }
+  // A value the tuner forces beyond its dimensions: listed only when it changes something.
+  void force(const std::string& key, const std::string& value, bool changed) {
+    if (changed) set(key, value, true);
+  }
+};
+
+// The device memory a plan of `c` must fit: the config's, or its profile's.
+std::uint64_t memory_per_replica(const Config& c) {
+  return c.device.memory_per_replica != 0 ? c.device.memory_per_replica
+                                          : device_profile(c)->memory_bytes;
+}
+
+// Bytes as the config writes them, exactly: "900MiB", "1536KiB", "1000" (bytes).
+std::string exact_bytes(std::uint64_t bytes) {
+  for (const auto& [shift, unit] : {std::pair{30, "GiB"}, {20, "MiB"}, {10, "KiB"}})
+    if (bytes != 0 && bytes % (1ull << shift) == 0)
+      return fmt::format("{}{}", bytes >> shift, unit);
+  return fmt::format("{}", bytes);
+}
+
 class Search {
  public:
   Search(const Config& base, const TuneRequest& r) : base_(base), r_(r) {}
@@ -54,6 +85,8 @@ class Search {
   TuneResult run() {
     Config c = base_;
     c.device.memory_per_replica = r_.memory_per_replica;
+    if (r_.memory_per_replica != memory_per_replica(base_))
+      base_choices_.set("device.memory_per_replica", exact_bytes(r_.memory_per_replica), true);
     const std::int64_t replicas = r_.replicas > 0 ? r_.replicas : c.replication.factor;
     const std::int64_t global =
         r_.global_batch > 0
@@ -63,7 +96,7 @@ class Search {
       throw Error("the global batch {} does not split over {} replicas", global, replicas);
     if (replicas != c.replication.factor) {
       c.replication.factor = replicas;
-      base_settings_.push_back(fmt::format("replication.factor={}", replicas));
+      base_choices_.set("replication.factor", fmt::format("{}", replicas), true);
     }
     per_replica_ = global / replicas;
     for (const ExecutionMode mode : {ExecutionMode::kStandard, ExecutionMode::kPhased})
@@ -74,21 +107,29 @@ class Search {
           Config m = c;
           m.execution.mode = mode;
           m.execution.phases_auto = true;
+          m.execution.phases.clear();
           m.remote.weights = remote_weights;
           m.remote.optimizer_state = remote_state;
-          std::vector<std::string> s = base_settings_;
-          s.push_back(fmt::format("execution.mode={}", popkit::enum_name(mode)));
-          s.push_back(fmt::format("remote.weights={}", remote_weights));
-          s.push_back(fmt::format("remote.optimizer_state={}", remote_state));
+          Choices s = base_choices_;
+          s.set("execution.mode", std::string(popkit::enum_name(mode)),
+                mode != base_.execution.mode);
+          s.force("execution.phases", "auto", !base_.execution.phases_auto);
+          s.set("remote.weights", fmt::format("{}", remote_weights),
+                remote_weights != base_.remote.weights);
+          s.set("remote.optimizer_state", fmt::format("{}", remote_state),
+                remote_state != base_.remote.optimizer_state);
           sharding(m, s);
         }
     TuneResult result;
     result.n_planned = n_planned_;
     result.fits = std::move(fits_);
+    result.smallest = std::move(smallest_);
+    // Ties: less memory, then fewer changes to the config.
     std::stable_sort(result.fits.begin(), result.fits.end(), [](const auto& a, const auto& b) {
-      return a.samples_per_second != b.samples_per_second
-                 ? a.samples_per_second > b.samples_per_second
-                 : a.peak_bytes < b.peak_bytes;
+      if (a.samples_per_second != b.samples_per_second)
+        return a.samples_per_second > b.samples_per_second;
+      if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
+      return a.changes.size() < b.changes.size();
     });
     // On the front: no other candidate is at least as good in both and better in one.
     // Sorted fastest first, only those before a candidate can dominate it.
@@ -107,83 +148,121 @@ class Search {
 
  private:
   // Off, or on over a group of G replicas (G > 1 dividing R, stride 1) from each
-  // threshold.
-  void sharding(const Config& c, const std::vector<std::string>& s) {
+  // threshold; a grouping of the config with that shape is used by its name.
+  void sharding(const Config& c, const Choices& s) {
     Config off = c;
     off.sharding.enabled = false;
-    std::vector<std::string> s_off = s;
-    s_off.push_back("sharding.enabled=false");
+    Choices s_off = s;
+    s_off.set("sharding.enabled", "false", base_.sharding.enabled);
     io(off, s_off);
-    if (c.replication.factor < 2) return;
-    for (const std::int64_t g : divisors(c.replication.factor)) {
+    const std::int64_t r = c.replication.factor;
+    if (r < 2) return;
+    for (const std::int64_t g : divisors(r)) {
       if (g < 2) continue;
       for (const std::int64_t t : thresholds(c)) {
         Config on = c;
+        Choices s_on = s;
         on.sharding.enabled = true;
+        s_on.set("sharding.enabled", "true", !base_.sharding.enabled);
         on.sharding.weights = true;
+        s_on.force("sharding.weights", "true", !base_.sharding.weights);
         on.sharding.optimizer_state = true;
-        on.sharding.threshold = t;
-        const std::string name = fmt::format("tune_g{}", g);
-        on.replication.groupings.push_back({name, g, 1, false});
+        s_on.force("sharding.optimizer_state", "true", !base_.sharding.optimizer_state);
+        const auto same = std::find_if(
+            c.replication.groupings.begin(), c.replication.groupings.end(), [&](const auto& x) {
+              return (x.all_replicas ? r : x.group_size) == g && x.stride == 1;
+            });
+        std::string name = fmt::format("tune_g{}", g);
+        if (same != c.replication.groupings.end()) {
+          name = same->name;
+        } else {
+          on.replication.groupings.push_back({name, g, 1, false});
+          s_on.set(fmt::format("replication.groupings.{}", name),
+                   fmt::format("{{group_size: {}, stride: 1}}", g), true);
+        }
         on.sharding.grouping = name;
-        std::vector<std::string> s_on = s;
-        s_on.push_back(
-            fmt::format("replication.groupings.{}={{group_size: {}, stride: 1}}", name, g));
-        s_on.push_back(fmt::format("sharding.grouping={}", name));
-        s_on.push_back(fmt::format("sharding.threshold={}", t));
+        s_on.set("sharding.grouping", name, base_.sharding.grouping != name);
+        on.sharding.threshold = t;
+        s_on.set("sharding.threshold", fmt::format("{}", t), base_.sharding.threshold != t);
         io(on, s_on);
       }
     }
   }
 
-  void io(const Config& c, const std::vector<std::string>& s) {
+  void io(const Config& c, const Choices& s) {
     for (const IoMode mode : {IoMode::kCompute, IoMode::kIo, IoMode::kIoOverlapped}) {
       Config m = c;
       m.execution.io_mode = mode;
-      std::vector<std::string> si = s;
-      si.push_back(fmt::format("execution.io_mode={}", popkit::enum_name(mode)));
+      Choices si = s;
+      si.set("execution.io_mode", std::string(popkit::enum_name(mode)),
+             mode != base_.execution.io_mode);
       if (mode != IoMode::kCompute && m.execution.io_tiles == 0) {
         m.execution.io_tiles = kDefaultIoTiles;
-        si.push_back(fmt::format("execution.io_tiles={}", kDefaultIoTiles));
+        si.set("execution.io_tiles", fmt::format("{}", kDefaultIoTiles), true);
       }
       batch(m, si);
     }
   }
 
   // micro-batch × accumulation = the per-replica batch.
-  void batch(const Config& c, const std::vector<std::string>& s) {
+  void batch(const Config& c, const Choices& s) {
     for (const std::int64_t mb : divisors(per_replica_)) {
       Config m = c;
       m.training.micro_batch_size = mb;
       m.training.gradient_accumulation = per_replica_ / mb;
-      std::vector<std::string> sb = s;
-      sb.push_back(fmt::format("training.micro_batch_size={}", mb));
-      sb.push_back(fmt::format("training.gradient_accumulation={}", per_replica_ / mb));
+      Choices sb = s;
+      sb.set("training.micro_batch_size", fmt::format("{}", mb),
+             mb != base_.training.micro_batch_size);
+      sb.set("training.gradient_accumulation", fmt::format("{}", per_replica_ / mb),
+             per_replica_ / mb != base_.training.gradient_accumulation);
       plan(std::move(m), std::move(sb));
     }
   }
 
-  void plan(Config c, std::vector<std::string> settings) {
+  void plan(Config c, Choices choices) {
     if (config::has_errors(config::validate_config(c))) return;
     ++n_planned_;
     const Plan p = build_plan_for_estimate(c);
-    if (!p.fits) return;
-    fits_.push_back(
-        {std::move(settings), std::move(c), p.peak_bytes, p.estimated_samples_per_second, false});
+    TuneCandidate candidate{std::move(choices.settings),
+                            std::move(choices.changes),
+                            std::move(c),
+                            p.peak_bytes,
+                            p.estimated_samples_per_second,
+                            false};
+    if (!smallest_ || p.peak_bytes < smallest_->peak_bytes) smallest_ = candidate;
+    if (p.fits) fits_.push_back(std::move(candidate));
   }
 
   const Config& base_;
   const TuneRequest& r_;
-  std::vector<std::string> base_settings_;
+  Choices base_choices_;
   std::int64_t per_replica_ = 1;
   std::size_t n_planned_ = 0;
   std::vector<TuneCandidate> fits_;
+  std::optional<TuneCandidate> smallest_;
 };
 
 }  // namespace
 
 TuneResult tune(const config::Config& config, const TuneRequest& request) {
   return Search(config, request).run();
+}
+
+FitAdvice advise_fit(const config::Config& config) {
+  const TuneResult r = tune(config, {memory_per_replica(config)});
+  FitAdvice advice;
+  advice.n_planned = r.n_planned;
+  const TuneCandidate* best = nullptr;
+  for (const TuneCandidate& c : r.fits)  // fastest first: the first of the fewest changes
+    if (!best || c.changes.size() < best->changes.size()) best = &c;
+  advice.fits = best != nullptr;
+  if (!best && r.smallest) best = &*r.smallest;
+  if (best) {
+    advice.settings = best->changes;
+    advice.peak_bytes = best->peak_bytes;
+    advice.samples_per_second = best->samples_per_second;
+  }
+  return advice;
 }
 
 void print_tune(std::ostream& out, const TuneResult& r, bool json) {
@@ -196,7 +275,8 @@ void print_tune(std::ostream& out, const TuneResult& r, bool json) {
                                  {"samples_per_second", r.fits[i].samples_per_second},
                                  {"peak_bytes", r.fits[i].peak_bytes},
                                  {"pareto", r.fits[i].pareto},
-                                 {"settings", r.fits[i].settings}});
+                                 {"settings", r.fits[i].settings},
+                                 {"changes", r.fits[i].changes}});
     out << j.dump(1) << '\n';
     return;
   }

@@ -10,6 +10,7 @@
 #include "config/optimizer_kinds.h"
 #include "planner/build.h"
 #include "planner/plan_json.h"
+#include "planner/tune.h"
 #include "tests/planner/configs.h"
 
 using namespace popkit::planner;
@@ -41,6 +42,9 @@ std::vector<Plan> sample_plans() {
   c.device.memory_per_replica = 100;     // does not fit
   c.training.gradient_accumulation = 1;  // io_overlapped falls back, with a warning
   plans.push_back(build_plan(c));
+  Plan advised = build_plan(c);  // with the tuner's advice, as popplan plan writes it
+  advised.not_fitting.advice = popkit::planner::advise_fit(c);
+  plans.push_back(std::move(advised));
   return plans;
 }
 
@@ -78,6 +82,10 @@ BOOST_AUTO_TEST_CASE(round_trip_is_exact) {
     BOOST_TEST(back.not_fitting.largest == p.not_fitting.largest, boost::test_tools::per_element());
     BOOST_TEST(back.warnings == p.warnings, boost::test_tools::per_element());
     BOOST_TEST((back.sharding_grouping == p.sharding_grouping));
+    BOOST_TEST(back.not_fitting.advice.has_value() == p.not_fitting.advice.has_value());
+    if (p.not_fitting.advice)
+      BOOST_TEST(back.not_fitting.advice->settings == p.not_fitting.advice->settings,
+                 boost::test_tools::per_element());
   }
 }
 

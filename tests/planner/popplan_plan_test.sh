@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# popplan plan as a user runs it: exit 0 when the plan fits, 1 when it does not, 2 for
-# an invalid config; text reads like a schedule printout; JSON validates against the schema.
+# popplan plan as a user runs it: exit 0 when the plan fits, 1 when it does not (with
+# the tuner's cheapest fix), 2 for an invalid config; text reads like a schedule printout; JSON validates against the schema.
 set -euo pipefail
 src=$POPKIT_SOURCE_DIR
 tmp=$(mktemp -d)
@@ -22,6 +22,41 @@ rc=$?
 set -e
 [ "$rc" = 1 ] || fail "a plan that does not fit exited $rc, want 1"
 grep -qF "Does not fit: phase 'fc1 backward+optimizer'" "$tmp/small.txt" || fail "no not-fitting report"
+
+# The tuner's advice, on a model whose cheapest fix is known: one linear 4 -> 3 in
+# standard mode peaks at 460 B with its Adam state (2 x 15 float32 = 120 B) on device all
+# the time; one byte less fits with that state in streaming memory alone (the one single
+# setting that lowers the peak), at 460 - 120 = 340 B. JSON carries the same advice.
+cat >"$tmp/tiny.yaml" <<'YAML'
+version: 1
+model: {input_shape: [4], layers: [{name: fc, out_features: 3}]}
+training: {micro_batch_size: 2, gradient_accumulation: 2}
+data: {dataset: synthetic}
+device: {profile: ipu-mk2, memory_per_replica: 459}
+YAML
+set +e
+popplan plan "$tmp/tiny.yaml" >"$tmp/tiny.txt" 2>&1
+rc=$?
+popplan plan "$tmp/tiny.yaml" --format json -o "$tmp/tiny.json" 2>"$tmp/tiny.err"
+set -e
+[ "$rc" = 1 ] || fail "tiny.yaml at 459 B exited $rc, want 1"
+grep -qE '^  fits with: --set remote.optimizer_state=true \(peak 340 B of 459 B, est\. [0-9,]+ samples/s; the fewest changes that fit of the 54 candidates popplan tune planned\)$' \
+  "$tmp/tiny.txt" || fail "advice: $(grep -F 'fits with' "$tmp/tiny.txt")"
+grep -qF "popplan: fits with: --set remote.optimizer_state=true (peak 340 B" "$tmp/tiny.err" \
+  || fail "advice on stderr beside JSON: $(cat "$tmp/tiny.err")"
+/usr/bin/python3 - "$src/schemas/plan.schema.json" "$tmp/tiny.json" <<'PY' || fail "tiny.json advice"
+import json, sys, jsonschema
+schema, plan = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+jsonschema.Draft202012Validator(schema).validate(plan)
+a = plan["not_fitting"]["advice"]
+assert a["fits"] and a["settings"] == ["remote.optimizer_state=true"] and a["peak_bytes"] == 340, a
+PY
+# Below every candidate's peak: nothing fits, and the advice says the least peak.
+set +e
+popplan plan "$tmp/tiny.yaml" --set device.memory_per_replica=100 >"$tmp/none.txt" 2>&1
+set -e
+grep -qE '^  nothing popplan tune planned fits: the least peak of its 54 candidates is [0-9]+ B of 100 B, with --set ' \
+  "$tmp/none.txt" || fail "no-fit advice: $(grep -F 'nothing' "$tmp/none.txt")"
 
 printf 'version: 1\nmodel: {layers: []}\n' >"$tmp/bad.yaml"
 set +e

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # popplan tune as a user runs it: the MNIST example's candidates that fit, fastest first,
 # the first on the Pareto front, JSON that says the same; a memory nothing fits in exits
-# 1; a bad size, or a global batch that does not split over the replicas, exits 2.
+# 1; a bad size, or a global batch that does not split over the replicas, exits 2;
+# --write FILE writes the winner as a config that keeps the example's comments.
 set -uo pipefail
 . "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 cd "$POPKIT_SOURCE_DIR" || exit 1
@@ -26,6 +27,9 @@ assert all(x["peak_bytes"] <= 4 * 1024 * 1024 for x in c)
 sps = [x["samples_per_second"] for x in c]
 assert sps == sorted(sps, reverse=True)
 assert c[0]["pareto"] and c[0]["rank"] == 1
+# The changes are settings, and the memory asked for is one (the example says 900MiB).
+assert all(set(x["changes"]) <= set(x["settings"]) for x in c)
+assert all("device.memory_per_replica=4MiB" in x["changes"] for x in c)
 for a in c:  # the front: nothing at least as good in both and better in one
     dominated = any(b["peak_bytes"] <= a["peak_bytes"] and b["samples_per_second"] >= a["samples_per_second"]
                     and (b["peak_bytes"] < a["peak_bytes"] or b["samples_per_second"] > a["samples_per_second"])
@@ -38,4 +42,49 @@ expect 2 "popplan tune: --memory-per-replica 'lots'" -- \
   popplan tune examples/mnist.yaml --memory-per-replica lots
 expect 2 "the global batch 63 does not split over 2 replicas" -- \
   popplan tune examples/mnist.yaml --memory-per-replica 900MiB --global-batch 63
+# --write: every example's winner as a config file. Each comment line of the example is
+# still there (trailing comments too), the file validates, and its plan is the plan of
+# the example with the winner's settings; the flow maps and the missing keys of the
+# examples (mnist_onchip.yaml has no sharding: section) are edited in place.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for example in examples/*.yaml; do
+  name=$(basename "$example" .yaml)
+  out="$tmp/$name.yaml"
+  popplan tune "$example" --memory-per-replica 4MiB --format json --write "$out" \
+    >"$tmp/$name.json" 2>"$tmp/$name.err" || { fail "$name: tune --write exited $?: $(cat "$tmp/$name.err")"; continue; }
+  grep -qF "wrote $out: $example with the winner's" "$tmp/$name.err" \
+    || fail "$name: tune --write said: $(cat "$tmp/$name.err")"
+  /usr/bin/python3 - "$example" "$out" <<'PY' || fail "$name: comments of the example lost"
+import sys
+src, out = (open(p, encoding="utf-8").read().splitlines() for p in sys.argv[1:])
+for line in src:
+    comment = line[line.index("#"):] if "#" in line else None
+    if line.lstrip().startswith("#"):
+        assert line in out, line
+    elif comment:
+        assert any(o.endswith(comment) for o in out), comment
+PY
+  popplan validate "$out" >/dev/null 2>&1 || fail "$name: the written config does not validate"
+  mapfile -t sets < <(/usr/bin/python3 -c 'import json, sys
+for s in json.load(open(sys.argv[1]))["candidates"][0]["settings"]: print("--set\n" + s)' "$tmp/$name.json")
+  popplan plan "$out" --format json -o "$tmp/$name.written.plan.json" 2>/dev/null
+  popplan plan "$example" "${sets[@]}" --format json -o "$tmp/$name.winner.plan.json" 2>/dev/null
+  cmp -s "$tmp/$name.written.plan.json" "$tmp/$name.winner.plan.json" \
+    || fail "$name: the written config plans otherwise than the winner"
+done
+
+# An existing file is refused without --force (exit 2, before any tuning), kept as it
+# was; with --force it is replaced.
+echo "mine" >"$tmp/taken.yaml"
+expect 2 "popplan tune: --write $tmp/taken.yaml: the file exists; popplan tune does not overwrite a file: give another path, or --force to write over it" -- \
+  popplan tune examples/quick.yaml --memory-per-replica 1MiB --write "$tmp/taken.yaml"
+[ "$(cat "$tmp/taken.yaml")" = mine ] || fail "a refused --write changed the file"
+popplan tune examples/quick.yaml --memory-per-replica 1MiB --write "$tmp/taken.yaml" --force \
+  >/dev/null || fail "--write --force exited $?"
+grep -qF "name: quick" "$tmp/taken.yaml" || fail "--write --force did not replace the file"
+# Nothing fits: exit 1 and no file.
+expect 1 "popplan tune: nothing fits; $tmp/none.yaml not written" -- \
+  popplan tune examples/mnist.yaml --memory-per-replica 1KiB --write "$tmp/none.yaml"
+[ ! -e "$tmp/none.yaml" ] || fail "a --write with nothing fitting wrote a file"
 finish popplan_tune

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "planner/build.h"
 #include "tests/support/test_profile.h"
 
 using namespace popkit::planner;
@@ -83,6 +84,43 @@ BOOST_AUTO_TEST_CASE(replicas_and_global_batch) {
   BOOST_TEST(r.fits.front().settings.front() == "replication.factor=2");
   BOOST_TEST(r.fits.front().config.training.micro_batch_size == 6);
   BOOST_CHECK_THROW(popkit::planner::tune(tiny(1), {1ull << 30, 4, 6}), popkit::Error);
+}
+
+// tiny(1) in standard mode peaks with everything live at once; its Adam state, m and v
+// of 4 x 3 + 3 float32 elements, is 2 x 15 x 4 = 120 B of that peak and lives on device
+// all the time. One byte less than the peak: the only single setting that lowers the
+// peak is remote.optimizer_state=true (phased mode with one layer plans the same phase;
+// io modes add IO slots), so it is the advice, at exactly 120 B less. The micro-batch
+// split needs two settings (micro_batch_size and gradient_accumulation).
+BOOST_AUTO_TEST_CASE(fit_advice_is_the_fewest_changes_that_fit) {
+  popkit::config::Config c = tiny(1);
+  const std::uint64_t peak = build_plan_for_estimate(c).peak_bytes;
+  c.device.memory_per_replica = peak - 1;
+  BOOST_REQUIRE(!build_plan_for_estimate(c).fits);
+  const FitAdvice a = advise_fit(c);
+  BOOST_TEST(a.fits);
+  BOOST_TEST(a.settings == std::vector<std::string>{"remote.optimizer_state=true"},
+             boost::test_tools::per_element());
+  BOOST_TEST(a.peak_bytes == peak - 2 * 15 * 4);
+  BOOST_TEST(a.n_planned == 54u);
+
+  // 1 B less than that: off-device state and one sample per micro-batch (3 settings)
+  // beat every candidate that needs more; the state alone no longer fits.
+  c.device.memory_per_replica = a.peak_bytes - 1;
+  const FitAdvice b = advise_fit(c);
+  BOOST_TEST(b.fits);
+  const std::vector<std::string> three{"remote.optimizer_state=true", "training.micro_batch_size=1",
+                                       "training.gradient_accumulation=4"};
+  BOOST_TEST(b.settings == three, boost::test_tools::per_element());
+  BOOST_TEST(b.peak_bytes <= a.peak_bytes - 1);
+
+  // Below the least peak of all: nothing fits, and the advice names that least peak.
+  const TuneResult all = popkit::planner::tune(c, {1ull << 30});
+  c.device.memory_per_replica = all.smallest->peak_bytes - 1;
+  const FitAdvice none = advise_fit(c);
+  BOOST_TEST(!none.fits);
+  BOOST_TEST(none.peak_bytes == all.smallest->peak_bytes);
+  BOOST_TEST(!none.settings.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
