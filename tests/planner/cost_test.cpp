@@ -96,7 +96,7 @@ BOOST_AUTO_TEST_SUITE(cost)
 
 BOOST_AUTO_TEST_CASE(a_gemm_runs_at_the_rate_of_its_shape) {
   Plan p = tiny();
-  p.phases.push_back({"fwd", {forward()}, {}, 0.0});
+  p.phases.push_back({"fwd", {forward()}, {}, 0.0, -1, {}});
   BOOST_TEST(priced(p) == kForward, tt::tolerance(1e-12));
   BOOST_TEST(p.phases[0].estimated_seconds == kForward, tt::tolerance(1e-12));
   BOOST_TEST(p.estimated_samples_per_second == 2 / kForward, tt::tolerance(1e-12));
@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(io_tiles_are_taken_from_compute) {
   Plan p = tiny();
   p.io_mode = IoMode::kIo;
   p.io_tiles = 1;  // of 4: compute runs on 3
-  p.phases.push_back({"fwd", {forward()}, {}, 0.0});
+  p.phases.push_back({"fwd", {forward()}, {}, 0.0, -1, {}});
   BOOST_TEST(priced(p) == 1e-6 + (48 / 0.25e9 + 6 / 1e9) * 4 / 3, tt::tolerance(1e-12));
   p.io_mode = IoMode::kCompute;  // io_tiles apply to io modes only
   BOOST_TEST(priced(p) == kForward, tt::tolerance(1e-12));
@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(io_tiles_are_taken_from_compute) {
 
 BOOST_AUTO_TEST_CASE(a_transfer_pays_sync_latency_and_bytes_over_its_share_of_the_link) {
   Plan p = tiny(4);
-  p.phases.push_back({"load", {load(OpKind::kRemoteLoad, 2)}, {}, 0.0});
+  p.phases.push_back({"load", {load(OpKind::kRemoteLoad, 2)}, {}, 0.0, -1, {}});
   DeviceProfile d = profile();
   d.sync_overhead_seconds = 2e-6;
   BOOST_TEST(priced(p, d) == 2e-6 + 1e-7 + 32 / 1e9, tt::tolerance(1e-12));
@@ -134,7 +134,7 @@ BOOST_AUTO_TEST_CASE(io_overlapped_hides_only_the_bytes_of_a_repeat) {
   const double serial = 1e-7 + kForward;
   Plan p = tiny();
   p.phases.push_back(
-      {"loop", {repeat({load(OpKind::kHostLoad, 2), forward()}, 3, IoMode::kIo)}, {}, 0.0});
+      {"loop", {repeat({load(OpKind::kHostLoad, 2), forward()}, 3, IoMode::kIo)}, {}, 0.0, -1, {}});
   BOOST_TEST(priced(p) == 3 * (serial + bytes), tt::tolerance(1e-12));
   // Overlapped: a two-stage pipeline over 3 steps, the latency staying with compute.
   p.phases[0].ops[0].io_mode = IoMode::kIoOverlapped;
@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(a_preloaded_load_overlaps_its_phase) {
   Op pre = load(OpKind::kRemoteLoad, 2);
   pre.preload = true;
   Plan p = tiny();
-  p.phases.push_back({"fwd", {forward(), pre}, {}, 0.0});
+  p.phases.push_back({"fwd", {forward(), pre}, {}, 0.0, -1, {}});
   // The load's 32 ns of bytes hide behind the forward; its latency does not.
   BOOST_TEST(priced(p) == kForward + 1e-7, tt::tolerance(1e-12));
   DeviceProfile slow = profile();
@@ -172,7 +172,7 @@ BOOST_AUTO_TEST_CASE(bookkeeping_and_on_tile_copies_cost_nothing) {
   slice.kind = OpKind::kSliceShard;
   slice.inputs = {0};
   slice.outputs = {2};
-  p.phases.push_back({"none", {alloc, zero, slice, free}, {}, 0.0});
+  p.phases.push_back({"none", {alloc, zero, slice, free}, {}, 0.0, -1, {}});
   BOOST_TEST(priced(p) == 0.0);
 }
 

@@ -80,7 +80,7 @@ BOOST_AUTO_TEST_CASE(all_reduce_of_8_floats_over_2_hosts_of_2) {
   BOOST_TEST(t.busiest_link_bytes == 64u);  // replicas 0 and 1 send 32 each across
   BOOST_TEST(t.busiest_messages == 4u);     // two chunks out, two sums back
   // Together, the mean the cost model gives every collective: 4 (G-1) / G of 32.
-  p.phases.push_back({"reduce", {op}, {}, 0.0});
+  p.phases.push_back({"reduce", {op}, {}, 0.0, -1, {}});
   annotate_costs(p);
   BOOST_TEST(p.phases[0].ops[0].collective_bytes == (t.on_host_bytes + t.cross_host_bytes) / 4);
   BOOST_TEST(p.phases[0].ops[0].collective_bytes == 96u);
@@ -161,7 +161,7 @@ BOOST_AUTO_TEST_CASE(step_time_prices_cross_host_bytes_and_messages) {
   // 1.25e9 B/s (10 Gb/s); the longer one counts.
   Plan p = vectors(4, {8});
   p.global_batch_size = 4;
-  p.phases.push_back({"reduce", {all_reduce({4, 4, 1}, 0)}, {}, 0.0});
+  p.phases.push_back({"reduce", {all_reduce({4, 4, 1}, 0)}, {}, 0.0, -1, {}});
   annotate_costs(p);
   DeviceProfile d;
   d.flops_per_second = 1e12;
