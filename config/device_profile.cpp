@@ -31,6 +31,8 @@ constexpr std::array kParameters = {
           "columns (n) at which a GEMM reaches half its rate along n"),
     value("compute.gemm.half_k", &P::gemm_half_k, false, false,
           "reduction length (k) at which a GEMM reaches half its rate along k"),
+    value("compute.host_threads", &P::host_threads, false, false,
+          "a CPU: the threads replicas run on (0: a device per replica)"),
     link("links.ipu_link.bytes_per_second", &P::ipu_link, &L::bytes_per_second, true, true,
          "collectives, per replica"),
     link("links.ipu_link.latency_seconds", &P::ipu_link, &L::latency_seconds, false, false,

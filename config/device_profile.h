@@ -52,6 +52,15 @@ struct DeviceProfile {
   // Everything that is not a GEMM (activations, loss, accumulation, the optimizer):
   // element-wise work at this rate on all tiles.
   double vector_flops_per_second = 0.0;
+  // A CPU running the popkit engine (poprun), not a device per replica: the threads its
+  // replicas run on (poprun's default, the machine's cores). More replicas than threads
+  // take turns, so a replica's compute, copies and collective bytes take ceil(R / threads)
+  // times as long; a single replica spreads its large GEMMs' column blocks over them
+  // (planner/workspace.h column_blocks), and io_overlapped overlaps nothing unless a
+  // thread is left free for the engine's IO thread. 0: every replica has a device of its
+  // own (an IPU). A profile with threads is a CPU's: its estimates compare with poprun's
+  // measurements (popreport compare).
+  double host_threads = 0.0;
 
   LinkProfile ipu_link;   // collectives between replicas, per replica
   LinkProfile streaming;  // remote buffers in streaming memory
@@ -73,6 +82,7 @@ struct DeviceProfile {
   };
   std::vector<Fitted> fitted;
 
+  [[nodiscard]] bool is_cpu() const { return host_threads > 0; }
   [[nodiscard]] double gemm_efficiency(double m, double n, double k) const {
     return gemm_max_efficiency * (m / (m + gemm_half_m)) * (n / (n + gemm_half_n)) *
            (k / (k + gemm_half_k));

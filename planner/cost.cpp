@@ -3,12 +3,14 @@
 #include "planner/cost.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "planner/layer_kinds.h"
 #include "planner/operands.h"
 #include "planner/optimizer_kinds.h"
 #include "planner/sharding.h"
+#include "planner/workspace.h"
 
 namespace popkit::planner {
 namespace {
@@ -245,9 +247,38 @@ class Timer {
         p_(p),
         fraction_(compute_fraction),
         traffic_(traffic),
-        r_(u(plan.replication_factor)) {}
+        r_(u(plan.replication_factor)) {
+    if (p.is_cpu()) {
+      // A CPU (config/device_profile.h host_threads): the engine runs min(R, threads)
+      // threads, each whole replicas in turn (engine/engine.cpp); one replica has them
+      // all for its GEMMs' column blocks.
+      const double threads = p.host_threads;
+      const double r = static_cast<double>(r_);
+      turns_ = std::ceil(r / threads);
+      collective_share_ = r / std::min(r, threads);
+      gemm_threads_ = r_ == 1 ? static_cast<std::int64_t>(threads) : 1;
+      // io_overlapped's IO thread needs a core the compute threads leave free.
+      overlap_ = r_ > 1 && r < threads;
+    }
+  }
 
   Seconds time(const Op& op) const {
+    Seconds s = replica_time(op);
+    if (op.kind != OpKind::kRepeat && !is_collective(op)) {
+      s.serial *= turns_;
+      s.transfer *= turns_;
+    }
+    return s;
+  }
+
+ private:
+  static bool is_collective(const Op& op) {
+    return op.kind == OpKind::kAllGather || op.kind == OpKind::kReduceScatter ||
+           op.kind == OpKind::kAllReduce;
+  }
+
+  // The op on one replica that has a device (or a thread) of its own.
+  Seconds replica_time(const Op& op) const {
     Seconds s;
     switch (op.kind) {
       case OpKind::kAlloc:
@@ -288,7 +319,6 @@ class Timer {
     return s;
   }
 
- private:
   // A repeat runs its body `steps` times. io_overlapped (PopXL's overlapped IO): the
   // streams of step s+1 move while step s computes, a two-stage pipeline of n steps:
   // n * max(serial, transfer) + min(serial, transfer). Only the bytes overlap: each
@@ -303,7 +333,7 @@ class Timer {
     }
     const double n = static_cast<double>(op.steps);
     Seconds s;
-    if (op.io_mode == IoMode::kIoOverlapped) {
+    if (op.io_mode == IoMode::kIoOverlapped && overlap_) {
       s.serial = n * std::max(step.serial, step.transfer) + std::min(step.serial, step.transfer);
     } else {
       s.serial = n * step.serial;
@@ -341,11 +371,21 @@ class Timer {
       const double rate = p_.flops_per_second * fraction_ *
                           p_.gemm_efficiency(static_cast<double>(m.m), static_cast<double>(m.n),
                                              static_cast<double>(m.k));
-      seconds += static_cast<double>(m.flops()) / rate;
+      seconds += static_cast<double>(m.flops()) / rate * column_share(m);
     }
     const std::uint64_t rest = flops > gemm_flops ? flops - gemm_flops : 0;
     if (rest > 0) seconds += static_cast<double>(rest) / (p_.vector_flops_per_second * fraction_);
     return seconds;
+  }
+
+  // The share of a GEMM's time its slowest thread takes when one replica spreads its
+  // column blocks over the CPU's threads: ceil(blocks / threads) / blocks.
+  double column_share(const Gemm& m) const {
+    if (gemm_threads_ <= 1) return 1.0;
+    const ColumnBlocks cb =
+        column_blocks(static_cast<std::int64_t>(m.m * m.k), static_cast<std::int64_t>(m.n));
+    const std::int64_t rounds = (cb.n + gemm_threads_ - 1) / gemm_threads_;
+    return static_cast<double>(rounds) / static_cast<double>(cb.n);
   }
 
   // `phases` synchronised exchanges, a link latency each, wherever the bytes go; then the
@@ -360,7 +400,7 @@ class Timer {
   }
   // Sent and received overlap on the links: half the bytes per replica.
   double on_host(std::uint64_t bytes_per_replica) const {
-    return static_cast<double>(bytes_per_replica) / 2.0 / p_.ipu_link.rate(1);
+    return static_cast<double>(bytes_per_replica) / 2.0 / p_.ipu_link.rate(1) * collective_share_;
   }
   double cross_host(const CollectiveTraffic& t) const {
     if (t.cross_host_bytes == 0) return 0.0;
@@ -374,6 +414,13 @@ class Timer {
   double fraction_;
   TrafficCount* traffic_;  // null: every replica on one host
   std::uint64_t r_;
+  // A CPU profile's threads (all 1 and true for a device per replica): turns of the
+  // replicas on the threads, the share of a collective's copies per thread, the threads
+  // one replica's GEMMs use, and whether io_overlapped can overlap.
+  double turns_ = 1.0;
+  double collective_share_ = 1.0;
+  std::int64_t gemm_threads_ = 1;
+  bool overlap_ = true;
 };
 
 // A phase's time: its ops one after another, except that the loads preloaded into it
