@@ -170,4 +170,16 @@ BOOST_AUTO_TEST_CASE(plans_and_runs_compare_times_only_like_with_like) {
   BOOST_TEST(r::check_gates(c, {r::parse_gate("peak_memory > +2%")}).size() == 1u);
 }
 
+// A plan priced with a CPU's profile (`poprun calibrate`'s, or the built-in cpu)
+// estimates what poprun measures: its time compares with a run's, and gates apply.
+BOOST_AUTO_TEST_CASE(a_cpu_estimate_compares_with_a_cpu_run) {
+  auto sources = fixtures({"quick_plan.json", "base.json"});
+  sources[0].record.plan.device_profile = "cpu-calibrated";
+  sources[0].record.plan.device_kind = "cpu";
+  const auto c = r::compare(sources, {}, "");
+  BOOST_TEST(c.rows[0].time_basis == "estimate for CPU (cpu-calibrated)");
+  BOOST_TEST(r::times_comparable(c.rows[0], c.rows[1]));
+  BOOST_TEST(r::check_gates(c, {r::parse_gate("throughput < -5%")}).size() == 1u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
