@@ -34,28 +34,64 @@ double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Seconds per call of `f`: the median of 5 batches of calls, each batch at least
-// `batch_seconds` long. The median, not the minimum: a shared machine's steps see its
-// noise too, and the profile should price the steps poprun will measure.
-template <typename F>
-double per_call(F&& f, double batch_seconds) {
-  f();  // caches, page faults
+// Seconds per call, given `calls(n)` that makes n calls: the median of 5 batches of
+// calls, each batch at least `batch_seconds` long. The median, not the minimum: a shared
+// machine's steps see its noise too, and the profile should price the steps poprun will
+// measure.
+template <typename Calls>
+double seconds_per_call(Calls&& calls, double batch_seconds) {
+  calls(1);  // caches, page faults
   std::int64_t n = 1;
   for (;;) {
     const auto t0 = Clock::now();
-    for (std::int64_t i = 0; i < n; ++i) f();
+    calls(n);
     if (since(t0) >= batch_seconds || n >= (std::int64_t{1} << 24)) break;
     n *= 2;
   }
   std::vector<double> t;
   for (int b = 0; b < 5; ++b) {
     const auto t0 = Clock::now();
-    for (std::int64_t i = 0; i < n; ++i) f();
+    calls(n);
     t.push_back(since(t0) / static_cast<double>(n));
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
+
+// Seconds per call of `f` on this thread.
+template <typename F>
+double per_call(F&& f, double batch_seconds) {
+  return seconds_per_call(
+      [&](std::int64_t n) {
+        for (std::int64_t i = 0; i < n; ++i) f();
+      },
+      batch_seconds);
+}
+
+// Where the measurements run: the threads replicas will run on, every one busy at once
+// with its own data, as the engine keeps them (R >= threads: a replica per thread; R = 1:
+// a GEMM's column blocks on every thread). Cores that share a physical core, caches or
+// memory bandwidth then show what that costs a replica.
+struct Machine {
+  int threads = 1;
+  double batch = 0.004;
+  engine::ThreadPool pool;
+  Machine(int n_threads, double batch_seconds)
+      : threads(n_threads), batch(batch_seconds), pool(n_threads) {}
+
+  // Seconds per call of f(states[t]) when every thread t calls it at once, one call
+  // after another.
+  template <typename State, typename F>
+  double per_call_on_all(std::vector<State>& states, F&& f) {
+    return seconds_per_call(
+        [&](std::int64_t n) {
+          pool.run(threads, [&](std::int64_t t) {
+            for (std::int64_t i = 0; i < n; ++i) f(states[static_cast<std::size_t>(t)]);
+          });
+        },
+        batch);
+  }
+};
 
 // A float buffer, 64-byte aligned as the engine's device blocks are, filled with small
 // values (no subnormals, no overflow).
@@ -82,36 +118,46 @@ struct Workspace {
 constexpr std::int64_t kLayers[][2] = {{784, 512}, {512, 512}, {512, 10}};
 constexpr std::int64_t kRows[] = {8, 16, 32, 64, 128, 256, 512};
 
-// One linear layer's three kernels on `rows` rows, timed on this thread, as GEMMs of the
-// cost model (planner/layer_kinds.h): forward [rows, in] x [in, out]; weight gradient
-// in^T dz, m = in, n = out, k = rows; input gradient dz W^T, m = rows, n = in, k = out.
-void time_layer(std::int64_t rows, std::int64_t in, std::int64_t out, double batch,
+// One linear layer's operands and workspaces on `rows` rows.
+struct LayerData {
+  LayerData(std::int64_t rows, std::int64_t in, std::int64_t out)
+      : x(rows * in),
+        w(in * out),
+        b(out),
+        y(rows * out),
+        dz(rows * out),
+        gw(in * out),
+        gb(out),
+        dx(rows * in),
+        wf(planner::linear_forward_call_workspace(rows, in, 0, out)),
+        wg(planner::linear_grad_call_workspace(rows, in, 0, out)),
+        wd(planner::linear_dx_call_workspace(rows, out, 0, in)) {}
+  Floats x, w, b, y, dz, gw, gb, dx;
+  Workspace wf, wg, wd;
+};
+
+// One linear layer's three kernels on `rows` rows, timed on every thread at once, as
+// GEMMs of the cost model (planner/layer_kinds.h): forward [rows, in] x [in, out]; weight
+// gradient in^T dz, m = in, n = out, k = rows; input gradient dz W^T, m = rows, n = in,
+// k = out.
+void time_layer(Machine& machine, std::int64_t rows, std::int64_t in, std::int64_t out,
                 std::vector<GemmTiming>& timings) {
   const engine::Kernels& k = engine::kernels();
-  Floats x(rows * in), w(in * out), b(out), y(rows * out), dz(rows * out), gw(in * out), gb(out),
-      dx(rows * in);
-  Workspace wf(planner::linear_forward_call_workspace(rows, in, 0, out));
-  Workspace wg(planner::linear_grad_call_workspace(rows, in, 0, out));
-  Workspace wd(planner::linear_dx_call_workspace(rows, out, 0, in));
-  const double forward = per_call(
-      [&] {
-        k.linear_act_forward_columns(config::Activation::kNone, x.data(), w.data(), b.data(),
-                                     y.data(), y.data(), rows, in, out, 0, out, wf.data(),
-                                     wf.bytes);
-      },
-      batch);
-  const double grad = per_call(
-      [&] {
-        k.linear_grad_columns(dz.data(), x.data(), gw.data(), gb.data(), rows, in, out, 0, 0, out,
-                              wg.data(), wg.bytes);
-      },
-      batch);
-  const double input = per_call(
-      [&] {
-        k.linear_dx_columns(dz.data(), w.data(), dx.data(), rows, in, out, 0, in, wd.data(),
-                            wd.bytes);
-      },
-      batch);
+  std::vector<LayerData> data;
+  for (int t = 0; t < machine.threads; ++t) data.emplace_back(rows, in, out);
+  const double forward = machine.per_call_on_all(data, [&](LayerData& d) {
+    k.linear_act_forward_columns(config::Activation::kNone, d.x.data(), d.w.data(), d.b.data(),
+                                 d.y.data(), d.y.data(), rows, in, out, 0, out, d.wf.data(),
+                                 d.wf.bytes);
+  });
+  const double grad = machine.per_call_on_all(data, [&](LayerData& d) {
+    k.linear_grad_columns(d.dz.data(), d.x.data(), d.gw.data(), d.gb.data(), rows, in, out, 0, 0,
+                          out, d.wg.data(), d.wg.bytes);
+  });
+  const double input = machine.per_call_on_all(data, [&](LayerData& d) {
+    k.linear_dx_columns(d.dz.data(), d.w.data(), d.dx.data(), rows, in, out, 0, in, d.wd.data(),
+                        d.wd.bytes);
+  });
   timings.push_back({"forward", rows, out, in, forward, 0.0});
   timings.push_back({"weight grad", in, out, rows, grad, 0.0});
   timings.push_back({"input grad", rows, in, out, input, 0.0});
@@ -157,26 +203,32 @@ double fit_gemms(std::vector<GemmTiming>& g, config::DeviceProfile& p) {
 // Element-wise work at the FLOPs the cost model counts (planner/optimizer_kinds.cpp:
 // Adam 12 per element; planner/layer_kinds.cpp: GELU's gradient 12 per element): the
 // rate is their sum over their time.
-double vector_rate(double batch) {
-  const engine::Kernels& k = engine::kernels();
-  constexpr std::int64_t kAdam = 1 << 18;  // fc2's weight over two replicas
-  constexpr std::int64_t kGelu = 128 * 512;
-  Floats w(kAdam), g(kAdam), m(kAdam), v(kAdam), pre(kGelu), dy(kGelu);
-  std::vector<std::uint16_t> m_half(kAdam, 0);
-  for (std::int64_t i = 0; i < kAdam; ++i) v.data()[i] = 1e-4f;
-  const engine::AdamParams params;
+constexpr std::int64_t kAdam = 1 << 18;  // fc2's weight over two replicas
+constexpr std::int64_t kGelu = 128 * 512;
+
+struct VectorData {
+  VectorData() : w(kAdam), g(kAdam), m(kAdam), v(kAdam), pre(kGelu), dy(kGelu), m_half(kAdam, 0) {
+    for (std::int64_t i = 0; i < kAdam; ++i) v.data()[i] = 1e-4f;
+  }
+  Floats w, g, m, v, pre, dy;
+  std::vector<std::uint16_t> m_half;
   std::int64_t t = 1;
-  const double adam = per_call(
-      [&] { k.adam_step(w.data(), g.data(), m.data(), v.data(), kAdam, t++, params); }, batch);
-  const double adam_half = per_call(
-      [&] { k.adam_step_half_m(w.data(), g.data(), m_half.data(), v.data(), kAdam, t++, params); },
-      batch);
-  const double gelu = per_call(
-      [&] {
-        k.activation_backward(config::Activation::kGelu, pre.data(), dy.data(), kGelu);
-        std::copy_n(g.data(), kGelu, dy.data());  // keep the gradient from decaying to 0
-      },
-      batch);
+};
+
+double vector_rate(Machine& machine) {
+  const engine::Kernels& k = engine::kernels();
+  std::vector<VectorData> data(static_cast<std::size_t>(machine.threads));
+  const engine::AdamParams params;
+  const double adam = machine.per_call_on_all(data, [&](VectorData& d) {
+    k.adam_step(d.w.data(), d.g.data(), d.m.data(), d.v.data(), kAdam, d.t++, params);
+  });
+  const double adam_half = machine.per_call_on_all(data, [&](VectorData& d) {
+    k.adam_step_half_m(d.w.data(), d.g.data(), d.m_half.data(), d.v.data(), kAdam, d.t++, params);
+  });
+  const double gelu = machine.per_call_on_all(data, [&](VectorData& d) {
+    k.activation_backward(config::Activation::kGelu, d.pre.data(), d.dy.data(), kGelu);
+    std::copy_n(d.g.data(), kGelu, d.dy.data());  // keep the gradient from decaying to 0
+  });
   const double flops = 12.0 * (2 * kAdam + kGelu);
   return flops / (adam + adam_half + gelu);
 }
@@ -186,9 +238,10 @@ struct Link {
   double latency_seconds = 0.0;
 };
 
-// Streaming memory: the engine's RemoteStore, a replica's loads and stores.
-Link streaming(double batch) {
-  constexpr std::uint64_t kEntry = 1 << 20;
+// Streaming memory: the engine's RemoteStore, every replica's loads and stores.
+constexpr std::uint64_t kEntry = 1 << 20;
+
+std::vector<planner::RemoteBuffer> store_buffers() {
   std::vector<planner::RemoteBuffer> buffers(2);
   buffers[0].name = "big";
   buffers[0].entry_bytes = kEntry;
@@ -196,35 +249,52 @@ Link streaming(double batch) {
   buffers[1].name = "small";
   buffers[1].entry_bytes = 64;
   buffers[1].rows = 2;
-  engine::RemoteStore store(buffers);
-  Floats tensor(kEntry / 4);
-  auto* bytes = reinterpret_cast<std::byte*>(tensor.data());
-  const double big = per_call(
-      [&] {
-        store.load(0, 0, bytes, kEntry);
-        store.store(0, 1, bytes, kEntry);
-      },
-      batch);
-  const double small = per_call(
-      [&] {
-        store.load(1, 0, bytes, 64);
-        store.store(1, 1, bytes, 64);
-      },
-      batch);
+  return buffers;
+}
+
+struct StoreData {
+  explicit StoreData(const std::vector<planner::RemoteBuffer>& buffers)
+      : store(buffers), tensor(kEntry / 4) {}
+  engine::RemoteStore store;
+  Floats tensor;
+  [[nodiscard]] std::byte* bytes() const { return reinterpret_cast<std::byte*>(tensor.data()); }
+};
+
+Link streaming(Machine& machine) {
+  const auto buffers = store_buffers();  // the stores keep a pointer to them
+  std::vector<StoreData> data;
+  for (int t = 0; t < machine.threads; ++t) data.emplace_back(buffers);
+  const double big = machine.per_call_on_all(data, [&](StoreData& d) {
+    d.store.load(0, 0, d.bytes(), kEntry);
+    d.store.store(0, 1, d.bytes(), kEntry);
+  });
+  const double small = machine.per_call_on_all(data, [&](StoreData& d) {
+    d.store.load(1, 0, d.bytes(), 64);
+    d.store.store(1, 1, d.bytes(), 64);
+  });
   return {2.0 * kEntry / std::max(1e-12, big - small), small / 2};
 }
 
 // Host streams: a host_load of images normalises a micro-batch's pixels into float32;
 // the cost model counts the float bytes.
-Link host(double batch) {
-  constexpr std::size_t kPixels = 256 * 784;
-  std::vector<std::uint8_t> pixels(kPixels);
-  for (std::size_t i = 0; i < kPixels; ++i) pixels[i] = static_cast<std::uint8_t>(i * 7);
-  Floats x(kPixels);
-  const double big = per_call(
-      [&] { engine::normalize_pixels(pixels.data(), kPixels, 0.13, 0.31, x.data()); }, batch);
-  const double small =
-      per_call([&] { engine::normalize_pixels(pixels.data(), 8, 0.13, 0.31, x.data()); }, batch);
+constexpr std::size_t kPixels = 256 * 784;
+
+struct PixelData {
+  PixelData() : pixels(kPixels), x(kPixels) {
+    for (std::size_t i = 0; i < kPixels; ++i) pixels[i] = static_cast<std::uint8_t>(i * 7);
+  }
+  std::vector<std::uint8_t> pixels;
+  Floats x;
+};
+
+Link host(Machine& machine) {
+  std::vector<PixelData> data(static_cast<std::size_t>(machine.threads));
+  const double big = machine.per_call_on_all(data, [&](PixelData& d) {
+    engine::normalize_pixels(d.pixels.data(), kPixels, 0.13, 0.31, d.x.data());
+  });
+  const double small = machine.per_call_on_all(data, [&](PixelData& d) {
+    engine::normalize_pixels(d.pixels.data(), 8, 0.13, 0.31, d.x.data());
+  });
   return {4.0 * kPixels / std::max(1e-12, big - small), small};
 }
 
@@ -235,9 +305,10 @@ Link host(double batch) {
 // tiny all-gather (L). The bandwidth is what a 1 MiB all-reduce adds, at the bytes the
 // cost model counts for it, 4 (G-1) / G of the tensor per replica, sent and received
 // overlapping (halved).
-Link collectives(int threads, double batch) {
-  const std::int64_t r = std::max(2, threads);
-  engine::ThreadPool pool(static_cast<int>(std::min<std::int64_t>(threads, r)));
+Link collectives(Machine& machine) {
+  const std::int64_t r = std::max(2, machine.threads);
+  const double batch = machine.batch;
+  engine::ThreadPool& pool = machine.pool;
   auto coll = engine::make_in_process_collectives(r, &pool);
   const planner::ReplicaGrouping all{r, r, 1};
   constexpr std::int64_t kBig = 1 << 18;
@@ -286,7 +357,8 @@ Link collectives(int threads, double batch) {
 
 // What a compute op costs beyond its work: the smallest kernel call and the two clock
 // reads the engine times each op with.
-double op_overhead(double batch) {
+double op_overhead(Machine& machine) {
+  const double batch = machine.batch;
   const engine::Kernels& k = engine::kernels();
   Floats x(8), w(8), b(8), y(8);
   Workspace ws(planner::linear_forward_call_workspace(1, 1, 0, 1));
@@ -298,6 +370,17 @@ double op_overhead(double batch) {
         static_cast<void>(since(t0));
       },
       batch);
+}
+
+constexpr int kRounds = 3;
+
+// The median of f(0), ..., f(kRounds - 1).
+template <typename F>
+double median_of(F&& f) {
+  std::vector<double> v;
+  for (int r = 0; r < kRounds; ++r) v.push_back(f(r));
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 std::string si(double v, const char* unit) {
@@ -325,20 +408,35 @@ MachineCalibration calibrate_machine(const CalibrateOptions& options) {
   const auto page = static_cast<std::uint64_t>(std::max(0L, sysconf(_SC_PAGESIZE)));
   p.memory_bytes = std::max<std::uint64_t>(1, pages * page >> 20) << 20;
   p.host_threads = threads;
-  const double batch = options.seconds_per_batch;
+  Machine machine(threads, options.seconds_per_batch);
 
-  for (const auto& [in, out] : kLayers)
-    for (const std::int64_t rows : kRows) time_layer(rows, in, out, batch, c.gemms);
+  // Each figure is the median of kRounds rounds, the GEMM sweep's rounds one after
+  // another: on a shared machine, a burst of someone else's work then spoils one round
+  // of a shape, not the shape.
+  std::vector<std::vector<GemmTiming>> rounds(kRounds);
+  for (auto& round : rounds)
+    for (const auto& [in, out] : kLayers)
+      for (const std::int64_t rows : kRows) time_layer(machine, rows, in, out, round);
+  c.gemms = rounds.front();
+  for (std::size_t i = 0; i < c.gemms.size(); ++i)
+    c.gemms[i].seconds =
+        median_of([&](int r) { return rounds[static_cast<std::size_t>(r)][i].seconds; });
   c.gemm_fit_rms = fit_gemms(c.gemms, p);
 
-  p.vector_flops_per_second = vector_rate(batch);
-  const Link s = streaming(batch);
-  p.streaming = {s.bytes_per_second, s.latency_seconds, 1.0, 1.0};
-  const Link h = host(batch);
-  p.host = {h.bytes_per_second, h.latency_seconds, 1.0, 1.0};
-  const Link l = collectives(threads, batch);
-  p.ipu_link = {l.bytes_per_second, l.latency_seconds, 1.0, 1.0};
-  p.op_overhead_seconds = op_overhead(batch);
+  p.vector_flops_per_second = median_of([&](int) { return vector_rate(machine); });
+  const auto link = [&](Link (*measure)(Machine&)) {
+    std::vector<Link> l;
+    for (int r = 0; r < kRounds; ++r) l.push_back(measure(machine));
+    const double bandwidth =
+        median_of([&](int r) { return l[static_cast<std::size_t>(r)].bytes_per_second; });
+    const double latency =
+        median_of([&](int r) { return l[static_cast<std::size_t>(r)].latency_seconds; });
+    return config::LinkProfile{bandwidth, latency, 1.0, 1.0};
+  };
+  p.streaming = link(streaming);
+  p.host = link(host);
+  p.ipu_link = link(collectives);
+  p.op_overhead_seconds = median_of([&](int) { return op_overhead(machine); });
   // Host and remote transfers are copies on the replica's own thread: nothing
   // synchronises beyond what the links' latencies measured.
   p.sync_overhead_seconds = 0.0;
@@ -369,7 +467,7 @@ std::string calibrated_profile_yaml(const MachineCalibration& c) {
 void print_machine_calibration(std::ostream& out, const MachineCalibration& c) {
   fmt::print(out, "CPU: {}\nkernels: {}\nthreads: {}\n\n", c.cpu, c.kernels,
              c.profile.host_threads);
-  fmt::print(out, "GEMMs (the linear kernels on one thread)\n");
+  fmt::print(out, "GEMMs (the linear kernels, every thread its own at once)\n");
   fmt::print(out, "{:<12} {:>5} {:>5} {:>5} {:>15} {:>15}\n", "kernel", "m", "n", "k", "measured",
              "fitted");
   for (const auto& g : c.gemms)

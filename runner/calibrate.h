@@ -1,7 +1,8 @@
 // `poprun calibrate`: measures this machine with the engine's own kernels and runtime and
 // turns the measurements into a device profile (config/device_profile.h) for the cost
 // model (planner/cost.h), so `popplan plan` estimates what `poprun train` will measure.
-// Each measurement times what one replica's thread does in a step:
+// Each measurement times what a replica's thread does in a step, with every thread busy
+// at once as replicas keep them, and is the median of three rounds:
 //  - GEMMs: the linear kernels (forward, weight gradient, input gradient) at the shapes
 //    of the MNIST plans, micro-batches 8 to 512; the profile's efficiency curve
 //    (flops_per_second, half_m, half_n, half_k) is fitted to them by least squares;
