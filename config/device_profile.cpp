@@ -60,6 +60,8 @@ constexpr std::array kParameters = {
           "per compute op (compute set and its sync)"),
     value("overheads.sync_seconds", &P::sync_overhead_seconds, false, false,
           "per collective, remote or host transfer, beyond the link's latency"),
+    value("overheads.barrier_seconds", &P::barrier_seconds, false, false,
+          "a CPU: per run of the thread pool (collective exchange, spread GEMM)"),
 };
 
 }  // namespace

@@ -71,6 +71,11 @@ struct DeviceProfile {
   // or host transfer), paid on top of its link's latency.
   double op_overhead_seconds = 0.0;
   double sync_overhead_seconds = 0.0;
+  // A CPU: what a run of work on the engine's thread pool costs beyond the work, its
+  // threads woken from sleep and waited for. Paid per synchronised exchange of a
+  // collective (each splits the step's segments) and per GEMM that one replica spreads
+  // over its threads (planner/cost.h).
+  double barrier_seconds = 0.0;
 
   // The parameters calibration fits (keys of profile_parameters()), each with its prior:
   // the value the fit starts from and pulls towards, so fitting again from the fitted

@@ -301,6 +301,7 @@ class Timer {
       case OpKind::kAllReduce:
         // GCL's all-reduce is a reduce-scatter then an all-gather: two synchronised
         // exchanges, each with its latency, moving the bytes counted for it together.
+        // (On a CPU it is one run of the pool, and the segment after it another.)
         s.serial = 2 * p_.sync_overhead_seconds + collective(op, 2);
         break;
       case OpKind::kForward:
@@ -371,7 +372,9 @@ class Timer {
       const double rate = p_.flops_per_second * fraction_ *
                           p_.gemm_efficiency(static_cast<double>(m.m), static_cast<double>(m.n),
                                              static_cast<double>(m.k));
-      seconds += static_cast<double>(m.flops()) / rate * column_share(m);
+      const double share = column_share(m);
+      seconds += static_cast<double>(m.flops()) / rate * share;
+      if (share < 1.0) seconds += p_.barrier_seconds;  // the blocks' run of the pool
     }
     const std::uint64_t rest = flops > gemm_flops ? flops - gemm_flops : 0;
     if (rest > 0) seconds += static_cast<double>(rest) / (p_.vector_flops_per_second * fraction_);
@@ -391,7 +394,7 @@ class Timer {
   // `phases` synchronised exchanges, a link latency each, wherever the bytes go; then the
   // bytes, on the device links and across hosts at once.
   double collective(const Op& op, int phases) const {
-    const double sync = phases * p_.ipu_link.latency_seconds;
+    const double sync = phases * (p_.ipu_link.latency_seconds + p_.barrier_seconds);
     if (traffic_ == nullptr)
       return op.collective_bytes == 0 ? 0.0 : sync + on_host(op.collective_bytes);
     const CollectiveTraffic t = traffic_->count(op);

@@ -355,6 +355,23 @@ Link collectives(Machine& machine) {
   return {bytes_per_replica / 2 / std::max(1e-12, reduce_big - reduce_tiny), latency};
 }
 
+// A run of the thread pool as the engine meets it between segments and spread GEMMs:
+// its threads asleep, having spun past their wait (engine/runtime/thread_pool.cpp spins
+// 50 us) while the caller computed, then woken and waited for.
+double barrier(Machine& machine) {
+  std::vector<double> t;
+  for (int i = 0; i < 100; ++i) {
+    const auto idle = Clock::now();
+    while (since(idle) < 200e-6) {
+    }  // the caller computes while the pool's threads fall asleep
+    const auto t0 = Clock::now();
+    machine.pool.run(machine.threads, [](std::int64_t) {});
+    t.push_back(since(t0));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 // What a compute op costs beyond its work: the smallest kernel call and the two clock
 // reads the engine times each op with.
 double op_overhead(Machine& machine) {
@@ -437,6 +454,7 @@ MachineCalibration calibrate_machine(const CalibrateOptions& options) {
   p.host = link(host);
   p.ipu_link = link(collectives);
   p.op_overhead_seconds = median_of([&](int) { return op_overhead(machine); });
+  p.barrier_seconds = median_of([&](int) { return barrier(machine); });
   // Host and remote transfers are copies on the replica's own thread: nothing
   // synchronises beyond what the links' latencies measured.
   p.sync_overhead_seconds = 0.0;
@@ -448,6 +466,7 @@ MachineCalibration calibrate_machine(const CalibrateOptions& options) {
       {"collective bandwidth (all-reduce, 1 MiB)", p.ipu_link.bytes_per_second, "B/s"},
       {"collective latency (per exchange)", p.ipu_link.latency_seconds * 1e6, "µs"},
       {"compute op overhead", p.op_overhead_seconds * 1e6, "µs"},
+      {"thread pool barrier (threads asleep)", p.barrier_seconds * 1e6, "µs"},
   };
   c.seconds = since(t0);
   return c;

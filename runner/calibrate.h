@@ -10,7 +10,8 @@
 //  - streaming memory: RemoteStore loads and stores of 1 MiB entries, and of 64 bytes;
 //  - host streams: the pixels' normalisation of a host_load;
 //  - collectives: the in-process all-reduce and all-gather on the engine's thread pool,
-//    each followed by a pool run of the replicas (a segment), as the engine runs them.
+//    each followed by a pool run of the replicas (a segment), as the engine runs them;
+//  - the thread barrier: a run of the pool once its threads have gone to sleep.
 //
 //   MachineCalibration c = calibrate_machine({});
 //   std::string yaml = calibrated_profile_yaml(c);  // config::load_profile_string reads it

@@ -240,8 +240,10 @@ std::string profile_to_yaml(const DeviceProfile& p, const std::vector<std::strin
   // Sections open as the keys' prefixes change: compute, compute.gemm, links, ...
   std::vector<std::string> open;
   for (const auto& param : profile_parameters()) {
-    // A CPU's key: a device's profile stays as it was written before CPUs had one.
-    if (param.member == &DeviceProfile::host_threads && !p.is_cpu()) continue;
+    // A CPU's keys: a device's profile stays as it was written before CPUs had them.
+    const bool cpu_key = param.member == &DeviceProfile::host_threads ||
+                         param.member == &DeviceProfile::barrier_seconds;
+    if (cpu_key && !p.is_cpu()) continue;
     auto parts = std::vector<std::string>{};
     for (std::size_t at = 0;;) {
       const std::size_t dot = param.key.find('.', at);

@@ -212,6 +212,26 @@ BOOST_AUTO_TEST_CASE(one_replica_spreads_a_large_gemm_over_the_threads) {
   BOOST_TEST(priced(p, d) == 1e-6 + gemm / 2 + bias, tt::tolerance(1e-12));
   d.host_threads = 3;  // ceil(4 / 3) = 2 blocks on the busiest thread
   BOOST_TEST(priced(p, d) == 1e-6 + gemm / 2 + bias, tt::tolerance(1e-12));
+  // The blocks are one run of the thread pool: one barrier.
+  d.barrier_seconds = 5e-6;
+  BOOST_TEST(priced(p, d) == 1e-6 + gemm / 2 + 5e-6 + bias, tt::tolerance(1e-12));
+}
+
+// A collective on a CPU: each synchronised exchange is a run of the thread pool.
+BOOST_AUTO_TEST_CASE(a_cpu_collective_pays_a_barrier_per_exchange) {
+  Plan p = tiny(2);
+  Op all_reduce;
+  all_reduce.kind = OpKind::kAllReduce;
+  all_reduce.state = {1};
+  all_reduce.grouping = {2, 2, 1};
+  p.phases.push_back({"reduce", {all_reduce}, {}, 0.0});
+  DeviceProfile d = profile();
+  d.host_threads = 2;
+  // 4 (G-1) / G of 24 bytes per replica, halved, over 1 GB/s; two exchanges.
+  const double bytes = 48 / 2 / 1e9;
+  BOOST_TEST(priced(p, d) == 2 * 1e-7 + bytes, tt::tolerance(1e-12));
+  d.barrier_seconds = 5e-6;
+  BOOST_TEST(priced(p, d) == 2 * (1e-7 + 5e-6) + bytes, tt::tolerance(1e-12));
 }
 
 // The engine's IO thread needs a core its compute threads leave free: on a CPU whose

@@ -85,7 +85,7 @@ BOOST_AUTO_TEST_CASE(gate_messages_show_byte_figures_exactly) {
   // The largest byte count did not survive a trip through double (undefined behaviour).
   r::Comparison c;
   c.rows.resize(2);
-  c.rows[0] = {"base", r::SourceKind::kRun, 0, 100.0, 0.5, 1000, 10, "measured on CPU"};
+  c.rows[0] = {"base", r::SourceKind::kRun, 0, 100.0, 0.5, 1000, 10, "measured on CPU", "CPU"};
   c.rows[1] = {"big",
                r::SourceKind::kRun,
                0,
@@ -93,7 +93,8 @@ BOOST_AUTO_TEST_CASE(gate_messages_show_byte_figures_exactly) {
                0.5,
                18446744073709551615u,
                18446744073709549568u,
-               "measured on CPU"};
+               "measured on CPU",
+               "CPU"};
   BOOST_TEST(r::check_gates(c, {r::parse_gate("peak_memory > +2%"),
                                 r::parse_gate("streaming_memory > +2%")}) ==
                  (std::vector<std::string>{
