@@ -49,6 +49,12 @@ struct DeviceProfile {
   double gemm_half_m = 0.0;
   double gemm_half_n = 0.0;
   double gemm_half_k = 0.0;
+  // A CPU: the engine takes small-batch kernels (streaming W unpacked) for a micro-batch
+  // of at most gemm_small_rows rows, and they run at gemm_small_rows_efficiency of the
+  // peak instead of the curve's (on the calibrated VM 8 rows ran faster than 16: no
+  // curve that rises with the rows can say so). 0: the curve for every GEMM.
+  double gemm_small_rows = 0.0;
+  double gemm_small_rows_efficiency = 0.0;
   // Everything that is not a GEMM (activations, loss, accumulation, the optimizer):
   // element-wise work at this rate on all tiles.
   double vector_flops_per_second = 0.0;

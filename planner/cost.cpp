@@ -306,7 +306,7 @@ class Timer {
         break;
       case OpKind::kForward:
       case OpKind::kBackward:
-        s.serial = p_.op_overhead_seconds + compute(op.flops, gemms(op));
+        s.serial = p_.op_overhead_seconds + compute(op.flops, gemms(op), rows(op));
         break;
       case OpKind::kZero:
       case OpKind::kSliceShard:
@@ -314,7 +314,7 @@ class Timer {
         // neighbouring compute sets, so they add no compute set and no sync of their own.
         break;
       default:  // loss, optimizer step: element-wise
-        s.serial = p_.op_overhead_seconds + compute(op.flops, OpGemms{});
+        s.serial = p_.op_overhead_seconds + compute(op.flops, OpGemms{}, 0);
         break;
     }
     return s;
@@ -351,27 +351,38 @@ class Timer {
     return s;
   }
 
+  // A forward or backward's micro-batch rows: its first input's leading dimension.
+  std::uint64_t rows(const Op& op) const {
+    const auto& shape = plan_.tensors[static_cast<std::size_t>(op.inputs[0])].shape;
+    return shape.empty() ? 1 : u(shape[0]);
+  }
+
   OpGemms gemms(const Op& op) const {
     const LayerInfo& l = plan_.layers[static_cast<std::size_t>(op.layer)];
-    const auto& shape = plan_.tensors[static_cast<std::size_t>(op.inputs[0])].shape;
-    const std::uint64_t rows = shape.empty() ? 1 : u(shape[0]);
     return op.kind == OpKind::kForward
-               ? layer_kind(l.kind).forward_gemms(l, rows)
-               : layer_kind(l.kind).backward_gemms(l, rows, op.outputs[0] >= 0);
+               ? layer_kind(l.kind).forward_gemms(l, rows(op))
+               : layer_kind(l.kind).backward_gemms(l, rows(op), op.outputs[0] >= 0);
+  }
+
+  // A GEMM's fraction of the peak: the curve's, or on a CPU the small-batch kernels'
+  // when the op's micro-batch has at most small_rows rows.
+  double efficiency(const Gemm& m, std::uint64_t op_rows) const {
+    if (p_.gemm_small_rows > 0 && op_rows > 0 && static_cast<double>(op_rows) <= p_.gemm_small_rows)
+      return p_.gemm_small_rows_efficiency;
+    return p_.gemm_efficiency(static_cast<double>(m.m), static_cast<double>(m.n),
+                              static_cast<double>(m.k));
   }
 
   // GEMMs at the profile's shape-dependent rate, the rest element-wise; both on the
   // compute tiles only (PopXL io_tiles are taken from compute).
-  double compute(std::uint64_t flops, const OpGemms& g) const {
+  double compute(std::uint64_t flops, const OpGemms& g, std::uint64_t op_rows) const {
     double seconds = 0.0;
     std::uint64_t gemm_flops = 0;
     for (int i = 0; i < g.n_gemms; ++i) {
       const Gemm& m = g.gemm[static_cast<std::size_t>(i)];
       if (m.flops() == 0) continue;
       gemm_flops += m.flops();
-      const double rate = p_.flops_per_second * fraction_ *
-                          p_.gemm_efficiency(static_cast<double>(m.m), static_cast<double>(m.n),
-                                             static_cast<double>(m.k));
+      const double rate = p_.flops_per_second * fraction_ * efficiency(m, op_rows);
       const double share = column_share(m);
       seconds += static_cast<double>(m.flops()) / rate * share;
       if (share < 1.0) seconds += p_.barrier_seconds;  // the blocks' run of the pool

@@ -158,15 +158,27 @@ void time_layer(Machine& machine, std::int64_t rows, std::int64_t in, std::int64
     k.linear_dx_columns(d.dz.data(), d.w.data(), d.dx.data(), rows, in, out, 0, in, d.wd.data(),
                         d.wd.bytes);
   });
-  timings.push_back({"forward", rows, out, in, forward, 0.0});
-  timings.push_back({"weight grad", in, out, rows, grad, 0.0});
-  timings.push_back({"input grad", rows, in, out, input, 0.0});
+  timings.push_back({"forward", rows, out, in, rows, forward, 0.0});
+  timings.push_back({"weight grad", in, out, rows, rows, grad, 0.0});
+  timings.push_back({"input grad", rows, in, out, rows, input, 0.0});
 }
 
-// Fits flops_per_second and half_m, half_n, half_k (max_efficiency stays 1: the peak
-// is the fitted rate) by least squares on log(fitted time / measured time), in logs,
-// starting from the best measured rate and 16 rows per axis.
-double fit_gemms(std::vector<GemmTiming>& g, config::DeviceProfile& p) {
+// Fits flops_per_second and half_m, half_n, half_k by least squares on log(fitted time /
+// measured time), in logs, starting from the best measured rate and 16 rows per axis, to
+// the GEMMs of more than planner::kSmallRows rows; those of fewer take the engine's
+// small-batch kernels, priced at their FLOPs over their time. The profile's peak is
+// the higher of the two rates, the other a fraction of it (efficiencies are at most 1).
+double fit_gemms(std::vector<GemmTiming>& all, config::DeviceProfile& p) {
+  std::vector<GemmTiming> g;
+  double small_flops = 0.0, small_seconds = 0.0;
+  for (const auto& t : all) {
+    if (t.rows > planner::kSmallRows) {
+      g.push_back(t);
+    } else {
+      small_flops += 2.0 * static_cast<double>(t.m * t.n * t.k);
+      small_seconds += t.seconds;
+    }
+  }
   double best = 0.0;
   for (const auto& t : g) best = std::max(best, t.flops_per_second());
   auto apply = [&](const std::vector<double>& x) {
@@ -193,10 +205,21 @@ double fit_gemms(std::vector<GemmTiming>& g, config::DeviceProfile& p) {
       loss, {std::log(best * 1.5), std::log(16.0), std::log(16.0), std::log(16.0)}, std::log(4.0),
       evaluations);
   const double sum = loss(x);
-  for (auto& t : g)
+  const double curve_peak = p.flops_per_second;
+  const double small_rate = small_seconds > 0 ? small_flops / small_seconds : 0.0;
+  p.flops_per_second = std::max(curve_peak, small_rate);
+  p.gemm_max_efficiency = curve_peak / p.flops_per_second;
+  if (small_rate > 0) {
+    p.gemm_small_rows = static_cast<double>(planner::kSmallRows);
+    p.gemm_small_rows_efficiency = small_rate / p.flops_per_second;
+  }
+  for (auto& t : all)
     t.fitted_flops_per_second =
-        p.flops_per_second * p.gemm_efficiency(static_cast<double>(t.m), static_cast<double>(t.n),
-                                               static_cast<double>(t.k));
+        t.rows <= planner::kSmallRows
+            ? small_rate
+            : p.flops_per_second * p.gemm_efficiency(static_cast<double>(t.m),
+                                                     static_cast<double>(t.n),
+                                                     static_cast<double>(t.k));
   return std::sqrt(sum / static_cast<double>(g.size()));
 }
 
@@ -493,9 +516,12 @@ void print_machine_calibration(std::ostream& out, const MachineCalibration& c) {
     fmt::print(out, "{:<12} {:>5} {:>5} {:>5} {:>15} {:>15}\n", g.kernel, g.m, g.n, g.k,
                si(g.flops_per_second(), "FLOP/s"), si(g.fitted_flops_per_second, "FLOP/s"));
   fmt::print(out,
-             "fit: peak {}, half_m {:.1f}, half_n {:.1f}, half_k {:.1f}; rms log error {:.3f}\n\n",
-             si(c.profile.flops_per_second, "FLOP/s"), c.profile.gemm_half_m, c.profile.gemm_half_n,
-             c.profile.gemm_half_k, c.gemm_fit_rms);
+             "fit: peak {}, half_m {:.1f}, half_n {:.1f}, half_k {:.1f}; rms log error {:.3f}; "
+             "up to {} rows {}\n\n",
+             si(c.profile.flops_per_second * c.profile.gemm_max_efficiency, "FLOP/s"),
+             c.profile.gemm_half_m, c.profile.gemm_half_n, c.profile.gemm_half_k, c.gemm_fit_rms,
+             c.profile.gemm_small_rows,
+             si(c.profile.flops_per_second * c.profile.gemm_small_rows_efficiency, "FLOP/s"));
   for (const auto& m : c.measured)
     fmt::print(out, "{:<42} {}\n", m.what,
                m.unit == "µs" ? fmt::format("{:.2f} µs", m.value) : si(m.value, m.unit.c_str()));

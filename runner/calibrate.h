@@ -5,7 +5,9 @@
 // at once as replicas keep them, and is the median of three rounds:
 //  - GEMMs: the linear kernels (forward, weight gradient, input gradient) at the shapes
 //    of the MNIST plans, micro-batches 8 to 512; the profile's efficiency curve
-//    (flops_per_second, half_m, half_n, half_k) is fitted to them by least squares;
+//    (flops_per_second, half_m, half_n, half_k) is fitted to them by least squares, but
+//    for the micro-batches of up to 8 rows, which take the small-batch kernels: their
+//    rate, over all their FLOPs, is gemm.small_rows_efficiency;
 //  - element-wise work: Adam (float32 and float16 first moment) and GELU's gradient;
 //  - streaming memory: RemoteStore loads and stores of 1 MiB entries, and of 64 bytes;
 //  - host streams: the pixels' normalisation of a host_load;
@@ -36,6 +38,7 @@ struct CalibrateOptions {
 struct GemmTiming {
   std::string kernel;  // "forward", "weight grad", "input grad"
   std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t rows = 0;  // the micro-batch: m, or k for the weight gradient
   double seconds = 0.0;
   double fitted_flops_per_second = 0.0;
   [[nodiscard]] double flops_per_second() const {

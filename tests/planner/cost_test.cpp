@@ -217,6 +217,20 @@ BOOST_AUTO_TEST_CASE(one_replica_spreads_a_large_gemm_over_the_threads) {
   BOOST_TEST(priced(p, d) == 1e-6 + gemm / 2 + 5e-6 + bias, tt::tolerance(1e-12));
 }
 
+// A CPU's small-batch kernels: an op of at most small_rows rows runs its GEMMs at their
+// own efficiency, not the curve's.
+BOOST_AUTO_TEST_CASE(a_cpu_prices_small_batches_at_their_kernels_rate) {
+  Plan p = tiny();  // 2 rows
+  p.phases.push_back({"fwd", {forward()}, {}, 0.0});
+  DeviceProfile d = profile();
+  d.host_threads = 1;
+  d.gemm_small_rows = 2;
+  d.gemm_small_rows_efficiency = 0.75;
+  BOOST_TEST(priced(p, d) == 1e-6 + 48 / (1e9 * 0.75) + 6 / 1e9, tt::tolerance(1e-12));
+  d.gemm_small_rows = 1;  // 2 rows take the curve
+  BOOST_TEST(priced(p, d) == kForward, tt::tolerance(1e-12));
+}
+
 // A collective on a CPU: each synchronised exchange is a run of the thread pool.
 BOOST_AUTO_TEST_CASE(a_cpu_collective_pays_a_barrier_per_exchange) {
   Plan p = tiny(2);
