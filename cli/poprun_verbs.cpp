@@ -1,4 +1,4 @@
-// poprun train and poprun eval: argument parsing only; popkit::runner does the work.
+// poprun train, eval and calibrate: argument parsing only; popkit::runner does the work.
 // Exit codes: 0 success, 1 failure at run time, 2 invalid input, 130 stopped by
 // SIGINT/SIGTERM (after writing a checkpoint).
 #include <functional>
@@ -8,6 +8,7 @@
 
 #include "cli/launch.h"
 #include "cli/verbs.h"
+#include "runner/calibrate.h"
 #include "runner/commands.h"
 
 namespace popkit::cli {
@@ -142,6 +143,24 @@ void add_run_verbs(Tool& tool) {
   add_set_option(e, eval->overrides);
   e->add_flag("--verbose", eval->verbose, "under mpirun: every rank prints its result");
   add_launch_options(e, *launch);
+
+  auto calibrate = std::make_shared<runner::CalibrateCommand>();
+  CLI::App* c = tool.add(
+      "calibrate",
+      "Measure this machine with the engine's own kernels, copies and collectives (a few "
+      "seconds) and write a device profile for the cost model: GEMM rates at the MNIST "
+      "plans' shapes with a fitted efficiency curve, copy bandwidth, collective latency "
+      "and bandwidth, element-wise rate, threads. Plan with it by giving FILE as the "
+      "config's device.profile. Exit 0, 1 run-time failure, 2 invalid arguments (e.g. an "
+      "output path in a folder that does not exist).",
+      [calibrate] { return runner::run_calibrate_command(*calibrate, std::cout, std::cerr); });
+  c->add_option("-o,--output", calibrate->output, "the profile file to write (YAML)")->required();
+  c->add_option("--threads", calibrate->options.n_threads,
+                "the threads replicas will run on (poprun train --threads); default the "
+                "machine's cores")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--name", calibrate->options.name,
+                "the profile's name in plans and reports (default cpu-calibrated)");
 }
 
 }  // namespace popkit::cli

@@ -31,6 +31,12 @@ constexpr std::array kParameters = {
           "columns (n) at which a GEMM reaches half its rate along n"),
     value("compute.gemm.half_k", &P::gemm_half_k, false, false,
           "reduction length (k) at which a GEMM reaches half its rate along k"),
+    value("compute.gemm.small_rows", &P::gemm_small_rows, false, false,
+          "a CPU: micro-batches of at most this many rows take the small-batch kernels"),
+    value("compute.gemm.small_rows_efficiency", &P::gemm_small_rows_efficiency, false, false,
+          "a CPU: the small-batch kernels' fraction of the peak"),
+    value("compute.host_threads", &P::host_threads, false, false,
+          "a CPU: the threads replicas run on (0: a device per replica)"),
     link("links.ipu_link.bytes_per_second", &P::ipu_link, &L::bytes_per_second, true, true,
          "collectives, per replica"),
     link("links.ipu_link.latency_seconds", &P::ipu_link, &L::latency_seconds, false, false,
@@ -58,6 +64,8 @@ constexpr std::array kParameters = {
           "per compute op (compute set and its sync)"),
     value("overheads.sync_seconds", &P::sync_overhead_seconds, false, false,
           "per collective, remote or host transfer, beyond the link's latency"),
+    value("overheads.barrier_seconds", &P::barrier_seconds, false, false,
+          "a CPU: per run of the thread pool (collective exchange, spread GEMM)"),
 };
 
 }  // namespace

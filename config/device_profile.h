@@ -49,9 +49,24 @@ struct DeviceProfile {
   double gemm_half_m = 0.0;
   double gemm_half_n = 0.0;
   double gemm_half_k = 0.0;
+  // A CPU: the engine takes small-batch kernels (streaming W unpacked) for a micro-batch
+  // of at most gemm_small_rows rows, and they run at gemm_small_rows_efficiency of the
+  // peak instead of the curve's (on the calibrated VM 8 rows ran faster than 16: no
+  // curve that rises with the rows can say so). 0: the curve for every GEMM.
+  double gemm_small_rows = 0.0;
+  double gemm_small_rows_efficiency = 0.0;
   // Everything that is not a GEMM (activations, loss, accumulation, the optimizer):
   // element-wise work at this rate on all tiles.
   double vector_flops_per_second = 0.0;
+  // A CPU running the popkit engine (poprun), not a device per replica: the threads its
+  // replicas run on (poprun's default, the machine's cores). More replicas than threads
+  // take turns, so a replica's compute, copies and collective bytes take ceil(R / threads)
+  // times as long; a single replica spreads its large GEMMs' column blocks over them
+  // (planner/workspace.h column_blocks), and io_overlapped overlaps nothing unless a
+  // thread is left free for the engine's IO thread. 0: every replica has a device of its
+  // own (an IPU). A profile with threads is a CPU's: its estimates compare with poprun's
+  // measurements (popreport compare).
+  double host_threads = 0.0;
 
   LinkProfile ipu_link;   // collectives between replicas, per replica
   LinkProfile streaming;  // remote buffers in streaming memory
@@ -62,6 +77,11 @@ struct DeviceProfile {
   // or host transfer), paid on top of its link's latency.
   double op_overhead_seconds = 0.0;
   double sync_overhead_seconds = 0.0;
+  // A CPU: what a run of work on the engine's thread pool costs beyond the work, its
+  // threads woken from sleep and waited for. Paid per synchronised exchange of a
+  // collective (each splits the step's segments) and per GEMM that one replica spreads
+  // over its threads (planner/cost.h).
+  double barrier_seconds = 0.0;
 
   // The parameters calibration fits (keys of profile_parameters()), each with its prior:
   // the value the fit starts from and pulls towards, so fitting again from the fitted
@@ -73,6 +93,7 @@ struct DeviceProfile {
   };
   std::vector<Fitted> fitted;
 
+  [[nodiscard]] bool is_cpu() const { return host_threads > 0; }
   [[nodiscard]] double gemm_efficiency(double m, double n, double k) const {
     return gemm_max_efficiency * (m / (m + gemm_half_m)) * (n / (n + gemm_half_n)) *
            (k / (k + gemm_half_k));

@@ -127,14 +127,6 @@ bool is_collective(OpKind k) {
   return category(k) == OpCategory::kCollective;
 }
 
-// x = (pixel / 255 - mean) / std  (config.data normalisation), for training and evaluation.
-void normalize_pixels(const std::uint8_t* pixels, std::size_t n, double mean, double std,
-                      float* x) {
-  const auto m = static_cast<float>(mean);
-  const auto s = static_cast<float>(std);
-  for (std::size_t i = 0; i < n; ++i) x[i] = (static_cast<float>(pixels[i]) / 255.0f - m) / s;
-}
-
 }  // namespace
 
 struct Engine::Impl {

@@ -1418,6 +1418,7 @@ class Builder {
     annotate_costs(p_);
     const DeviceProfile* profile = device_profile(c_);
     p_.device_profile = profile->name;
+    p_.device_kind = profile->is_cpu() ? "cpu" : "ipu";
     p_.memory_per_replica =
         c_.device.memory_per_replica != 0 ? c_.device.memory_per_replica : profile->memory_bytes;
     p_.io_tiles = c_.execution.io_tiles;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <numeric>
 
@@ -54,66 +55,6 @@ class Fit {
     return std::isfinite(sum) ? sum : HUGE_VAL;
   }
 
-  // Nelder-Mead from x with initial steps of `step` (log units) along each axis.
-  std::vector<double> minimise(std::vector<double> x, double step, int& evaluations) {
-    const std::size_t n = x.size();
-    std::vector<std::vector<double>> s(n + 1, x);
-    for (std::size_t i = 0; i < n; ++i) s[i + 1][i] += step;
-    std::vector<double> f(n + 1);
-    for (std::size_t i = 0; i <= n; ++i) f[i] = loss(s[i]);
-    evaluations += static_cast<int>(n + 1);
-    std::vector<std::size_t> order(n + 1);
-    auto point = [&](const std::vector<double>& c, const std::vector<double>& w, double t) {
-      std::vector<double> p(n);
-      for (std::size_t i = 0; i < n; ++i) p[i] = c[i] + t * (w[i] - c[i]);
-      return p;
-    };
-    while (evaluations < kMaxEvaluations) {
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return f[a] < f[b]; });
-      const std::size_t best = order.front(), worst = order.back(), second = order[n - 1];
-      if (f[worst] - f[best] < 1e-14) break;
-      std::vector<double> centre(n, 0.0);
-      for (std::size_t k = 0; k < n; ++k)
-        for (std::size_t i = 0; i < n; ++i) centre[i] += s[order[k]][i] / static_cast<double>(n);
-      const auto reflected = point(centre, s[worst], -1.0);
-      const double fr = loss(reflected);
-      ++evaluations;
-      if (fr < f[best]) {
-        const auto expanded = point(centre, s[worst], -2.0);
-        const double fe = loss(expanded);
-        ++evaluations;
-        if (fe < fr) {
-          s[worst] = expanded;
-          f[worst] = fe;
-        } else {
-          s[worst] = reflected;
-          f[worst] = fr;
-        }
-        continue;
-      }
-      if (fr < f[second]) {
-        s[worst] = reflected;
-        f[worst] = fr;
-        continue;
-      }
-      const auto contracted = point(centre, fr < f[worst] ? reflected : s[worst], 0.5);
-      const double fc = loss(contracted);
-      ++evaluations;
-      if (fc < std::min(fr, f[worst])) {
-        s[worst] = contracted;
-        f[worst] = fc;
-        continue;
-      }
-      for (std::size_t k = 1; k <= n; ++k) {  // shrink towards the best
-        s[order[k]] = point(s[best], s[order[k]], 0.5);
-        f[order[k]] = loss(s[order[k]]);
-      }
-      evaluations += static_cast<int>(n);
-    }
-    return s[static_cast<std::size_t>(std::min_element(f.begin(), f.end()) - f.begin())];
-  }
-
   const DeviceProfile& profile() const { return profile_; }
 
  private:
@@ -122,7 +63,76 @@ class Fit {
   std::vector<Free> free_;
 };
 
+// Nelder-Mead from x with initial steps of `step` along each axis.
+std::vector<double> nelder_mead(const std::function<double(const std::vector<double>&)>& loss,
+                                std::vector<double> x, double step, int& evaluations) {
+  const std::size_t n = x.size();
+  std::vector<std::vector<double>> s(n + 1, x);
+  for (std::size_t i = 0; i < n; ++i) s[i + 1][i] += step;
+  std::vector<double> f(n + 1);
+  for (std::size_t i = 0; i <= n; ++i) f[i] = loss(s[i]);
+  evaluations += static_cast<int>(n + 1);
+  std::vector<std::size_t> order(n + 1);
+  auto point = [&](const std::vector<double>& c, const std::vector<double>& w, double t) {
+    std::vector<double> p(n);
+    for (std::size_t i = 0; i < n; ++i) p[i] = c[i] + t * (w[i] - c[i]);
+    return p;
+  };
+  while (evaluations < kMaxEvaluations) {
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return f[a] < f[b]; });
+    const std::size_t best = order.front(), worst = order.back(), second = order[n - 1];
+    if (f[worst] - f[best] < 1e-14) break;
+    std::vector<double> centre(n, 0.0);
+    for (std::size_t k = 0; k < n; ++k)
+      for (std::size_t i = 0; i < n; ++i) centre[i] += s[order[k]][i] / static_cast<double>(n);
+    const auto reflected = point(centre, s[worst], -1.0);
+    const double fr = loss(reflected);
+    ++evaluations;
+    if (fr < f[best]) {
+      const auto expanded = point(centre, s[worst], -2.0);
+      const double fe = loss(expanded);
+      ++evaluations;
+      if (fe < fr) {
+        s[worst] = expanded;
+        f[worst] = fe;
+      } else {
+        s[worst] = reflected;
+        f[worst] = fr;
+      }
+      continue;
+    }
+    if (fr < f[second]) {
+      s[worst] = reflected;
+      f[worst] = fr;
+      continue;
+    }
+    const auto contracted = point(centre, fr < f[worst] ? reflected : s[worst], 0.5);
+    const double fc = loss(contracted);
+    ++evaluations;
+    if (fc < std::min(fr, f[worst])) {
+      s[worst] = contracted;
+      f[worst] = fc;
+      continue;
+    }
+    for (std::size_t k = 1; k <= n; ++k) {  // shrink towards the best
+      s[order[k]] = point(s[best], s[order[k]], 0.5);
+      f[order[k]] = loss(s[order[k]]);
+    }
+    evaluations += static_cast<int>(n);
+  }
+  return s[static_cast<std::size_t>(std::min_element(f.begin(), f.end()) - f.begin())];
+}
+
 }  // namespace
+
+std::vector<double> minimise(const std::function<double(const std::vector<double>&)>& loss,
+                             std::vector<double> x, double step, int& evaluations) {
+  // Restarts from the best point found, with smaller steps, get Nelder-Mead out of the
+  // collapsed simplices it can stall in.
+  for (int k = 0; k < kRestarts; ++k, step /= 2) x = nelder_mead(loss, x, step, evaluations);
+  return x;
+}
 
 double CalibrationResult::worst_residual() const {
   double worst = 0.0;
@@ -163,12 +173,9 @@ CalibrationResult calibrate(std::vector<CalibrationCase>& cases, const DevicePro
   std::vector<double> x;
   for (const auto& f : free) x.push_back(f.x0);
   int evaluations = 0;
-  if (!x.empty()) {
-    // Restarts from the best point found, with smaller steps, get Nelder-Mead out of the
-    // collapsed simplices it can stall in.
-    double step = std::log(4.0);
-    for (int k = 0; k < kRestarts; ++k, step /= 2) x = fit.minimise(x, step, evaluations);
-  }
+  if (!x.empty())
+    x = minimise([&](const std::vector<double>& p) { return fit.loss(p); }, x, std::log(4.0),
+                 evaluations);
   const double loss = fit.loss(x);
   CalibrationResult r = price_cases(cases, fit.profile());
   r.loss = loss;

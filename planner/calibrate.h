@@ -8,6 +8,7 @@
 //   r.profile   // the fitted profile;  r.rows: measured, estimated, residual per case
 #pragma once
 
+#include <functional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -58,6 +59,13 @@ CalibrationResult price_cases(std::vector<CalibrationCase>& cases, const DeviceP
 // for an unknown key or no cases.
 CalibrationResult calibrate(std::vector<CalibrationCase>& cases, const DeviceProfile& start,
                             std::span<const DeviceProfile::Fitted> priors);
+
+// The minimum of `loss` near `x` (Nelder-Mead from initial steps of `step` along each
+// axis, restarted from the best point with halved steps); deterministic. `evaluations`
+// grows by the calls made. Shared by the fits of `popplan calibrate` and `poprun
+// calibrate` (runner/calibrate.h).
+std::vector<double> minimise(const std::function<double(const std::vector<double>&)>& loss,
+                             std::vector<double> x, double step, int& evaluations);
 
 // The result as a report: the fitted parameters (start -> value) and a table of the cases
 // (measured, estimated, residual), then the worst residual and whether the estimates rank

@@ -3,12 +3,14 @@
 #include "planner/cost.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "planner/layer_kinds.h"
 #include "planner/operands.h"
 #include "planner/optimizer_kinds.h"
 #include "planner/sharding.h"
+#include "planner/workspace.h"
 
 namespace popkit::planner {
 namespace {
@@ -248,9 +250,38 @@ class Timer {
         p_(p),
         fraction_(compute_fraction),
         traffic_(traffic),
-        r_(u(plan.replication_factor)) {}
+        r_(u(plan.replication_factor)) {
+    if (p.is_cpu()) {
+      // A CPU (config/device_profile.h host_threads): the engine runs min(R, threads)
+      // threads, each whole replicas in turn (engine/engine.cpp); one replica has them
+      // all for its GEMMs' column blocks.
+      const double threads = p.host_threads;
+      const double r = static_cast<double>(r_);
+      turns_ = std::ceil(r / threads);
+      collective_share_ = r / std::min(r, threads);
+      gemm_threads_ = r_ == 1 ? static_cast<std::int64_t>(threads) : 1;
+      // io_overlapped's IO thread needs a core the compute threads leave free.
+      overlap_ = r_ > 1 && r < threads;
+    }
+  }
 
   Seconds time(const Op& op) const {
+    Seconds s = replica_time(op);
+    if (op.kind != OpKind::kRepeat && !is_collective(op)) {
+      s.serial *= turns_;
+      s.transfer *= turns_;
+    }
+    return s;
+  }
+
+ private:
+  static bool is_collective(const Op& op) {
+    return op.kind == OpKind::kAllGather || op.kind == OpKind::kReduceScatter ||
+           op.kind == OpKind::kAllReduce;
+  }
+
+  // The op on one replica that has a device (or a thread) of its own.
+  Seconds replica_time(const Op& op) const {
     Seconds s;
     switch (op.kind) {
       case OpKind::kAlloc:
@@ -273,11 +304,12 @@ class Timer {
       case OpKind::kAllReduce:
         // GCL's all-reduce is a reduce-scatter then an all-gather: two synchronised
         // exchanges, each with its latency, moving the bytes counted for it together.
+        // (On a CPU it is one run of the pool, and the segment after it another.)
         s.serial = 2 * p_.sync_overhead_seconds + collective(op, 2);
         break;
       case OpKind::kForward:
       case OpKind::kBackward:
-        s.serial = p_.op_overhead_seconds + compute(op.flops, gemms(op));
+        s.serial = p_.op_overhead_seconds + compute(op.flops, gemms(op), rows(op));
         break;
       case OpKind::kSend:  // over the IPU-Links between the stages' devices
         s = stream(p_.ipu_link, op.pipeline_bytes);
@@ -289,13 +321,12 @@ class Timer {
         // neighbouring compute sets, so they add no compute set and no sync of their own.
         break;
       default:  // loss, optimizer step: element-wise
-        s.serial = p_.op_overhead_seconds + compute(op.flops, OpGemms{});
+        s.serial = p_.op_overhead_seconds + compute(op.flops, OpGemms{}, 0);
         break;
     }
     return s;
   }
 
- private:
   // A repeat runs its body `steps` times. io_overlapped (PopXL's overlapped IO): the
   // streams of step s+1 move while step s computes, a two-stage pipeline of n steps:
   // n * max(serial, transfer) + min(serial, transfer). Only the bytes overlap: each
@@ -310,7 +341,7 @@ class Timer {
     }
     const double n = static_cast<double>(op.steps);
     Seconds s;
-    if (op.io_mode == IoMode::kIoOverlapped) {
+    if (op.io_mode == IoMode::kIoOverlapped && overlap_) {
       s.serial = n * std::max(step.serial, step.transfer) + std::min(step.serial, step.transfer);
     } else {
       s.serial = n * step.serial;
@@ -327,38 +358,61 @@ class Timer {
     return s;
   }
 
+  // A forward or backward's micro-batch rows: its first input's leading dimension.
+  std::uint64_t rows(const Op& op) const {
+    const auto& shape = plan_.tensors[static_cast<std::size_t>(op.inputs[0])].shape;
+    return shape.empty() ? 1 : u(shape[0]);
+  }
+
   OpGemms gemms(const Op& op) const {
     const LayerInfo& l = plan_.layers[static_cast<std::size_t>(op.layer)];
-    const auto& shape = plan_.tensors[static_cast<std::size_t>(op.inputs[0])].shape;
-    const std::uint64_t rows = shape.empty() ? 1 : u(shape[0]);
     return op.kind == OpKind::kForward
-               ? layer_kind(l.kind).forward_gemms(l, rows)
-               : layer_kind(l.kind).backward_gemms(l, rows, op.outputs[0] >= 0);
+               ? layer_kind(l.kind).forward_gemms(l, rows(op))
+               : layer_kind(l.kind).backward_gemms(l, rows(op), op.outputs[0] >= 0);
+  }
+
+  // A GEMM's fraction of the peak: the curve's, or on a CPU the small-batch kernels'
+  // when the op's micro-batch has at most small_rows rows.
+  double efficiency(const Gemm& m, std::uint64_t op_rows) const {
+    if (p_.gemm_small_rows > 0 && op_rows > 0 && static_cast<double>(op_rows) <= p_.gemm_small_rows)
+      return p_.gemm_small_rows_efficiency;
+    return p_.gemm_efficiency(static_cast<double>(m.m), static_cast<double>(m.n),
+                              static_cast<double>(m.k));
   }
 
   // GEMMs at the profile's shape-dependent rate, the rest element-wise; both on the
   // compute tiles only (PopXL io_tiles are taken from compute).
-  double compute(std::uint64_t flops, const OpGemms& g) const {
+  double compute(std::uint64_t flops, const OpGemms& g, std::uint64_t op_rows) const {
     double seconds = 0.0;
     std::uint64_t gemm_flops = 0;
     for (int i = 0; i < g.n_gemms; ++i) {
       const Gemm& m = g.gemm[static_cast<std::size_t>(i)];
       if (m.flops() == 0) continue;
       gemm_flops += m.flops();
-      const double rate = p_.flops_per_second * fraction_ *
-                          p_.gemm_efficiency(static_cast<double>(m.m), static_cast<double>(m.n),
-                                             static_cast<double>(m.k));
-      seconds += static_cast<double>(m.flops()) / rate;
+      const double rate = p_.flops_per_second * fraction_ * efficiency(m, op_rows);
+      const double share = column_share(m);
+      seconds += static_cast<double>(m.flops()) / rate * share;
+      if (share < 1.0) seconds += p_.barrier_seconds;  // the blocks' run of the pool
     }
     const std::uint64_t rest = flops > gemm_flops ? flops - gemm_flops : 0;
     if (rest > 0) seconds += static_cast<double>(rest) / (p_.vector_flops_per_second * fraction_);
     return seconds;
   }
 
+  // The share of a GEMM's time its slowest thread takes when one replica spreads its
+  // column blocks over the CPU's threads: ceil(blocks / threads) / blocks.
+  double column_share(const Gemm& m) const {
+    if (gemm_threads_ <= 1) return 1.0;
+    const ColumnBlocks cb =
+        column_blocks(static_cast<std::int64_t>(m.m * m.k), static_cast<std::int64_t>(m.n));
+    const std::int64_t rounds = (cb.n + gemm_threads_ - 1) / gemm_threads_;
+    return static_cast<double>(rounds) / static_cast<double>(cb.n);
+  }
+
   // `phases` synchronised exchanges, a link latency each, wherever the bytes go; then the
   // bytes, on the device links and across hosts at once.
   double collective(const Op& op, int phases) const {
-    const double sync = phases * p_.ipu_link.latency_seconds;
+    const double sync = phases * (p_.ipu_link.latency_seconds + p_.barrier_seconds);
     if (traffic_ == nullptr)
       return op.collective_bytes == 0 ? 0.0 : sync + on_host(op.collective_bytes);
     const CollectiveTraffic t = traffic_->count(op);
@@ -367,7 +421,7 @@ class Timer {
   }
   // Sent and received overlap on the links: half the bytes per replica.
   double on_host(std::uint64_t bytes_per_replica) const {
-    return static_cast<double>(bytes_per_replica) / 2.0 / p_.ipu_link.rate(1);
+    return static_cast<double>(bytes_per_replica) / 2.0 / p_.ipu_link.rate(1) * collective_share_;
   }
   double cross_host(const CollectiveTraffic& t) const {
     if (t.cross_host_bytes == 0) return 0.0;
@@ -381,6 +435,13 @@ class Timer {
   double fraction_;
   TrafficCount* traffic_;  // null: every replica on one host
   std::uint64_t r_;
+  // A CPU profile's threads (all 1 and true for a device per replica): turns of the
+  // replicas on the threads, the share of a collective's copies per thread, the threads
+  // one replica's GEMMs use, and whether io_overlapped can overlap.
+  double turns_ = 1.0;
+  double collective_share_ = 1.0;
+  std::int64_t gemm_threads_ = 1;
+  bool overlap_ = true;
 };
 
 // A phase's time: its ops one after another, except that the loads preloaded into it

@@ -386,6 +386,9 @@ struct Plan {
   NotFitting not_fitting;  // when !fits
 
   std::string device_profile;
+  // "cpu" when the profile is a CPU's (config::DeviceProfile::is_cpu: `poprun calibrate`'s,
+  // or the built-in cpu), so the estimates compare with what poprun measures; else "ipu".
+  std::string device_kind = "ipu";
   double estimated_step_seconds = 0.0;
   double estimated_samples_per_second = 0.0;
   // Set when the plan was priced with a network profile; the estimates above then

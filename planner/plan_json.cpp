@@ -227,6 +227,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
                                     {"planned", a->n_planned}};
   }
   j["device_profile"] = plan.device_profile;
+  j["device_kind"] = plan.device_kind;
   j["estimated_step_seconds"] = plan.estimated_step_seconds;
   j["estimated_samples_per_second"] = plan.estimated_samples_per_second;
   if (plan.network) {  // only when priced with a network profile: other plans stay as they were

@@ -510,6 +510,10 @@ Plan Reader::plan(const json& j) const {
     }
   }
   p.device_profile = string(j, "", "device_profile");
+  // Plans written before device_kind: the built-in cpu profile was the only CPU's.
+  p.device_kind = j.contains("device_kind")   ? string(j, "", "device_kind")
+                  : p.device_profile == "cpu" ? "cpu"
+                                              : "ipu";
   p.estimated_step_seconds = number(j, "", "estimated_step_seconds");
   p.estimated_samples_per_second = number(j, "", "estimated_samples_per_second");
   if (j.contains("network")) {  // only plans priced with a network profile hold it

@@ -42,11 +42,6 @@ bool is_run(const Source& s) {
   return s.kind == SourceKind::kRun;
 }
 
-// What a source's times are, as compare.h names it: comparable only when equal.
-std::string time_basis(const Source& s) {
-  return is_run(s) ? "measured on CPU" : "estimate for " + s.record.plan.device_profile;
-}
-
 // The measured memory of the replica with the largest peak in this phase.
 const Memory* measured_max(const PhaseRecord& p) {
   const Memory* best = nullptr;
@@ -277,7 +272,7 @@ void time_panel(Panel& p, const std::vector<const Source*>& sources,
   std::vector<std::string> notes;
   std::vector<std::string> left_out;
   for (std::size_t i = 0; i < sources.size(); ++i) {
-    if (time_basis(*sources[i]) == basis) {
+    if (timed_device(*sources[i]) == timed_device(*sources.front())) {
       kept.push_back(sources[i]);
       kept_labels.push_back(labels[i]);
     } else {
@@ -285,9 +280,9 @@ void time_panel(Panel& p, const std::vector<const Source*>& sources,
     }
   }
   // A run's own plan estimates its time on the plan's device; drawn beside the
-  // measurement only when that device is this CPU.
+  // measurement only when that device is a CPU.
   const bool planned_beside = std::all_of(kept.begin(), kept.end(), [](const Source* s) {
-    return is_run(*s) && s->record.plan.device_profile == "cpu";
+    return is_run(*s) && s->record.plan.device_kind == "cpu";
   });
   if (!left_out.empty()) {
     std::string list;

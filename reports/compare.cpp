@@ -99,15 +99,10 @@ std::vector<std::string> default_names(const std::vector<Source>& sources) {
   return names;
 }
 
-std::string time_basis(const Source& s) {
-  if (s.kind == SourceKind::kRun) return "measured on CPU";
-  return "estimate for " + s.record.plan.device_profile;
-}
-
 }  // namespace
 
 bool times_comparable(const CompareRow& a, const CompareRow& b) {
-  return a.time_basis == b.time_basis;
+  return a.timed_device == b.timed_device;
 }
 
 double CompareRow::metric(Metric m) const {
@@ -142,6 +137,7 @@ Comparison compare(const std::vector<Source>& sources, const std::vector<std::st
     }
     row.kind = s.kind;
     row.time_basis = time_basis(s);
+    row.timed_device = timed_device(s);
     row.sharding_threshold = s.record.plan.sharding_threshold;
     row.throughput = samples_per_second(s);
     row.execution_time = step_seconds(s);

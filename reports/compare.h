@@ -23,9 +23,11 @@ struct CompareRow {
   std::uint64_t peak_memory = 0;        // per replica
   std::uint64_t streaming_memory = 0;   // per replica
   // What the time figures are: "estimate for ipu-mk2" (a plan, for its device profile) or
-  // "measured on CPU" (a run). Throughput and time are compared only between rows of
-  // the same basis: an IPU estimate against a CPU measurement says nothing about either.
+  // "measured on CPU" (a run). Throughput and time are compared only between rows timed
+  // on the same device: an IPU estimate against a CPU measurement says nothing about
+  // either, while an estimate with a CPU profile is one of what poprun measures.
   std::string time_basis;
+  std::string timed_device;  // reports/source.h: rows compare times when it is equal
   [[nodiscard]] double metric(Metric m) const;
 };
 

@@ -83,6 +83,7 @@ json plan_summary_to_json(const PlanSummary& p) {
           {"io_mode", p.io_mode},
           {"sharding_threshold", p.sharding_threshold},
           {"device_profile", p.device_profile},
+          {"device_kind", p.device_kind},
           {"memory_per_replica", p.memory_per_replica},
           {"fits", p.fits},
           {"peak_bytes", p.peak_bytes},
@@ -103,6 +104,9 @@ PlanSummary plan_summary_from_json(const JsonReader& r) {
   p.io_mode = r.string("io_mode");
   p.sharding_threshold = r.integer("sharding_threshold");
   p.device_profile = r.string("device_profile");
+  p.device_kind = r.has("device_kind")        ? r.string("device_kind")
+                  : p.device_profile == "cpu" ? "cpu"
+                                              : "ipu";
   p.memory_per_replica = r.bytes("memory_per_replica");
   p.fits = r.boolean("fits");
   p.peak_bytes = r.bytes("peak_bytes");
@@ -164,6 +168,7 @@ PlanSummary plan_summary(const planner::Plan& plan) {
   p.io_mode = std::string(enum_name(plan.io_mode));
   p.sharding_threshold = plan.sharding_threshold;
   p.device_profile = plan.device_profile;
+  p.device_kind = plan.device_kind;
   p.memory_per_replica = plan.memory_per_replica;
   p.fits = plan.fits;
   p.peak_bytes = plan.peak_bytes;

@@ -142,6 +142,7 @@ struct PlanSummary {
   std::string io_mode;                  // "compute" | "io" | "io_overlapped"
   std::int64_t sharding_threshold = 0;  // 0 = sharding off
   std::string device_profile;
+  std::string device_kind = "ipu";  // the plan's: "cpu" when the profile is a CPU's
   std::uint64_t memory_per_replica = 0;
   bool fits = true;
   std::uint64_t peak_bytes = 0;

@@ -103,4 +103,17 @@ double step_seconds(const Source& source) {
   return n % 2 == 1 ? steps[n / 2] : (steps[n / 2 - 1] + steps[n / 2]) / 2.0;
 }
 
+std::string timed_device(const Source& source) {
+  if (source.kind == SourceKind::kRun || source.record.plan.device_kind == "cpu") return "CPU";
+  return source.record.plan.device_profile;
+}
+
+std::string time_basis(const Source& source) {
+  if (source.kind == SourceKind::kRun) return "measured on CPU";
+  const std::string& profile = source.record.plan.device_profile;
+  if (timed_device(source) == "CPU" && profile != "cpu")
+    return "estimate for CPU (" + profile + ")";
+  return "estimate for " + profile;
+}
+
 }  // namespace popkit::reports

@@ -39,6 +39,14 @@ std::vector<Source> load_sources(const std::vector<std::string>& filenames);
 // measured ones (the largest over replicas) for a run.
 std::uint64_t peak_memory(const Source& source);
 std::uint64_t streaming_memory(const Source& source);
+// What a source's times are. A run's are measured on this CPU; a plan's are estimates
+// for its device profile, and those of a CPU's profile (`poprun calibrate`'s, or the
+// built-in cpu) estimate what poprun measures. Times compare only between sources of the
+// same device: an estimate for an IPU against a CPU measurement measures neither.
+std::string timed_device(const Source& source);  // "CPU", or the plan's profile name
+// "measured on CPU", "estimate for CPU (cpu-calibrated)", "estimate for ipu-mk2".
+std::string time_basis(const Source& source);
+
 double samples_per_second(const Source& source);  // a run's median
 double step_seconds(const Source& source);        // a run's median after warm-up
 

@@ -199,6 +199,10 @@ class Reader {
       error(v.location, fmt::format("{}: must be a whole number >= 1, got {}", key, v.value));
       return;
     }
+    if (key.ends_with("host_threads") && x != std::floor(x)) {
+      error(v.location, fmt::format("{}: must be a whole number >= 0, got {}", key, v.value));
+      return;
+    }
     const bool efficiency = key.ends_with("efficiency");
     if ((param->positive && x <= 0) || (!param->positive && x < 0) || (efficiency && x > 1)) {
       error(v.location,
@@ -236,6 +240,12 @@ std::string profile_to_yaml(const DeviceProfile& p, const std::vector<std::strin
   // Sections open as the keys' prefixes change: compute, compute.gemm, links, ...
   std::vector<std::string> open;
   for (const auto& param : profile_parameters()) {
+    // A CPU's keys: a device's profile stays as it was written before CPUs had them.
+    const bool cpu_key = param.member == &DeviceProfile::host_threads ||
+                         param.member == &DeviceProfile::barrier_seconds ||
+                         param.member == &DeviceProfile::gemm_small_rows ||
+                         param.member == &DeviceProfile::gemm_small_rows_efficiency;
+    if (cpu_key && !p.is_cpu()) continue;
     auto parts = std::vector<std::string>{};
     for (std::size_t at = 0;;) {
       const std::size_t dot = param.key.find('.', at);

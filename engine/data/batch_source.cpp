@@ -8,6 +8,13 @@
 
 namespace popkit::engine {
 
+void normalize_pixels(const std::uint8_t* pixels, std::size_t n, double mean, double std,
+                      float* x) {
+  const auto m = static_cast<float>(mean);
+  const auto s = static_cast<float>(std);
+  for (std::size_t i = 0; i < n; ++i) x[i] = (static_cast<float>(pixels[i]) / 255.0f - m) / s;
+}
+
 DatasetBatches::DatasetBatches(const Dataset& data, std::int64_t replicas,
                                std::int64_t accumulation, std::int64_t micro_batch_size)
     : data_(&data), replicas_(replicas), accumulation_(accumulation), micro_(micro_batch_size) {}

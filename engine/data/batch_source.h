@@ -13,6 +13,10 @@
 
 namespace popkit::engine {
 
+// What a host_load of images does with them: x = (pixel / 255 - mean) / std
+// (config.data normalisation), for training and evaluation.
+void normalize_pixels(const std::uint8_t* pixels, std::size_t n, double mean, double std, float* x);
+
 struct MicroBatch {
   std::span<const std::uint8_t> pixels;  // size * image_size bytes, image after image
   std::span<const std::uint8_t> labels;  // size class ids

@@ -1,7 +1,7 @@
 // The cost model (planner/cost.h) op by op, on tiny plans whose times are worked out by
 // hand from round profile figures: the GEMM efficiency curve, element-wise work, IO tiles
 // taken from compute, links shared by replicas, what io_overlapped hides and what it
-// does not, preloads, and the ops that cost nothing.
+// does not, preloads, the ops that cost nothing, and a CPU's threads (host_threads).
 #include "planner/cost.h"
 
 #include <boost/test/unit_test.hpp>
@@ -174,6 +174,95 @@ BOOST_AUTO_TEST_CASE(bookkeeping_and_on_tile_copies_cost_nothing) {
   slice.outputs = {2};
   p.phases.push_back({"none", {alloc, zero, slice, free}, {}, 0.0, -1, {}});
   BOOST_TEST(priced(p) == 0.0);
+}
+
+// A CPU (host_threads): replicas beyond its threads take turns, at any op but a
+// collective's latency.
+BOOST_AUTO_TEST_CASE(a_cpu_runs_its_replicas_in_turns_on_its_threads) {
+  DeviceProfile d = profile();
+  d.host_threads = 2;
+  Plan two = tiny(2);
+  two.phases.push_back({"fwd", {forward(), load(OpKind::kRemoteLoad, 2)}, {}, 0.0});
+  const double own = kForward + 1e-7 + 32 / 1e9;
+  BOOST_TEST(priced(two, d) == own, tt::tolerance(1e-12));
+  Plan four = tiny(4);
+  four.phases = two.phases;
+  BOOST_TEST(priced(four, d) == 2 * own, tt::tolerance(1e-12));
+  d.host_threads = 3;  // 4 replicas on 3 threads: one thread runs two
+  BOOST_TEST(priced(four, d) == 2 * own, tt::tolerance(1e-12));
+}
+
+// One replica on a CPU spreads a GEMM of at least 2^18 multiply-adds over its column
+// blocks of 128 (planner/workspace.h): 512 columns are 4 blocks, 2 per thread.
+BOOST_AUTO_TEST_CASE(one_replica_spreads_a_large_gemm_over_the_threads) {
+  Plan p = tiny();
+  p.layers[0].in_features = 512;
+  p.layers[0].out_features = 512;
+  p.tensors[0].shape = {8, 512};
+  p.tensors[0].nelms = 8 * 512;
+  p.tensors[1].shape = {8, 512};
+  p.tensors[1].nelms = 8 * 512;
+  p.phases.push_back({"fwd", {forward()}, {}, 0.0});
+  // 2 * 8 * 512 * 512 FLOPs at 1e9 * 0.5 * 8 / (8 + 2); the bias, 8 * 512 element-wise.
+  const double gemm = 2.0 * 8 * 512 * 512 / (1e9 * 0.4);
+  const double bias = 8 * 512 / 1e9;
+  BOOST_TEST(priced(p) == 1e-6 + gemm + bias, tt::tolerance(1e-12));
+  DeviceProfile d = profile();
+  d.host_threads = 2;
+  BOOST_TEST(priced(p, d) == 1e-6 + gemm / 2 + bias, tt::tolerance(1e-12));
+  d.host_threads = 3;  // ceil(4 / 3) = 2 blocks on the busiest thread
+  BOOST_TEST(priced(p, d) == 1e-6 + gemm / 2 + bias, tt::tolerance(1e-12));
+  // The blocks are one run of the thread pool: one barrier.
+  d.barrier_seconds = 5e-6;
+  BOOST_TEST(priced(p, d) == 1e-6 + gemm / 2 + 5e-6 + bias, tt::tolerance(1e-12));
+}
+
+// A CPU's small-batch kernels: an op of at most small_rows rows runs its GEMMs at their
+// own efficiency, not the curve's.
+BOOST_AUTO_TEST_CASE(a_cpu_prices_small_batches_at_their_kernels_rate) {
+  Plan p = tiny();  // 2 rows
+  p.phases.push_back({"fwd", {forward()}, {}, 0.0});
+  DeviceProfile d = profile();
+  d.host_threads = 1;
+  d.gemm_small_rows = 2;
+  d.gemm_small_rows_efficiency = 0.75;
+  BOOST_TEST(priced(p, d) == 1e-6 + 48 / (1e9 * 0.75) + 6 / 1e9, tt::tolerance(1e-12));
+  d.gemm_small_rows = 1;  // 2 rows take the curve
+  BOOST_TEST(priced(p, d) == kForward, tt::tolerance(1e-12));
+}
+
+// A collective on a CPU: each synchronised exchange is a run of the thread pool.
+BOOST_AUTO_TEST_CASE(a_cpu_collective_pays_a_barrier_per_exchange) {
+  Plan p = tiny(2);
+  Op all_reduce;
+  all_reduce.kind = OpKind::kAllReduce;
+  all_reduce.state = {1};
+  all_reduce.grouping = {2, 2, 1};
+  p.phases.push_back({"reduce", {all_reduce}, {}, 0.0});
+  DeviceProfile d = profile();
+  d.host_threads = 2;
+  // 4 (G-1) / G of 24 bytes per replica, halved, over 1 GB/s; two exchanges.
+  const double bytes = 48 / 2 / 1e9;
+  BOOST_TEST(priced(p, d) == 2 * 1e-7 + bytes, tt::tolerance(1e-12));
+  d.barrier_seconds = 5e-6;
+  BOOST_TEST(priced(p, d) == 2 * (1e-7 + 5e-6) + bytes, tt::tolerance(1e-12));
+}
+
+// The engine's IO thread needs a core its compute threads leave free: on a CPU whose
+// threads all run replicas, io_overlapped moves the data where io does.
+BOOST_AUTO_TEST_CASE(io_overlapped_on_a_cpu_needs_a_free_thread) {
+  const double bytes = 32 / 1e9;
+  const double serial = 1e-7 + kForward;
+  Plan p = tiny(2);
+  p.phases.push_back({"loop",
+                      {repeat({load(OpKind::kHostLoad, 2), forward()}, 3, IoMode::kIoOverlapped)},
+                      {},
+                      0.0});
+  DeviceProfile d = profile();
+  d.host_threads = 2;
+  BOOST_TEST(priced(p, d) == 3 * (serial + bytes), tt::tolerance(1e-12));
+  d.host_threads = 4;
+  BOOST_TEST(priced(p, d) == 3 * serial + bytes, tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

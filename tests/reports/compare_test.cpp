@@ -85,7 +85,7 @@ BOOST_AUTO_TEST_CASE(gate_messages_show_byte_figures_exactly) {
   // The largest byte count did not survive a trip through double (undefined behaviour).
   r::Comparison c;
   c.rows.resize(2);
-  c.rows[0] = {"base", r::SourceKind::kRun, 0, 100.0, 0.5, 1000, 10, "measured on CPU"};
+  c.rows[0] = {"base", r::SourceKind::kRun, 0, 100.0, 0.5, 1000, 10, "measured on CPU", "CPU"};
   c.rows[1] = {"big",
                r::SourceKind::kRun,
                0,
@@ -93,7 +93,8 @@ BOOST_AUTO_TEST_CASE(gate_messages_show_byte_figures_exactly) {
                0.5,
                18446744073709551615u,
                18446744073709549568u,
-               "measured on CPU"};
+               "measured on CPU",
+               "CPU"};
   BOOST_TEST(r::check_gates(c, {r::parse_gate("peak_memory > +2%"),
                                 r::parse_gate("streaming_memory > +2%")}) ==
                  (std::vector<std::string>{
@@ -168,6 +169,18 @@ BOOST_AUTO_TEST_CASE(plans_and_runs_compare_times_only_like_with_like) {
   BOOST_TEST(!r::times_comparable(c.rows[0], c.rows[1]));
   BOOST_TEST(r::check_gates(c, {r::parse_gate("throughput < -5%")}).empty());
   BOOST_TEST(r::check_gates(c, {r::parse_gate("peak_memory > +2%")}).size() == 1u);
+}
+
+// A plan priced with a CPU's profile (`poprun calibrate`'s, or the built-in cpu)
+// estimates what poprun measures: its time compares with a run's, and gates apply.
+BOOST_AUTO_TEST_CASE(a_cpu_estimate_compares_with_a_cpu_run) {
+  auto sources = fixtures({"quick_plan.json", "base.json"});
+  sources[0].record.plan.device_profile = "cpu-calibrated";
+  sources[0].record.plan.device_kind = "cpu";
+  const auto c = r::compare(sources, {}, "");
+  BOOST_TEST(c.rows[0].time_basis == "estimate for CPU (cpu-calibrated)");
+  BOOST_TEST(r::times_comparable(c.rows[0], c.rows[1]));
+  BOOST_TEST(r::check_gates(c, {r::parse_gate("throughput < -5%")}).size() == 1u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

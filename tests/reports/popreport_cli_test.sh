@@ -59,7 +59,7 @@ expect 2 "popreport: error: $tmp/huge.json: 5368709120 bytes, more than the 4294
 
 # Numbers a double cannot hold, and integers beyond 64 bits, name the file and the place.
 sed 's/"median": 640.0/"median": 1e999/' base.json >"$tmp/overflow.json"
-expect 2 "popreport: error: $tmp/overflow.json:214:15: number out of range: 1e999" \
+expect 2 "popreport: error: $tmp/overflow.json:215:15: number out of range: 1e999" \
   -- popreport throughput "$tmp/overflow.json"
 echo 1e999 >"$tmp/number.json"
 expect 2 "popreport: error: $tmp/number.json:1:1: number out of range: 1e999" -- popreport memory "$tmp/number.json"

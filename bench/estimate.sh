@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# How far `popplan plan`'s estimate is from what `poprun train` then measures, on this
+# machine, with a profile that `poprun calibrate` measured on it (issue 17 item 3): for
+# each configuration below, the plan's estimated samples/s beside the measured ones and
+# the error, estimated / measured - 1. Measured: the run file's steady-state samples/s
+# (the median over the steps after warm-up), the median of --rounds runs taken round
+# after round (A B C ... A B C ...), with their spread (max / min - 1): on a shared
+# machine one run can differ from the next by 2x. Rows outside the tolerance are marked
+# and counted; the exit code is 1 when any is.
+#
+#   bench/estimate.sh [--build DIR] [--profile FILE] [--tolerance 0.15] [--rounds 3] [--quick]
+#
+#   --build      the build to measure (default build/release)
+#   --profile    a profile to use (default: `poprun calibrate` writes one first)
+#   --tolerance  the largest |error| accepted (default 0.15)
+#   --rounds     runs per configuration (default 3)
+#   --quick      half the steps per run
+#
+# Configurations: examples/mnist.yaml (784 -> 512 -> 512 -> 512 -> 10, GELU, Adam, real
+# MNIST) with `--set` overrides across R 1/2/4, micro-batch 8-256, accumulation 1-8,
+# phased and standard, RTS on and off, io_mode compute, io and io_overlapped; printed
+# with the table. Each run trains enough steps for its median to settle (2-5 s).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+build="$root/build/release"
+profile=""
+tolerance=0.15
+rounds=3
+scale=2
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build) build="$2"; shift 2 ;;
+    --profile) profile="$2"; shift 2 ;;
+    --tolerance) tolerance="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --quick) scale=1; shift ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "estimate.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+
+poprun="$build/cli/poprun"
+popplan="$build/cli/popplan"
+for t in "$poprun" "$popplan"; do
+  [[ -x "$t" ]] || { echo "estimate.sh: $t not built (bash scripts/build.sh release)" >&2; exit 2; }
+done
+bash "$root/scripts/fetch_data.sh" >/dev/null
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+echo "popkit: $("$poprun" --version | tr '\n' ';')" >&2
+uptime_before=$(uptime)
+
+if [[ -z "$profile" ]]; then
+  profile="$work/cpu.yaml"
+  "$poprun" calibrate -o "$profile" >"$work/calibrate.log" 2>&1 ||
+    { echo "estimate.sh: poprun calibrate failed:" >&2; cat "$work/calibrate.log" >&2; exit 1; }
+  sed -n '/^fit:/p;/^element-wise/,/^calibration/p' "$work/calibrate.log" >&2
+fi
+profile="$(cd "$(dirname "$profile")" && pwd)/$(basename "$profile")"
+
+# name | --set overrides | steps (at --quick)
+standard="execution.mode=standard remote.weights=false"
+no_rts="sharding.weights=false sharding.optimizer_state=false"
+configs=(
+  "phased-r2-b8-a4-io||60"
+  "phased-r2-b8-a4-overlapped|execution.io_mode=io_overlapped|60"
+  "phased-r2-b8-a4-compute|execution.io_mode=compute|60"
+  "phased-r4-b32-a2-io|replication.factor=4|30"
+  "phased-r1-b64-a8-io|replication.factor=1 training.micro_batch_size=64 training.gradient_accumulation=8|20"
+  "phased-r2-b128-a1-norts-overlapped|$no_rts training.micro_batch_size=128 training.gradient_accumulation=1 execution.io_mode=io_overlapped|30"
+  "phased-r4-b256-a1-compute|replication.factor=4 training.micro_batch_size=256 training.gradient_accumulation=1 execution.io_mode=compute|10"
+  "standard-r2-b8-a4-norts-io|$standard remote.optimizer_state=false $no_rts|60"
+  "standard-r2-b128-a1-norts-compute|$standard remote.optimizer_state=false $no_rts training.micro_batch_size=128 training.gradient_accumulation=1 execution.io_mode=compute|30"
+  "standard-r1-b256-a1-io|$standard remote.optimizer_state=false replication.factor=1 training.micro_batch_size=256 training.gradient_accumulation=1|20"
+  "standard-r4-b16-a8-rts-io|$standard replication.factor=4 training.micro_batch_size=16 training.gradient_accumulation=8|15"
+  "standard-r4-b64-a1-norts-overlapped|$standard remote.optimizer_state=false $no_rts replication.factor=4 training.micro_batch_size=64 training.gradient_accumulation=1 execution.io_mode=io_overlapped|30"
+  "standard-r1-b8-a8-overlapped|$standard replication.factor=1 training.gradient_accumulation=8 execution.io_mode=io_overlapped|60"
+  "standard-r2-b32-a2-rts-compute|$standard training.micro_batch_size=32 training.gradient_accumulation=2 execution.io_mode=compute|40"
+)
+# Unless set: the example's R 2, micro-batch 8, accumulation 4, RTS threshold 512 over
+# every replica, io. Each row's steps double without --quick.
+base=(--set data.dataset=mnist --set training.seed=42 --set "device.profile=$profile")
+
+args_of() {  # args_of SETS: the --set arguments of a row
+  args=("${base[@]}")
+  for s in $1; do args+=(--set "$s"); done
+}
+results="$work/results.tsv"
+: >"$results"
+for row in "${configs[@]}"; do
+  IFS='|' read -r name sets steps <<<"$row"
+  args_of "$sets"
+  "$popplan" plan "$root/examples/mnist.yaml" "${args[@]}" --format json -o "$work/$name.plan.json" \
+    >"$work/$name.plan.log" 2>&1 ||
+    { echo "estimate.sh: popplan plan failed for $name:" >&2; cat "$work/$name.plan.log" >&2; exit 1; }
+done
+for ((round = 1; round <= rounds; round++)); do
+  for row in "${configs[@]}"; do
+    IFS='|' read -r name sets steps <<<"$row"
+    args_of "$sets"
+    "$poprun" train "$root/examples/mnist.yaml" -q "${args[@]}" --steps $((steps * scale)) \
+      --out "$work/$name.run.json" --force >"$work/$name.run.log" 2>&1 ||
+      { echo "estimate.sh: poprun train failed for $name:" >&2; cat "$work/$name.run.log" >&2; exit 1; }
+    printf '%s\t%s\t%s\t%s\n' "$name" "$sets" \
+      "$(jq -r .estimated_samples_per_second "$work/$name.plan.json")" \
+      "$(jq -r .throughput.median "$work/$name.run.json")" >>"$results"
+  done
+  echo "estimate.sh: round $round of $rounds done" >&2
+done
+uptime_after=$(uptime)
+
+/usr/bin/python3 - "$results" "$tolerance" "$uptime_before" "$uptime_after" <<'EOF'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    if line.strip():
+        name, sets, est, meas = line.rstrip("\n").split("\t")
+        r = rows.setdefault(name, {"sets": sets, "est": float(est), "runs": []})
+        r["runs"].append(float(meas))
+tol = float(sys.argv[2])
+print(f"{'config':<36} {'estimated':>11} {'measured':>11} {'spread':>7} {'error':>8}")
+outside = []
+for name, r in rows.items():
+    meas = statistics.median(r["runs"])
+    spread = max(r["runs"]) / min(r["runs"]) - 1
+    err = r["est"] / meas - 1
+    mark = "" if abs(err) <= tol else "  outside"
+    if mark:
+        outside.append(name)
+    print(f"{name:<36} {r['est']:>11,.0f} {meas:>11,.0f} {spread:>6.0%} {err:>+7.1%}{mark}")
+print(f"samples/s; measured: median of {len(next(iter(rows.values()))['runs'])} runs, spread "
+      f"max / min - 1; error = estimated / measured - 1; tolerance ±{tol:.0%}")
+print(f"{len(rows) - len(outside)} of {len(rows)} within; outside: {', '.join(outside) or 'none'}")
+print(f"load before: {sys.argv[3].split('load average:')[-1].strip()}; "
+      f"after: {sys.argv[4].split('load average:')[-1].strip()}")
+print()
+for name, r in rows.items():
+    print(f"  {name}: {r['sets'] or '(the example as it is)'}")
+sys.exit(1 if outside else 0)
+EOF

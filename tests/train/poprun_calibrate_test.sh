@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# poprun calibrate as a user runs it: it writes a profile that loads and validates, with
+# positive, plausible figures, that popplan plans with (as a CPU's profile), and that
+# `popreport compare` sets beside a CPU run; bad output paths are refused before any
+# measurement (exit 2). No timing is asserted: the machine is shared.
+set -uo pipefail
+. "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
+config="$POPKIT_SOURCE_DIR/tests/train/data/tiny.yaml"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+
+help=$(poprun calibrate --help)
+for flag in --output --threads --name; do
+  grep -q -- "$flag" <<<"$help" || fail "calibrate --help lacks $flag: $help"
+done
+grep -q "calibrate" <<<"$(poprun --help)" || fail "poprun --help does not list calibrate"
+
+# Bad output paths: exit 2, said at once, nothing written.
+expect 2 "the folder 'no/such' does not exist" -- poprun calibrate -o no/such/cpu.yaml
+expect 2 "is not a file name" -- poprun calibrate -o .
+expect 2 "--output is required" -- poprun calibrate
+[ ! -e no ] || fail "a bad path left something behind"
+
+out=$(poprun calibrate -o cpu.yaml --threads 2 --name this-cpu 2>err.txt)
+rc=$?
+[ "$rc" = 0 ] || fail "calibrate exited $rc: $(cat err.txt)"
+grep -q "^wrote cpu.yaml (device profile this-cpu); plan with it: --set device.profile=cpu.yaml" \
+  <<<"$out" || fail "no 'wrote' line: $out"
+grep -q "^fit: peak " <<<"$out" || fail "no GEMM fit line: $out"
+[ -f cpu.yaml ] || fail "no profile written"
+[ ! -e cpu.yaml.tmp ] || fail "temporary left behind"
+
+# The figures: positive and plausible for a CPU core (a GEMM peak between 100 MFLOP/s and
+# 10 TFLOP/s, copies between 10 MB/s and 1 TB/s, latencies below 10 ms), 2 threads.
+/usr/bin/python3 - cpu.yaml <<'PY' || fail "implausible profile: $(cat cpu.yaml)"
+import re, sys
+text = open(sys.argv[1]).read()
+def get(key):
+    m = re.search(r"^\s*" + key + r":\s*([-+.\deE]+)", text, re.M)
+    assert m, key + " missing"
+    return float(m.group(1))
+assert "name: this-cpu" in text
+assert 1e8 < get("flops_per_second") < 1e13
+assert 1e7 < get("vector_flops_per_second") < 1e13
+assert get("host_threads") == 2
+for k in ("half_m", "half_n", "half_k"):
+    assert 0 <= get(k) < 1e5, k
+for b in re.findall(r"bytes_per_second:\s*([-+.\deE]+)", text):
+    assert 1e7 < float(b) < 1e12, b
+for l in re.findall(r"latency_seconds:\s*([-+.\deE]+)", text):
+    assert 0 <= float(l) < 1e-2, l
+PY
+
+# It loads as a profile: popplan validates and plans with it, as a CPU's.
+popplan validate "$config" --set device.profile=./cpu.yaml >/dev/null 2>err.txt ||
+  fail "validate with the profile failed: $(cat err.txt)"
+popplan plan "$config" --set device.profile=./cpu.yaml --format json -o plan.json 2>err.txt ||
+  fail "plan with the profile failed: $(cat err.txt)"
+/usr/bin/python3 -c '
+import json, sys
+p = json.load(open("plan.json"))
+assert p["device_profile"] == "this-cpu", p["device_profile"]
+assert p["device_kind"] == "cpu", p["device_kind"]
+assert p["estimated_samples_per_second"] > 0
+' || fail "plan.json: $(head -c 400 plan.json)"
+
+# popreport compare: the estimate beside a CPU run gets ratios; an ipu-mk2 plan does not.
+poprun train "$config" --steps 3 --out run/run.json -q 2>err.txt || fail "train: $(cat err.txt)"
+popplan plan "$config" --set device.profile=ipu-mk2 --format json -o ipu.json 2>err.txt ||
+  fail "plan for ipu-mk2: $(cat err.txt)"
+cmp=$(popreport compare plan.json run/run.json --names estimate,measured 2>&1) ||
+  fail "compare failed: $cmp"
+grep -q "estimate for CPU (this-cpu)" <<<"$cmp" || fail "compare does not say the CPU estimate: $cmp"
+grep -q "n/a" <<<"$cmp" && fail "a CPU estimate and a CPU run were not compared: $cmp"
+cmp=$(popreport compare ipu.json run/run.json --names ipu,measured 2>&1) ||
+  fail "compare failed: $cmp"
+grep -q "n/a" <<<"$cmp" || fail "an ipu-mk2 estimate was set against a CPU run: $cmp"
+grep -q "an estimate for one device against a measurement on another measures neither" \
+  <<<"$cmp" || fail "compare does not say why: $cmp"
+finish poprun_calibrate
