@@ -726,18 +726,16 @@ struct Engine::Impl {
         break;
       case OpKind::kReduceScatter:
         group->reduce_scatter(op.grouping, op.shard_grouping, op.reduce,
-                                    buffers_of(op.inputs[planner::shard_operand::kSrc], s, op),
-                                    buffers_of(op.outputs[planner::shard_operand::kDst], s, op));
+                              buffers_of(op.inputs[planner::shard_operand::kSrc], s, op),
+                              buffers_of(op.outputs[planner::shard_operand::kDst], s, op));
         break;
       case OpKind::kAllGather:
-        group->all_gather(op.grouping,
-                                buffers_of(op.inputs[planner::shard_operand::kSrc], s, op),
-                                buffers_of(op.outputs[planner::shard_operand::kDst], s, op));
+        group->all_gather(op.grouping, buffers_of(op.inputs[planner::shard_operand::kSrc], s, op),
+                          buffers_of(op.outputs[planner::shard_operand::kDst], s, op));
         break;
       case OpKind::kSliceShard:
-        group->slice_shard(op.grouping,
-                                 buffers_of(op.inputs[planner::shard_operand::kSrc], s, op),
-                                 buffers_of(op.outputs[planner::shard_operand::kDst], s, op));
+        group->slice_shard(op.grouping, buffers_of(op.inputs[planner::shard_operand::kSrc], s, op),
+                           buffers_of(op.outputs[planner::shard_operand::kDst], s, op));
         break;
       default:
         POPKIT_ASSERT(false);

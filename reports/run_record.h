@@ -172,8 +172,8 @@ struct RunRecord {
   std::optional<EvalRecord> eval;      // absent when no evaluation plan ran (older files)
   std::optional<Processes> processes;  // absent for a run in one process
   std::optional<PipelineRecord> pipeline;
-  BytesMoved bytes_planned;            // per replica per optimizer step
-  BytesMoved bytes_measured;           // per replica per optimizer step (mean)
+  BytesMoved bytes_planned;   // per replica per optimizer step
+  BytesMoved bytes_measured;  // per replica per optimizer step (mean)
   std::vector<CheckpointRecord> checkpoints;
   Environment environment;
 };

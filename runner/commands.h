@@ -20,7 +20,7 @@ struct TrainCommand {
   TrainOptions options;
   std::string io_thread = "auto";  // --io-thread: auto, on or off (options.io_overlap)
   bool quiet = false;
-  bool verbose = false;  // under mpirun: every rank prints, not rank 0 alone
+  bool verbose = false;         // under mpirun: every rank prints, not rank 0 alone
   std::string format = "text";  // the summary: text or json (train_summary_json)
 };
 

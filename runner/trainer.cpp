@@ -199,9 +199,9 @@ void add_measurements(reports::RunRecord& record, const engine::Engine& engine,
   if (const auto& pp = engine.plan().pipeline; pp && !t.pipeline_bubble.empty()) {
     std::vector<double> b = t.pipeline_bubble;
     std::nth_element(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(b.size() / 2), b.end());
-    record.pipeline = reports::PipelineRecord{static_cast<std::int64_t>(pp->stages.size()),
-                                              pp->planned_bubble, pp->estimated_bubble,
-                                              b[b.size() / 2]};
+    record.pipeline =
+        reports::PipelineRecord{static_cast<std::int64_t>(pp->stages.size()), pp->planned_bubble,
+                                pp->estimated_bubble, b[b.size() / 2]};
   }
 }
 

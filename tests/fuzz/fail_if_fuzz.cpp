@@ -25,12 +25,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   Comparison c;
   c.rows.resize(4);
-  c.rows[0] = {"base", SourceKind::kRun, 0, 100.0, 0.5, 1000, 10, "measured on CPU"};
-  c.rows[1] = {"other", SourceKind::kRun, 64, 90.0, 0.6, 2000, 0, "measured on CPU"};
-  c.rows[2] = {"zero", SourceKind::kPlan, 0, 0.0, 0.0, 0, 0, "measured on CPU"};
-  c.rows[3] = {
-      "huge",           SourceKind::kPlan, 1, 1e308, 1e300, ~std::uint64_t{0}, ~std::uint64_t{0},
-      "measured on CPU"};
+  c.rows[0] = {"base", SourceKind::kRun, 0, 100.0, 0.5, 1000, 10, "measured on CPU", "CPU"};
+  c.rows[1] = {"other", SourceKind::kRun, 64, 90.0, 0.6, 2000, 0, "measured on CPU", "CPU"};
+  c.rows[2] = {"zero", SourceKind::kPlan, 0, 0.0, 0.0, 0, 0, "measured on CPU", "CPU"};
+  c.rows[3] = {"huge",
+               SourceKind::kPlan,
+               1,
+               1e308,
+               1e300,
+               ~std::uint64_t{0},
+               ~std::uint64_t{0},
+               "measured on CPU",
+               "CPU"};
   for (std::size_t base = 0; base < c.rows.size(); ++base) {
     c.baseline = base;
     for (const std::string& failure : check_gates(c, {gate})) POPKIT_ASSERT(!failure.empty());

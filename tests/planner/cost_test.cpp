@@ -182,7 +182,7 @@ BOOST_AUTO_TEST_CASE(a_cpu_runs_its_replicas_in_turns_on_its_threads) {
   DeviceProfile d = profile();
   d.host_threads = 2;
   Plan two = tiny(2);
-  two.phases.push_back({"fwd", {forward(), load(OpKind::kRemoteLoad, 2)}, {}, 0.0});
+  two.phases.push_back({"fwd", {forward(), load(OpKind::kRemoteLoad, 2)}, {}, 0.0, -1, {}});
   const double own = kForward + 1e-7 + 32 / 1e9;
   BOOST_TEST(priced(two, d) == own, tt::tolerance(1e-12));
   Plan four = tiny(4);
@@ -202,7 +202,7 @@ BOOST_AUTO_TEST_CASE(one_replica_spreads_a_large_gemm_over_the_threads) {
   p.tensors[0].nelms = 8 * 512;
   p.tensors[1].shape = {8, 512};
   p.tensors[1].nelms = 8 * 512;
-  p.phases.push_back({"fwd", {forward()}, {}, 0.0});
+  p.phases.push_back({"fwd", {forward()}, {}, 0.0, -1, {}});
   // 2 * 8 * 512 * 512 FLOPs at 1e9 * 0.5 * 8 / (8 + 2); the bias, 8 * 512 element-wise.
   const double gemm = 2.0 * 8 * 512 * 512 / (1e9 * 0.4);
   const double bias = 8 * 512 / 1e9;
@@ -221,7 +221,7 @@ BOOST_AUTO_TEST_CASE(one_replica_spreads_a_large_gemm_over_the_threads) {
 // own efficiency, not the curve's.
 BOOST_AUTO_TEST_CASE(a_cpu_prices_small_batches_at_their_kernels_rate) {
   Plan p = tiny();  // 2 rows
-  p.phases.push_back({"fwd", {forward()}, {}, 0.0});
+  p.phases.push_back({"fwd", {forward()}, {}, 0.0, -1, {}});
   DeviceProfile d = profile();
   d.host_threads = 1;
   d.gemm_small_rows = 2;
@@ -238,7 +238,7 @@ BOOST_AUTO_TEST_CASE(a_cpu_collective_pays_a_barrier_per_exchange) {
   all_reduce.kind = OpKind::kAllReduce;
   all_reduce.state = {1};
   all_reduce.grouping = {2, 2, 1};
-  p.phases.push_back({"reduce", {all_reduce}, {}, 0.0});
+  p.phases.push_back({"reduce", {all_reduce}, {}, 0.0, -1, {}});
   DeviceProfile d = profile();
   d.host_threads = 2;
   // 4 (G-1) / G of 24 bytes per replica, halved, over 1 GB/s; two exchanges.
@@ -257,7 +257,9 @@ BOOST_AUTO_TEST_CASE(io_overlapped_on_a_cpu_needs_a_free_thread) {
   p.phases.push_back({"loop",
                       {repeat({load(OpKind::kHostLoad, 2), forward()}, 3, IoMode::kIoOverlapped)},
                       {},
-                      0.0});
+                      0.0,
+                      -1,
+                      {}});
   DeviceProfile d = profile();
   d.host_threads = 2;
   BOOST_TEST(priced(p, d) == 3 * (serial + bytes), tt::tolerance(1e-12));
