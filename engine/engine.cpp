@@ -167,6 +167,8 @@ struct Engine::Impl {
   // One replica with several threads: a layer's GEMMs split over column blocks on the
   // pool. With R > 1 the threads run replicas instead (one per core).
   bool intra_op = false;
+  // replica_and_ladder: each ladder set's pool when a set has more than one thread.
+  std::array<std::unique_ptr<ThreadPool>, 2> lane_pools;
   // The machine's cores, read once: std::thread::hardware_concurrency reads a file in
   // /sys on every call, and a phased step asks once per repeat.
   int n_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -772,45 +774,186 @@ struct Engine::Impl {
   void run_segment(const std::vector<const Op*>& ops, std::int64_t s0, std::int64_t s1,
                    bool sample) {
     if (ops.empty() || s0 >= s1) return;
+    const std::vector<Chunk> chunks = sync_chunks(ops);
+    if (chunks.size() > 1) {
+      run_synced(ops, chunks, s0, s1, sample);
+      return;
+    }
     auto task = [&](std::int64_t r) {
       Replica& rep = replica(r);
       rep.segment_seconds.fill(0.0);
       rep.error = nullptr;
       std::size_t at = 0;
-      for (std::int64_t s = s0; s < s1; ++s) {
-        for (const Op* op : ops) {
-          if (preload_on_io_thread && op->preload && op->kind == OpKind::kRemoteLoad) {
-            // The phase's preload loads go to the IO thread as one piece, posted at the
-            // first of them (the planner puts their allocs before them), waited for at
-            // the phase's end (finish_preloads).
-            if (!rep.preload_posted) {
-              io->post(local(r), preload_job, r);
-              rep.preload_posted = true;
-            }
-            ++at;
-            continue;
-          }
-          const auto t0 = Clock::now();
-          try {
-            run_local(*op, r, s);
-          } catch (...) {
-            rep.error = std::current_exception();
-            rep.error_at = at;
-            return;
-          }
-          if (sample && (op->kind == OpKind::kAlloc || op->kind == OpKind::kFree))
-            rep.sampler.sample(rep.account);
-          rep.segment_seconds[static_cast<std::size_t>(category(op->kind))] += seconds_since(t0);
-          ++at;
-        }
-      }
+      for (std::int64_t s = s0; s < s1; ++s)
+        for (const Op* op : ops)
+          if (!run_at(*op, r, s, at++, sample)) return;
     };
     on_every_replica(task);
     add_slowest_segment_seconds();
+    rethrow_earliest_failure();
+  }
+
+  // One op of a segment on replica r at step s, `at` its position in the segment
+  // (step-major, then op). False when it failed: the replica's error and its position
+  // are set.
+  bool run_at(const Op& op, std::int64_t r, std::int64_t s, std::size_t at, bool sample) {
+    Replica& rep = replica(r);
+    if (preload_on_io_thread && op.preload && op.kind == OpKind::kRemoteLoad) {
+      // The phase's preload loads go to the IO thread as one piece, posted at the first of
+      // them (the planner puts their allocs before them), waited for at the phase's end
+      // (finish_preloads).
+      if (!rep.preload_posted) {
+        io->post(local(r), preload_job, r);
+        rep.preload_posted = true;
+      }
+      return true;
+    }
+    const auto t0 = Clock::now();
+    try {
+      run_local(op, r, s);
+    } catch (...) {
+      rep.error = std::current_exception();
+      rep.error_at = at;
+      return false;
+    }
+    if (sample && (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree))
+      rep.sampler.sample(rep.account);
+    rep.segment_seconds[static_cast<std::size_t>(category(op.kind))] += seconds_since(t0);
+    return true;
+  }
+
+  // The failure bulk-synchronous execution would report: the earliest position, then
+  // the lowest replica.
+  void rethrow_earliest_failure() {
     const Replica* failed = nullptr;
     for (const auto& rep : replicas)
       if (rep->error && (failed == nullptr || rep->error_at < failed->error_at)) failed = rep.get();
     if (failed != nullptr) std::rethrow_exception(failed->error);
+  }
+
+  // ---- sync patterns (execution.sync_pattern; planner/sync_groups.h) ------------------
+  // Host and remote transfers are the sync points: at each run of them a device waits for
+  // the others of its GS2 group. The segment's ops are cut into chunks, alternately
+  // compute and IO, and the members of a group start each IO chunk together and the
+  // chunk after it together (a run of a pool is the barrier).
+  //  - full: one group, every device: every replica waits for every other at each IO.
+  //  - replica_and_ladder: the even and the odd devices, two ladder sets that run
+  //    independently, each in lockstep within itself, and take the host link in turns:
+  //    a set's IO chunk holds the link, so one set moves its data while the other
+  //    computes.
+  //  - single_pipeline: no chunks: each device does its IO without waiting.
+  // A pattern changes when a replica waits, never what it computes: replicas share
+  // nothing between collectives. Within a process: ranks meet at the collectives.
+  struct Chunk {
+    std::size_t first = 0, end = 0;  // ops [first, end) of the segment
+    bool io = false;
+  };
+
+  static bool is_io(const Op& op) {
+    const OpCategory c = category(op.kind);
+    return c == OpCategory::kHostIo || c == OpCategory::kRemote;
+  }
+
+  std::vector<Chunk> sync_chunks(const std::vector<const Op*>& ops) const {
+    const bool syncs =
+        plan.sync_pattern != config::SyncPattern::kSinglePipeline && hosted.n > 1 && n_stages == 1;
+    if (!syncs || std::none_of(ops.begin(), ops.end(), [](const Op* o) { return is_io(*o); }))
+      return {{0, ops.size(), false}};
+    // Allocs and frees are bookkeeping, no program step: they join the chunk they are in,
+    // so that the loads of a step (images, labels, each after its alloc) are one chunk.
+    std::vector<Chunk> chunks;
+    bool decided = false;  // the last chunk's kind is known
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const bool bookkeeping = category(ops[i]->kind) == OpCategory::kMemory;
+      const bool transfer = is_io(*ops[i]);
+      if (chunks.empty() || (!bookkeeping && decided && transfer != chunks.back().io)) {
+        chunks.push_back({i, i, transfer});
+        decided = false;
+      }
+      if (!bookkeeping && !decided) {
+        chunks.back().io = transfer;
+        decided = true;
+      }
+      chunks.back().end = i + 1;
+    }
+    return chunks;
+  }
+
+  // The segment's chunks, step after step (item i is chunk i % n of step s0 + i / n), on
+  // the groups of the pattern. A failure stops a group; another goes on up to the item
+  // that failed, so that the earliest failure is the one reported, as in bulk-synchronous
+  // execution.
+  void run_synced(const std::vector<const Op*>& ops, const std::vector<Chunk>& chunks,
+                  std::int64_t s0, std::int64_t s1, bool sample) {
+    const auto n = static_cast<std::int64_t>(chunks.size());
+    const std::int64_t items = (s1 - s0) * n;
+    for (auto& rep : replicas) {
+      rep->error = nullptr;
+      rep->segment_seconds.fill(0.0);
+    }
+    // Replica r's chunk of item i; false when it failed.
+    auto run_item = [&](std::int64_t r, std::int64_t item) {
+      const Chunk& c = chunks[static_cast<std::size_t>(item % n)];
+      const std::int64_t s = s0 + item / n;
+      for (std::size_t k = c.first; k < c.end; ++k)
+        if (!run_at(*ops[k], r, s, static_cast<std::size_t>(s - s0) * ops.size() + k, sample))
+          return false;
+      return true;
+    };
+    std::atomic<std::int64_t> failed_item{items};
+    std::atomic<std::int64_t> io_syncs{0};  // counted by the sets' threads
+    auto note_failure = [&](std::int64_t item) {
+      std::int64_t seen = failed_item.load();
+      while (item < seen && !failed_item.compare_exchange_weak(seen, item)) {
+      }
+    };
+    // One group: its members' chunk of each item together, on `on` (a pool, or one after
+    // another when null).
+    auto run_group = [&](const std::vector<std::int64_t>& members, ThreadPool* on,
+                         std::mutex* link) {
+      for (std::int64_t item = 0; item < items && item <= failed_item.load(); ++item) {
+        std::unique_lock<std::mutex> holding;
+        if (link != nullptr && chunks[static_cast<std::size_t>(item % n)].io)
+          holding = std::unique_lock(*link);
+        std::atomic<bool> ok{true};
+        auto member = [&](std::int64_t i) {
+          if (!run_item(members[static_cast<std::size_t>(i)], item)) ok = false;
+        };
+        const auto m = static_cast<std::int64_t>(members.size());
+        if (on != nullptr) {
+          on->run(m, member);
+        } else {
+          for (std::int64_t i = 0; i < m; ++i) member(i);
+        }
+        if (chunks[static_cast<std::size_t>(item % n)].io) io_syncs.fetch_add(1);
+        if (!ok) {
+          note_failure(item);
+          return;
+        }
+      }
+    };
+    std::vector<std::int64_t> all;
+    for (std::int64_t r = hosted.first; r < hosted.first + hosted.n; ++r) all.push_back(r);
+    if (plan.sync_pattern == config::SyncPattern::kFull) {
+      run_group(all, intra_op ? nullptr : pool.get(), nullptr);
+    } else {
+      // Replica r is device r (one stage): its ladder set is r % 2, as in GS2. Each set
+      // runs on a thread of the pool with half the pool's threads for its members.
+      std::array<std::vector<std::int64_t>, 2> sets;
+      for (const std::int64_t r : all) sets[static_cast<std::size_t>(r % 2)].push_back(r);
+      const int per_set = std::max(1, pool->size() / 2);
+      for (auto& lane : lane_pools)
+        if (per_set > 1 && (!lane || lane->size() != per_set))
+          lane = std::make_unique<ThreadPool>(per_set);
+      std::mutex link;
+      pool->run(2, [&](std::int64_t l) {
+        const auto i = static_cast<std::size_t>(l);
+        run_group(sets[i], per_set > 1 ? lane_pools[i].get() : nullptr, &link);
+      });
+    }
+    timings.io_syncs += io_syncs.load();
+    add_slowest_segment_seconds();
+    rethrow_earliest_failure();
   }
 
   // task(r) for every replica this process hosts: one per pool thread, or one after

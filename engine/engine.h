@@ -72,6 +72,9 @@ struct Timings {
   // from the first slot's start to the last slot's end), beside the planned
   // (S - 1) / (GA + S - 1).
   std::vector<double> pipeline_bubble;
+  // Waits at host and remote transfers that execution.sync_pattern asked for, summed over
+  // steps: runs of a sync group's devices that start together (0 with single_pipeline).
+  std::int64_t io_syncs = 0;
 };
 
 // Per replica, cumulative.

@@ -263,6 +263,16 @@ class Timer {
       // io_overlapped's IO thread needs a core the compute threads leave free.
       overlap_ = r_ > 1 && r < threads;
     }
+    // execution.sync_pattern (planner/sync_groups.h) at host and remote transfers: full
+    // syncs every device at each, replica_and_ladder a ladder set of half of them, whose
+    // transfers share the link while the other set computes; single_pipeline's device
+    // streams without waiting. On a CPU each sync is a run of the engine's pool.
+    const config::SyncPattern pattern = plan.sync_pattern;
+    io_sync_ = pattern == config::SyncPattern::kSinglePipeline ? 0.0 : p.sync_overhead_seconds;
+    if (p.is_cpu() && r_ > 1 && pattern != config::SyncPattern::kSinglePipeline)
+      io_barrier_ = p.barrier_seconds;
+    io_streams_ = static_cast<std::int64_t>(
+        pattern == config::SyncPattern::kReplicaAndLadder ? (r_ + 1) / 2 : r_);
   }
 
   Seconds time(const Op& op) const {
@@ -271,10 +281,15 @@ class Timer {
       s.serial *= turns_;
       s.transfer *= turns_;
     }
+    if (is_io(op) && s.transfer > 0) s.serial += io_barrier_;
     return s;
   }
 
  private:
+  static bool is_io(const Op& op) {
+    return op.kind == OpKind::kHostLoad || op.kind == OpKind::kHostStore ||
+           op.kind == OpKind::kRemoteLoad || op.kind == OpKind::kRemoteStore;
+  }
   static bool is_collective(const Op& op) {
     return op.kind == OpKind::kAllGather || op.kind == OpKind::kReduceScatter ||
            op.kind == OpKind::kAllReduce;
@@ -291,11 +306,11 @@ class Timer {
         return repeat(op);
       case OpKind::kHostLoad:
       case OpKind::kHostStore:
-        s = stream(p_.host, op.host_bytes);
+        s = io_stream(p_.host, op.host_bytes);
         break;
       case OpKind::kRemoteLoad:
       case OpKind::kRemoteStore:
-        s = stream(p_.streaming, op.remote_bytes);
+        s = io_stream(p_.streaming, op.remote_bytes);
         break;
       case OpKind::kAllGather:
       case OpKind::kReduceScatter:
@@ -355,6 +370,14 @@ class Timer {
     if (bytes == 0) return s;
     s.serial = p_.sync_overhead_seconds + link.latency_seconds;
     s.transfer = static_cast<double>(bytes) / link.rate(plan_.replication_factor);
+    return s;
+  }
+  // A host or remote transfer: its sync and its share of the link as the pattern says.
+  Seconds io_stream(const LinkProfile& link, std::uint64_t bytes) const {
+    Seconds s;
+    if (bytes == 0) return s;
+    s.serial = io_sync_ + link.latency_seconds;
+    s.transfer = static_cast<double>(bytes) / link.rate(io_streams_);
     return s;
   }
 
@@ -442,6 +465,9 @@ class Timer {
   double collective_share_ = 1.0;
   std::int64_t gemm_threads_ = 1;
   bool overlap_ = true;
+  double io_sync_ = 0.0;         // sync_overhead per transfer, unless single_pipeline
+  double io_barrier_ = 0.0;      // a CPU's pool run per transfer when the pattern syncs
+  std::int64_t io_streams_ = 1;  // devices streaming over the host link at once
 };
 
 // A phase's time: its ops one after another, except that the loads preloaded into it

@@ -41,7 +41,11 @@ CollectiveTraffic collective_traffic(const Plan& plan, const Op& op, const Netwo
 //    gemm_efficiency(m, n, k), the rest of its FLOPs at vector_flops_per_second, plus
 //    op_overhead; loss, optimizer step, zero, slice: element-wise, plus op_overhead;
 //  - host and remote transfers: sync_overhead + the link's latency + bytes / (its
-//    bytes_per_second * efficiency);
+//    bytes_per_second * efficiency / the devices sharing it). By execution.sync_pattern:
+//    full, the sync and every replica sharing the link (shared_by at most);
+//    replica_and_ladder, the sync and half the replicas, as the other ladder set
+//    computes meanwhile; single_pipeline, no sync. On a CPU a syncing pattern with R > 1
+//    adds barrier_seconds per transfer, the pool run the engine waits at;
 //  - collectives: sync_overhead + link latency, each per synchronised exchange, +
 //    (bytes per replica) / 2 / link rate (sent and received overlap);
 //  - alloc and free: nothing.

@@ -4,11 +4,14 @@
 #include <algorithm>
 #include <array>
 #include <boost/test/unit_test.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -201,6 +204,21 @@ BOOST_AUTO_TEST_CASE(sharding_modes_and_io_modes_are_bitwise_identical) {
            shard(c, 1);
          }},
         {"phased", [](auto& c) { c.execution.mode = config::ExecutionMode::kPhased; }},
+        {"phased, sync full",
+         [](auto& c) {
+           c.execution.mode = config::ExecutionMode::kPhased;
+           c.execution.sync_pattern = config::SyncPattern::kFull;
+         }},
+        {"sync replica_and_ladder",
+         [](auto& c) { c.execution.sync_pattern = config::SyncPattern::kReplicaAndLadder; }},
+        {"phased remote sharded io, sync replica_and_ladder",
+         [](auto& c) {
+           c.execution.mode = config::ExecutionMode::kPhased;
+           c.remote = {true, true};
+           shard(c, 16);
+           c.execution.io_mode = config::IoMode::kIo;
+           c.execution.sync_pattern = config::SyncPattern::kReplicaAndLadder;
+         }},
         {"phased remote",
          [](auto& c) {
            c.execution.mode = config::ExecutionMode::kPhased;
@@ -294,6 +312,93 @@ BOOST_AUTO_TEST_CASE(a_failing_load_is_reported_alike_in_every_io_mode) {
       std::iota(order.begin(), order.end(), 0);
       batches.set_batch(order, 0);
       const FailingBatches failing(batches, {{0, 3}, {1, 2}});
+      BOOST_CHECK_EXCEPTION(e.train_step(failing), Error, [](const Error& err) {
+        return std::string(err.what()).find("no batch for replica 1 step 2") != std::string::npos;
+      });
+    }
+  }
+}
+
+// Batches that log the order of the host loads, (replica, accumulation step), from
+// every replica's thread; each load takes 0.5 ms.
+class LoggedBatches final : public engine::BatchSource {
+ public:
+  explicit LoggedBatches(const engine::BatchSource& inner) : inner_(inner) {}
+  engine::MicroBatch micro_batch(std::int64_t r, std::int64_t s) const override {
+    {
+      const std::lock_guard lock(mu_);
+      log_.emplace_back(r, s);
+    }
+    // A load that takes a while, so that replicas on other threads run meanwhile.
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    return inner_.micro_batch(r, s);
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> log() const {
+    const std::lock_guard lock(mu_);
+    return log_;
+  }
+
+ private:
+  const engine::BatchSource& inner_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::pair<std::int64_t, std::int64_t>> log_;
+};
+
+BOOST_AUTO_TEST_CASE(host_loads_wait_as_the_sync_pattern_says) {
+  // R 4, accumulation 4: each step's host loads (images, labels) are a sync point.
+  // full: no replica loads step s+1 before every replica has loaded step s.
+  // replica_and_ladder: each ladder set (even, odd replicas) keeps that within itself,
+  // and the sets take the host link in turns: a set's loads of a step are not
+  // interleaved with the other set's. The failing load is reported alike (the earliest
+  // step, then the lowest replica).
+  using config::SyncPattern;
+  for (const SyncPattern pattern : {SyncPattern::kFull, SyncPattern::kReplicaAndLadder}) {
+    BOOST_TEST_CONTEXT("pattern " << static_cast<int>(pattern)) {
+      const bool ladder = pattern == SyncPattern::kReplicaAndLadder;
+      config::Config c = base_config(4, 2, 4);
+      c.execution.sync_pattern = pattern;
+      Engine e(planner::build_plan(c), options());
+      e.initialize(c.model.init);
+      engine::DatasetBatches batches(train_set(), 4, 4, 2);
+      std::vector<std::int64_t> order(static_cast<std::size_t>(train_set().n));
+      std::iota(order.begin(), order.end(), 0);
+      batches.set_batch(order, 0);
+      const LoggedBatches logged(batches);
+      e.train_step(logged);
+      const auto log = logged.log();
+      BOOST_REQUIRE_EQUAL(log.size(), 32u);  // 4 replicas x 4 steps x (images, labels)
+      // at[r][s][k]: where replica r's k-th load of step s is in the log (images before
+      // the forwards, labels before the loss: two IO chunks of the step).
+      std::array<std::array<std::array<std::size_t, 2>, 4>, 4> at{};
+      std::array<std::array<int, 4>, 4> seen{};
+      for (std::size_t i = 0; i < log.size(); ++i) {
+        const auto r = static_cast<std::size_t>(log[i].first);
+        const auto s = static_cast<std::size_t>(log[i].second);
+        BOOST_REQUIRE(seen[r][s] < 2);
+        at[r][s][static_cast<std::size_t>(seen[r][s]++)] = i;
+      }
+      for (std::size_t s = 0; s < 4; ++s)
+        for (std::size_t a = 0; a < 4; ++a)
+          for (std::size_t b = 0; b < 4; ++b)
+            BOOST_TEST_CONTEXT("step " << s << ", replicas " << a << " and " << b) {
+              const bool group = !ladder || a % 2 == b % 2;
+              if (group && s + 1 < 4) BOOST_TEST(at[a][s][1] < at[b][s + 1][0]);
+            }
+      if (ladder) {
+        // A set's chunk of loads holds the link: no load of the other set falls inside it.
+        for (std::size_t set = 0; set < 2; ++set)
+          for (std::size_t s = 0; s < 4; ++s)
+            for (std::size_t k = 0; k < 2; ++k) {
+              const std::size_t lo = std::min(at[set][s][k], at[set + 2][s][k]);
+              const std::size_t hi = std::max(at[set][s][k], at[set + 2][s][k]);
+              for (std::size_t i = lo; i <= hi; ++i)
+                BOOST_TEST(static_cast<std::size_t>(log[i].first) % 2 == set,
+                           "set " << set << " step " << s << " load " << k << ": log[" << i
+                                  << "] is replica " << log[i].first);
+            }
+      }
+      BOOST_TEST(e.timings().io_syncs > 0);
+      const FailingBatches failing(batches, {{0, 3}, {1, 2}, {3, 2}});
       BOOST_CHECK_EXCEPTION(e.train_step(failing), Error, [](const Error& err) {
         return std::string(err.what()).find("no batch for replica 1 step 2") != std::string::npos;
       });

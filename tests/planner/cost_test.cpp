@@ -128,6 +128,32 @@ BOOST_AUTO_TEST_CASE(a_transfer_pays_sync_latency_and_bytes_over_its_share_of_th
   BOOST_TEST(priced(p, d) == 2e-6 + 1e-7 + 32 / (1e9 * 0.5 / 4), tt::tolerance(1e-12));
 }
 
+BOOST_AUTO_TEST_CASE(the_sync_pattern_prices_a_transfers_sync_and_its_share_of_the_link) {
+  // Four replicas on a link shared by four, 2 us per sync.
+  Plan p = tiny(4);
+  p.phases.push_back({"load", {load(OpKind::kHostLoad, 2)}, {}, 0.0, -1, {}});
+  DeviceProfile d = profile();
+  d.sync_overhead_seconds = 2e-6;
+  d.host.shared_by = 4;
+  p.sync_pattern = popkit::config::SyncPattern::kFull;
+  BOOST_TEST(priced(p, d) == 2e-6 + 1e-7 + 32 / (1e9 / 4), tt::tolerance(1e-12));
+  // The ladder sets take turns at the link: two replicas share it.
+  p.sync_pattern = popkit::config::SyncPattern::kReplicaAndLadder;
+  BOOST_TEST(priced(p, d) == 2e-6 + 1e-7 + 32 / (1e9 / 2), tt::tolerance(1e-12));
+  // A device streaming on its own waits for no one (single_pipeline).
+  Plan one = tiny(1);
+  one.phases = p.phases;
+  one.sync_pattern = popkit::config::SyncPattern::kSinglePipeline;
+  BOOST_TEST(priced(one, d) == 1e-7 + 32 / 1e9, tt::tolerance(1e-12));
+  one.sync_pattern = popkit::config::SyncPattern::kFull;
+  BOOST_TEST(priced(one, d) == 2e-6 + 1e-7 + 32 / 1e9, tt::tolerance(1e-12));
+  // A CPU waits at a run of its pool per transfer when replicas sync.
+  d.host_threads = 4;
+  d.barrier_seconds = 5e-6;
+  p.sync_pattern = popkit::config::SyncPattern::kFull;
+  BOOST_TEST(priced(p, d) == 2e-6 + 1e-7 + 32 / (1e9 / 4) + 5e-6, tt::tolerance(1e-12));
+}
+
 BOOST_AUTO_TEST_CASE(io_overlapped_hides_only_the_bytes_of_a_repeat) {
   // Each step: a host load (100 ns latency + 32 ns of bytes) and the forward.
   const double bytes = 32 / 1e9;
