@@ -54,15 +54,17 @@ Memory memory_from_json(const JsonReader& r) {
 }
 
 json seconds_to_json(const OpKindSeconds& s) {
-  return {{"compute", s.compute},
-          {"collective", s.collective},
-          {"remote", s.remote},
-          {"host_io", s.host_io}};
+  json j = {{"compute", s.compute},
+            {"collective", s.collective},
+            {"remote", s.remote},
+            {"host_io", s.host_io}};
+  if (s.pipeline > 0.0) j["pipeline"] = s.pipeline;
+  return j;
 }
 
 OpKindSeconds seconds_from_json(const JsonReader& r) {
   return OpKindSeconds{r.number("compute"), r.number("collective"), r.number("remote"),
-                       r.number("host_io")};
+                       r.number("host_io"), r.has("pipeline") ? r.number("pipeline") : 0.0};
 }
 
 json bytes_to_json(const BytesMoved& b) {

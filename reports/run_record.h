@@ -35,6 +35,9 @@ struct OpKindSeconds {
   double collective = 0.0;  // all-gather, reduce-scatter, all-reduce
   double remote = 0.0;      // remote load and store (streaming memory)
   double host_io = 0.0;     // host load and store
+  // A pipelined run: sends and receives between stages, with the waits for the
+  // neighbour (in the run file only when not 0).
+  double pipeline = 0.0;
 };
 
 struct PhaseRecord {

@@ -66,6 +66,13 @@ Table summary_table(const Source& s) {
     double total = 0.0;
     for (double x : r.step_seconds) total += x;
     add("total step time", Cell{}, seconds_cell(total));
+    if (r.pipeline) {
+      // Planned: (S-1)/(GA+S-1), equal stages; estimated: with the cost model's stages.
+      const auto percent = [](double v) { return Cell{fmt::format("{:.1f}%", v * 100.0), v}; };
+      add("pipeline bubble", percent(r.pipeline->planned_bubble),
+          percent(r.pipeline->measured_bubble));
+      add("pipeline bubble (estimated)", percent(r.pipeline->estimated_bubble), Cell{});
+    }
   }
   if (!r.loss.empty()) add("final training loss", Cell{}, plain_cell(r.loss.back(), 4));
   if (r.test) {
@@ -94,6 +101,8 @@ Table phase_table(const Source& s, bool eval) {
   t.key = eval ? "eval_phase_times" : "phase_times";
   t.title = (eval ? "Time per evaluation batch by phase: " : "Time per optimizer step by phase: ") +
             s.file;
+  // A pipelined run's stages run at once, each on a device of its own.
+  const bool pipelined = s.record.pipeline.has_value();
   t.columns = {{"phase", "Phase", false}, {"planned", "Planned", true}};
   if (run) {
     t.columns.insert(t.columns.end(), {{"measured", "Measured", true},
@@ -101,6 +110,7 @@ Table phase_table(const Source& s, bool eval) {
                                        {"collective", "Collective", true},
                                        {"remote", "Remote", true},
                                        {"host_io", "Host IO", true}});
+    if (pipelined) t.columns.push_back({"pipeline", "Pipeline", true});
   }
   PhaseRecord total;
   total.name = "total";
@@ -112,6 +122,7 @@ Table phase_table(const Source& s, bool eval) {
           {seconds_cell(p.measured_seconds), seconds_cell(p.measured_by_kind.compute),
            seconds_cell(p.measured_by_kind.collective), seconds_cell(p.measured_by_kind.remote),
            seconds_cell(p.measured_by_kind.host_io)});
+      if (pipelined) row.push_back(seconds_cell(p.measured_by_kind.pipeline));
     }
     t.rows.push_back(std::move(row));
     total.planned_seconds += p.planned_seconds;
@@ -121,15 +132,39 @@ Table phase_table(const Source& s, bool eval) {
     total.measured_by_kind.remote += p.measured_by_kind.remote;
     total.measured_by_kind.host_io += p.measured_by_kind.host_io;
   }
-  std::vector<Cell> row{Cell{"total", {}}, seconds_cell(total.planned_seconds)};
-  if (run) {
-    row.insert(row.end(),
-               {seconds_cell(total.measured_seconds), seconds_cell(total.measured_by_kind.compute),
-                seconds_cell(total.measured_by_kind.collective),
-                seconds_cell(total.measured_by_kind.remote),
-                seconds_cell(total.measured_by_kind.host_io)});
+  if (pipelined) {
+    // Not a sum: the step is the plan's estimate, and about the longest stage measured.
+    double longest = 0.0;
+    for (const PhaseRecord& p : phases) longest = std::max(longest, p.measured_seconds);
+    const double planned_step = !eval ? s.record.plan.estimated_step_seconds
+                                : s.record.eval->estimated_samples_per_second > 0
+                                    ? static_cast<double>(s.record.eval->batch_size) /
+                                          s.record.eval->estimated_samples_per_second
+                                    : 0.0;
+    std::vector<Cell> row{Cell{eval ? "batch (stages at once)" : "step (stages at once)", {}},
+                          seconds_cell(planned_step)};
+    if (run) {
+      row.push_back(seconds_cell(longest));
+      row.resize(t.columns.size());
+    }
+    t.rows.push_back(std::move(row));
+  } else {
+    std::vector<Cell> row{Cell{"total", {}}, seconds_cell(total.planned_seconds)};
+    if (run) {
+      row.insert(row.end(), {seconds_cell(total.measured_seconds),
+                             seconds_cell(total.measured_by_kind.compute),
+                             seconds_cell(total.measured_by_kind.collective),
+                             seconds_cell(total.measured_by_kind.remote),
+                             seconds_cell(total.measured_by_kind.host_io)});
+    }
+    t.rows.push_back(std::move(row));
   }
-  t.rows.push_back(std::move(row));
+  if (run && pipelined)
+    t.notes.push_back(fmt::format(
+        "a pipelined run's stages run at once, each on its own device: a stage's measured "
+        "time includes its waits for its neighbours (in Pipeline, with its sends and "
+        "receives), and the {} takes about the longest stage's, not their sum",
+        eval ? "batch" : "step"));
   if (run && !eval) {
     // A resumed run's phases were measured by its own process: the steps after the resume.
     const bool resumed = s.record.resumed_from.has_value();
@@ -142,11 +177,12 @@ Table phase_table(const Source& s, bool eval) {
         "planned: an estimate for {}; measured: on this CPU, the mean per step over {} {} "
         "steps, warm-up included",
         s.record.plan.device_profile, resumed ? "this process's" : "all", steps_here));
-    t.notes.push_back(fmt::format(
-        "measured total {} against the median step time {}: the total is a mean over every "
-        "step, warm-up and slow steps included, which a median leaves out, and a step also "
-        "spends time between its phases",
-        format_seconds(total.measured_seconds), format_seconds(step_seconds(s))));
+    if (!pipelined)
+      t.notes.push_back(fmt::format(
+          "measured total {} against the median step time {}: the total is a mean over every "
+          "step, warm-up and slow steps included, which a median leaves out, and a step also "
+          "spends time between its phases",
+          format_seconds(total.measured_seconds), format_seconds(step_seconds(s))));
   }
   return t;
 }

@@ -132,7 +132,8 @@ void add_phase_measurements(std::vector<reports::PhaseRecord>& phases, const eng
     };
     phases[p].measured_by_kind = {
         per_step(engine::OpCategory::kCompute), per_step(engine::OpCategory::kCollective),
-        per_step(engine::OpCategory::kRemote), per_step(engine::OpCategory::kHostIo)};
+        per_step(engine::OpCategory::kRemote), per_step(engine::OpCategory::kHostIo),
+        per_step(engine::OpCategory::kPipeline)};
   }
 }
 

@@ -85,6 +85,44 @@ BOOST_AUTO_TEST_CASE(memory_differences_hold_any_byte_counts) {
   BOOST_TEST(*report.tables.at(1).rows.at(1).at(2).value == 18446744073709551615.0);
 }
 
+BOOST_AUTO_TEST_CASE(a_pipelined_runs_stages_are_not_summed) {
+  // Three stages that run at once: the step is about the longest stage, the Pipeline
+  // column holds the sends and receives with their waits, and the bubble is shown
+  // planned, estimated and measured.
+  r::Source s;
+  s.file = "pipelined.json";
+  s.kind = r::SourceKind::kRun;
+  s.record.plan.estimated_step_seconds = 0.002;
+  s.record.pipeline = r::PipelineRecord{3, 0.2, 0.383, 0.85};
+  s.record.step_seconds = {0.02, 0.02};
+  for (int k = 0; k < 3; ++k) {
+    r::PhaseRecord phase;
+    phase.name = "stage " + std::to_string(k);
+    phase.planned_seconds = 0.001;
+    phase.measured_seconds = 0.010 + 0.001 * k;
+    phase.measured_by_kind = {0.002, 0.001, 0.0, 0.0, 0.007 + 0.001 * k};
+    s.record.phases.push_back(phase);
+  }
+  const r::Report report = r::throughput_report({s});
+  const r::Table& summary = report.tables.at(0);
+  auto row = [](const r::Table& t, const std::string& name) {
+    for (const auto& cells : t.rows)
+      if (cells.at(0).text == name) return cells;
+    BOOST_FAIL("no row " << name);
+    return std::vector<r::Cell>{};
+  };
+  BOOST_TEST(row(summary, "pipeline bubble").at(1).text == "20.0%");
+  BOOST_TEST(row(summary, "pipeline bubble").at(2).text == "85.0%");
+  BOOST_TEST(row(summary, "pipeline bubble (estimated)").at(1).text == "38.3%");
+  const r::Table& phases = report.tables.at(1);
+  BOOST_TEST(phases.columns.back().title == "Pipeline");
+  BOOST_TEST(row(phases, "stage 2").back().text == "9.000 ms");
+  const auto step = row(phases, "step (stages at once)");
+  BOOST_TEST(step.at(1).text == "2.000 ms");   // the plan's step
+  BOOST_TEST(step.at(2).text == "12.000 ms");  // the longest stage
+  for (const auto& cells : phases.rows) BOOST_TEST(cells.at(0).text != "total");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // Plan files (from the planner's own plan_to_json, examples/quick.yaml): estimates only,

@@ -75,6 +75,20 @@ BOOST_AUTO_TEST_CASE(json_round_trip_keeps_every_field) {
   BOOST_TEST(back.environment.kernels == rec.environment.kernels);
 }
 
+// A pipelined run's time in sends and receives: written when not 0, read back; absent,
+// it reads as 0.
+BOOST_AUTO_TEST_CASE(pipeline_seconds_round_trip_and_are_optional) {
+  r::RunRecord rec = sample_record();
+  BOOST_TEST(
+      !r::run_record_to_json(rec)["phases"][0]["measured_seconds_by_kind"].contains("pipeline"));
+  rec.phases[1].measured_by_kind.pipeline = 0.25;
+  const nlohmann::json j = r::run_record_to_json(rec);
+  BOOST_TEST(j["phases"][1]["measured_seconds_by_kind"]["pipeline"] == 0.25);
+  const r::RunRecord back = r::run_record_from_json(j, "x.json");
+  BOOST_TEST(back.phases[1].measured_by_kind.pipeline == 0.25);
+  BOOST_TEST(back.phases[0].measured_by_kind.pipeline == 0.0);
+}
+
 // A resumed run's fields (issue 18): written only when set, read back as written; the
 // fixtures, written before run folders, have none and read as a run from scratch.
 BOOST_AUTO_TEST_CASE(resumed_run_fields_round_trip_and_are_optional) {
