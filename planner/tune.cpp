@@ -94,32 +94,31 @@ class Search {
             : c.training.micro_batch_size * c.training.gradient_accumulation * c.replication.factor;
     if (global % replicas != 0)
       throw Error("the global batch {} does not split over {} replicas", global, replicas);
-    if (replicas != c.replication.factor) {
-      c.replication.factor = replicas;
-      base_choices_.set("replication.factor", fmt::format("{}", replicas), true);
+    // Pipeline stages on the same devices: R x S of them (S the config's stages), split
+    // as R' replicas of S' stages for every S' dividing them, up to one layer a stage,
+    // where the global batch splits over the R' replicas. Validation drops the
+    // combinations pipelining refuses (phased, remote optimizer state, io_overlapped,
+    // accumulation < 2 S').
+    const std::int64_t devices = replicas * c.pipeline.stages;
+    const auto n_layers = static_cast<std::int64_t>(c.model.layers.size());
+    for (const std::int64_t stages : divisors(devices)) {
+      const std::int64_t r = devices / stages;
+      if (stages > n_layers || global % r != 0) continue;
+      Config p = c;
+      Choices s = base_choices_;
+      p.replication.factor = r;
+      if (r != base_.replication.factor) s.set("replication.factor", fmt::format("{}", r), true);
+      p.pipeline.stages = stages;
+      if (stages > 1 || base_.pipeline.stages > 1)
+        s.set("pipeline.stages", fmt::format("{}", stages), stages != base_.pipeline.stages);
+      if (stages != base_.pipeline.stages) {
+        p.pipeline.placement_auto = true;
+        p.pipeline.placement.clear();
+        s.force("pipeline.placement", "auto", stages > 1 && !base_.pipeline.placement_auto);
+      }
+      per_replica_ = global / r;
+      modes(p, s);
     }
-    per_replica_ = global / replicas;
-    for (const ExecutionMode mode : {ExecutionMode::kStandard, ExecutionMode::kPhased})
-      for (const bool remote_weights : {false, true})
-        for (const bool remote_state : {false, true}) {
-          // Standard mode keeps the weights on device (DESIGN.md, "The plan").
-          if (mode == ExecutionMode::kStandard && remote_weights) continue;
-          Config m = c;
-          m.execution.mode = mode;
-          m.execution.phases_auto = true;
-          m.execution.phases.clear();
-          m.remote.weights = remote_weights;
-          m.remote.optimizer_state = remote_state;
-          Choices s = base_choices_;
-          s.set("execution.mode", std::string(popkit::enum_name(mode)),
-                mode != base_.execution.mode);
-          s.force("execution.phases", "auto", !base_.execution.phases_auto);
-          s.set("remote.weights", fmt::format("{}", remote_weights),
-                remote_weights != base_.remote.weights);
-          s.set("remote.optimizer_state", fmt::format("{}", remote_state),
-                remote_state != base_.remote.optimizer_state);
-          sharding(m, s);
-        }
     TuneResult result;
     result.n_planned = n_planned_;
     result.fits = std::move(fits_);
@@ -147,6 +146,31 @@ class Search {
   }
 
  private:
+  // Execution mode and what is remote.
+  void modes(const Config& c, const Choices& base) {
+    for (const ExecutionMode mode : {ExecutionMode::kStandard, ExecutionMode::kPhased})
+      for (const bool remote_weights : {false, true})
+        for (const bool remote_state : {false, true}) {
+          // Standard mode keeps the weights on device (DESIGN.md, "The plan").
+          if (mode == ExecutionMode::kStandard && remote_weights) continue;
+          Config m = c;
+          m.execution.mode = mode;
+          m.execution.phases_auto = true;
+          m.execution.phases.clear();
+          m.remote.weights = remote_weights;
+          m.remote.optimizer_state = remote_state;
+          Choices s = base;
+          s.set("execution.mode", std::string(popkit::enum_name(mode)),
+                mode != base_.execution.mode);
+          s.force("execution.phases", "auto", !base_.execution.phases_auto);
+          s.set("remote.weights", fmt::format("{}", remote_weights),
+                remote_weights != base_.remote.weights);
+          s.set("remote.optimizer_state", fmt::format("{}", remote_state),
+                remote_state != base_.remote.optimizer_state);
+          sharding(m, s);
+        }
+  }
+
   // Off, or on over a group of G replicas (G > 1 dividing R, stride 1) from each
   // threshold; a grouping of the config with that shape is used by its name.
   void sharding(const Config& c, const Choices& s) {

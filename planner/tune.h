@@ -1,8 +1,9 @@
 // The tuner behind `popplan tune` (issue 17 item 4): every combination of the choices a
-// PopXL programmer makes for one model — execution mode, what is remote, the sharding
-// threshold and sharding group size, the io mode, micro-batch × accumulation at the same
-// global batch — planned and priced, keeping those that fit the memory per replica,
-// fastest first, with the Pareto front of peak memory against samples/s marked.
+// PopXL programmer makes for one model — pipeline stages on the same devices, execution
+// mode, what is remote, the sharding threshold and sharding group size, the io mode,
+// micro-batch × accumulation at the same global batch — planned and priced, keeping those that fit
+// the memory per replica, fastest first, with the Pareto front of peak memory against samples/s
+// marked.
 //
 //   TuneRequest req{900ull << 20};
 //   std::vector<TuneCandidate> fits = tune(config, req);   // fits.front() is the winner

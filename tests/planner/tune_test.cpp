@@ -92,6 +92,37 @@ BOOST_AUTO_TEST_CASE(replicas_and_global_batch) {
 // peak is remote.optimizer_state=true (phased mode with one layer plans the same phase;
 // io modes add IO slots), so it is the advice, at exactly 120 B less. The micro-batch
 // split needs two settings (micro_batch_size and gradient_accumulation).
+BOOST_AUTO_TEST_CASE(pipeline_stages_share_the_same_devices) {
+  // Two layers on R 2 (2 devices), global batch 16: besides R 2 without pipelining, one
+  // replica of 2 stages, whose accumulation must be >= 2 x 2 (micro-batch 1, 2 or 4 of
+  // 16), in standard mode with the optimizer state on device, io_mode compute or io
+  // (pipelining refuses phased, remote optimizer state and io_overlapped), and nothing
+  // to shard over: 2 x 3 = 6 candidates.
+  popkit::config::Config c = tiny(2);
+  c.model.layers.push_back(
+      {"fc2", popkit::config::LayerType::kLinear, 2, popkit::config::Activation::kNone});
+  c.training.gradient_accumulation = 4;
+  const TuneResult r = popkit::planner::tune(c, {1ull << 30});
+  std::size_t pipelined = 0;
+  for (const auto& f : r.fits) {
+    const auto& x = f.config;
+    BOOST_TEST(x.replication.factor * x.pipeline.stages == 2);
+    BOOST_TEST(x.replication.factor * x.training.micro_batch_size *
+                   x.training.gradient_accumulation ==
+               16);
+    if (x.pipeline.stages == 1) continue;
+    ++pipelined;
+    BOOST_TEST(x.training.gradient_accumulation >= 4);
+    BOOST_TEST((x.execution.mode == popkit::config::ExecutionMode::kStandard));
+    BOOST_TEST(!x.remote.optimizer_state);
+    BOOST_TEST((x.execution.io_mode != popkit::config::IoMode::kIoOverlapped));
+    const std::set<std::string> settings(f.settings.begin(), f.settings.end());
+    BOOST_TEST(settings.count("replication.factor=1") == 1u);
+    BOOST_TEST(settings.count("pipeline.stages=2") == 1u);
+  }
+  BOOST_TEST(pipelined == 6u);
+}
+
 BOOST_AUTO_TEST_CASE(fit_advice_is_the_fewest_changes_that_fit) {
   popkit::config::Config c = tiny(1);
   const std::uint64_t peak = build_plan_for_estimate(c).peak_bytes;
