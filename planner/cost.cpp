@@ -266,10 +266,12 @@ class Timer {
     // execution.sync_pattern (planner/sync_groups.h) at host and remote transfers: full
     // syncs every device at each, replica_and_ladder a ladder set of half of them, whose
     // transfers share the link while the other set computes; single_pipeline's device
-    // streams without waiting. On a CPU each sync is a run of the engine's pool.
+    // streams without waiting. On a CPU, full runs each chunk of a segment with IO as a
+    // run of the engine's pool (chunk_barriers); the ladder sets wait for no pool run.
     const config::SyncPattern pattern = plan.sync_pattern;
     io_sync_ = pattern == config::SyncPattern::kSinglePipeline ? 0.0 : p.sync_overhead_seconds;
-    if (p.is_cpu() && r_ > 1 && pattern != config::SyncPattern::kSinglePipeline)
+    const bool pipelined = plan.pipeline && plan.pipeline->stages.size() > 1;
+    if (p.is_cpu() && r_ > 1 && !pipelined && pattern == config::SyncPattern::kFull)
       io_barrier_ = p.barrier_seconds;
     io_streams_ = static_cast<std::int64_t>(
         pattern == config::SyncPattern::kReplicaAndLadder ? (r_ + 1) / 2 : r_);
@@ -281,8 +283,37 @@ class Timer {
       s.serial *= turns_;
       s.transfer *= turns_;
     }
-    if (is_io(op) && s.transfer > 0) s.serial += io_barrier_;
     return s;
+  }
+
+  // The pool runs `full` adds on a CPU (engine/engine.cpp, "sync patterns"): a segment
+  // (the ops between collectives and repeats) that holds a transfer runs as chunks,
+  // alternately compute and transfers (allocs and frees join the chunk they are in),
+  // each a run of the pool, where it would otherwise be one run for all its steps.
+  double chunk_barriers(const std::vector<Op>& ops) const {
+    if (io_barrier_ == 0.0) return 0.0;
+    double runs = 0.0;
+    int chunks = 0, last = -1;  // last: the kind of the chunk being counted (1 = IO)
+    bool has_io = false;
+    auto end_segment = [&] {
+      if (has_io) runs += chunks;
+      chunks = 0;
+      last = -1;
+      has_io = false;
+    };
+    for (const Op& op : ops) {
+      if (op.kind == OpKind::kRepeat || is_collective(op) || op.kind == OpKind::kSliceShard) {
+        end_segment();
+        continue;
+      }
+      if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) continue;
+      const int kind = is_io(op) ? 1 : 0;
+      if (kind != last) ++chunks;
+      last = kind;
+      has_io = has_io || kind == 1;
+    }
+    end_segment();
+    return runs * io_barrier_;
   }
 
  private:
@@ -354,6 +385,7 @@ class Timer {
       step.serial += t.serial;
       step.transfer += t.transfer;
     }
+    step.serial += chunk_barriers(op.body);
     const double n = static_cast<double>(op.steps);
     Seconds s;
     if (op.io_mode == IoMode::kIoOverlapped && overlap_) {
@@ -466,7 +498,7 @@ class Timer {
   std::int64_t gemm_threads_ = 1;
   bool overlap_ = true;
   double io_sync_ = 0.0;         // sync_overhead per transfer, unless single_pipeline
-  double io_barrier_ = 0.0;      // a CPU's pool run per transfer when the pattern syncs
+  double io_barrier_ = 0.0;      // a CPU's pool run per chunk under full
   std::int64_t io_streams_ = 1;  // devices streaming over the host link at once
 };
 
@@ -486,6 +518,7 @@ double phase_seconds(const Phase& ph, const Timer& timer) {
       own += t.total();
     }
   }
+  own += timer.chunk_barriers(ph.ops);
   return own + preload.serial + std::max(0.0, preload.transfer - own);
 }
 

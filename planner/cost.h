@@ -44,8 +44,9 @@ CollectiveTraffic collective_traffic(const Plan& plan, const Op& op, const Netwo
 //    bytes_per_second * efficiency / the devices sharing it). By execution.sync_pattern:
 //    full, the sync and every replica sharing the link (shared_by at most);
 //    replica_and_ladder, the sync and half the replicas, as the other ladder set
-//    computes meanwhile; single_pipeline, no sync. On a CPU a syncing pattern with R > 1
-//    adds barrier_seconds per transfer, the pool run the engine waits at;
+//    computes meanwhile; single_pipeline, no sync. On a CPU, full with R > 1 adds
+//    barrier_seconds per chunk (a run of compute or of transfers) of a segment holding a
+//    transfer: the engine runs each as a run of its pool;
 //  - collectives: sync_overhead + link latency, each per synchronised exchange, +
 //    (bytes per replica) / 2 / link rate (sent and received overlap);
 //  - alloc and free: nothing.

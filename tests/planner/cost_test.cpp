@@ -147,11 +147,27 @@ BOOST_AUTO_TEST_CASE(the_sync_pattern_prices_a_transfers_sync_and_its_share_of_t
   BOOST_TEST(priced(one, d) == 1e-7 + 32 / 1e9, tt::tolerance(1e-12));
   one.sync_pattern = popkit::config::SyncPattern::kFull;
   BOOST_TEST(priced(one, d) == 2e-6 + 1e-7 + 32 / 1e9, tt::tolerance(1e-12));
-  // A CPU waits at a run of its pool per transfer when replicas sync.
+  // A CPU under full runs each chunk of a segment with IO as a run of its pool: here
+  // the load (one chunk), then in a repeat of 3 steps the load and the forward (two
+  // chunks a step). The ladder sets run apart: no pool run.
   d.host_threads = 4;
   d.barrier_seconds = 5e-6;
   p.sync_pattern = popkit::config::SyncPattern::kFull;
   BOOST_TEST(priced(p, d) == 2e-6 + 1e-7 + 32 / (1e9 / 4) + 5e-6, tt::tolerance(1e-12));
+  Plan loop = tiny(4);
+  loop.phases.push_back({"loop",
+                         {repeat({load(OpKind::kHostLoad, 2), forward()}, 3, IoMode::kCompute)},
+                         {},
+                         0.0,
+                         -1,
+                         {}});
+  loop.sync_pattern = popkit::config::SyncPattern::kFull;
+  const double full = priced(loop, d);
+  loop.sync_pattern = popkit::config::SyncPattern::kReplicaAndLadder;
+  const double ladder = priced(loop, d);
+  // The ladder's link is shared by 2 replicas instead of 4: 3 loads of 32 B faster.
+  BOOST_TEST(full - ladder == 3 * (2 * 5e-6 + 32 / (1e9 / 4) - 32 / (1e9 / 2)),
+             tt::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(io_overlapped_hides_only_the_bytes_of_a_repeat) {
