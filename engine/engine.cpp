@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -835,8 +836,9 @@ struct Engine::Impl {
   // Host and remote transfers are the sync points: at each run of them a device waits for
   // the others of its GS2 group. The segment's ops are cut into chunks, alternately
   // compute and IO, and the members of a group start each IO chunk together and the
-  // chunk after it together (a run of a pool is the barrier).
-  //  - full: one group, every device: every replica waits for every other at each IO.
+  // chunk after it together.
+  //  - full: one group, every device: every replica waits for every other at each IO
+  //    (the pool's threads as lanes of fixed replicas, meeting at a barrier per chunk).
   //  - replica_and_ladder: the even and the odd devices, two ladder sets that run
   //    independently, each in lockstep within itself, and take the host link in turns:
   //    a set's IO chunk holds the link, so one set moves its data while the other
@@ -907,8 +909,8 @@ struct Engine::Impl {
       while (item < seen && !failed_item.compare_exchange_weak(seen, item)) {
       }
     };
-    // One group: its members' chunk of each item together, on `on` (a pool, or one after
-    // another when null).
+    // One ladder set: its members' chunk of each item together, on `on` (a pool, or one
+    // after another when null), an IO chunk holding the link.
     auto run_group = [&](const std::vector<std::int64_t>& members, ThreadPool* on,
                          std::mutex* link) {
       for (std::int64_t item = 0; item < items && item <= failed_item.load(); ++item) {
@@ -935,7 +937,33 @@ struct Engine::Impl {
     std::vector<std::int64_t> all;
     for (std::int64_t r = hosted.first; r < hosted.first + hosted.n; ++r) all.push_back(r);
     if (plan.sync_pattern == config::SyncPattern::kFull) {
-      run_group(all, intra_op ? nullptr : pool.get(), nullptr);
+      // A lane per pool thread, each running the same replicas at every item, so that a
+      // replica's memory stays in the cache of the core that ran it last (a run of the
+      // pool per item would hand the replicas to whichever thread came first); the lanes
+      // meet at a barrier after each item. A lane that stops drops out of the barrier.
+      const auto lanes = std::min<std::int64_t>(pool->size(), hosted.n);
+      std::vector<std::vector<std::int64_t>> members(static_cast<std::size_t>(lanes));
+      for (std::size_t i = 0; i < all.size(); ++i)
+        members[i % static_cast<std::size_t>(lanes)].push_back(all[i]);
+      std::barrier<> sync(lanes);
+      pool->run(lanes, [&](std::int64_t l) {
+        for (std::int64_t item = 0; item < items; ++item) {
+          if (item > failed_item.load()) {
+            sync.arrive_and_drop();
+            return;
+          }
+          bool ok = true;  // every member runs the item: the earliest failure is reported
+          for (const std::int64_t r : members[static_cast<std::size_t>(l)])
+            ok = run_item(r, item) && ok;
+          if (l == 0 && chunks[static_cast<std::size_t>(item % n)].io) io_syncs.fetch_add(1);
+          if (!ok) {
+            note_failure(item);
+            sync.arrive_and_drop();
+            return;
+          }
+          sync.arrive_and_wait();
+        }
+      });
     } else {
       // Replica r is device r (one stage): its ladder set is r % 2, as in GS2. Each set
       // runs on a thread of the pool with half the pool's threads for its members.

@@ -286,10 +286,11 @@ class Timer {
     return s;
   }
 
-  // The pool runs `full` adds on a CPU (engine/engine.cpp, "sync patterns"): a segment
+  // The barriers `full` adds on a CPU (engine/engine.cpp, "sync patterns"): a segment
   // (the ops between collectives and repeats) that holds a transfer runs as chunks,
   // alternately compute and transfers (allocs and frees join the chunk they are in),
-  // each a run of the pool, where it would otherwise be one run for all its steps.
+  // each ending at a barrier of the engine's threads, where the segment would otherwise
+  // be one run of the pool for all its steps.
   double chunk_barriers(const std::vector<Op>& ops) const {
     if (io_barrier_ == 0.0) return 0.0;
     double runs = 0.0;
