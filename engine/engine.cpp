@@ -834,21 +834,24 @@ struct Engine::Impl {
 
   // ---- sync patterns (execution.sync_pattern; planner/sync_groups.h) ------------------
   // Host and remote transfers are the sync points: at each run of them a device waits for
-  // the others of its GS2 group. The segment's ops are cut into chunks, alternately
-  // compute and IO, and the members of a group start each IO chunk together and the
-  // chunk after it together.
+  // the others of its GS2 group. The segment's ops are cut into chunks, each a run of
+  // transfers and the compute after it, and the members of a group start each chunk
+  // together: no device begins a run of transfers before its group finished what came
+  // before.
   //  - full: one group, every device: every replica waits for every other at each IO
   //    (the pool's threads as lanes of fixed replicas, meeting at a barrier per chunk).
   //  - replica_and_ladder: the even and the odd devices, two ladder sets that run
   //    independently, each in lockstep within itself, and take the host link in turns:
-  //    a set's IO chunk holds the link, so one set moves its data while the other
-  //    computes.
+  //    a set holds the link while it transfers, so one set moves its data while the
+  //    other computes.
   //  - single_pipeline: no chunks: each device does its IO without waiting.
   // A pattern changes when a replica waits, never what it computes: replicas share
   // nothing between collectives. Within a process: ranks meet at the collectives.
+
+  // A run of transfers, ops [first, io_end), and the compute after it, [io_end, end).
   struct Chunk {
-    std::size_t first = 0, end = 0;  // ops [first, end) of the segment
-    bool io = false;
+    std::size_t first = 0, io_end = 0, end = 0;
+    [[nodiscard]] bool io() const { return io_end > first; }
   };
 
   static bool is_io(const Op& op) {
@@ -860,24 +863,22 @@ struct Engine::Impl {
     const bool syncs =
         plan.sync_pattern != config::SyncPattern::kSinglePipeline && hosted.n > 1 && n_stages == 1;
     if (!syncs || std::none_of(ops.begin(), ops.end(), [](const Op* o) { return is_io(*o); }))
-      return {{0, ops.size(), false}};
-    // Allocs and frees are bookkeeping, no program step: they join the chunk they are in,
-    // so that the loads of a step (images, labels, each after its alloc) are one chunk.
+      return {{0, 0, ops.size()}};
+    // A chunk starts at each transfer that follows compute; allocs and frees are
+    // bookkeeping, no program step, and join the part they are in, so that the loads of
+    // a step (images, labels, each after its alloc) are one run of transfers.
+    constexpr std::size_t kNoCompute = ~std::size_t{0};
     std::vector<Chunk> chunks;
-    bool decided = false;  // the last chunk's kind is known
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const bool bookkeeping = category(ops[i]->kind) == OpCategory::kMemory;
       const bool transfer = is_io(*ops[i]);
-      if (chunks.empty() || (!bookkeeping && decided && transfer != chunks.back().io)) {
-        chunks.push_back({i, i, transfer});
-        decided = false;
-      }
-      if (!bookkeeping && !decided) {
-        chunks.back().io = transfer;
-        decided = true;
-      }
+      const bool computed = !chunks.empty() && chunks.back().io_end != kNoCompute;
+      if (chunks.empty() || (transfer && computed)) chunks.push_back({i, kNoCompute, i});
+      if (!bookkeeping && !transfer && chunks.back().io_end == kNoCompute) chunks.back().io_end = i;
       chunks.back().end = i + 1;
     }
+    for (Chunk& c : chunks)
+      if (c.io_end == kNoCompute) c.io_end = c.end;
     return chunks;
   }
 
@@ -893,14 +894,16 @@ struct Engine::Impl {
       rep->error = nullptr;
       rep->segment_seconds.fill(0.0);
     }
-    // Replica r's chunk of item i; false when it failed.
-    auto run_item = [&](std::int64_t r, std::int64_t item) {
-      const Chunk& c = chunks[static_cast<std::size_t>(item % n)];
+    // Replica r's ops [first, end) of item i's chunk; false when one failed.
+    auto run_ops = [&](std::int64_t r, std::int64_t item, std::size_t first, std::size_t end) {
       const std::int64_t s = s0 + item / n;
-      for (std::size_t k = c.first; k < c.end; ++k)
+      for (std::size_t k = first; k < end; ++k)
         if (!run_at(*ops[k], r, s, static_cast<std::size_t>(s - s0) * ops.size() + k, sample))
           return false;
       return true;
+    };
+    auto chunk = [&](std::int64_t item) -> const Chunk& {
+      return chunks[static_cast<std::size_t>(item % n)];
     };
     std::atomic<std::int64_t> failed_item{items};
     std::atomic<std::int64_t> io_syncs{0};  // counted by the sets' threads
@@ -910,24 +913,28 @@ struct Engine::Impl {
       }
     };
     // One ladder set: its members' chunk of each item together, on `on` (a pool, or one
-    // after another when null), an IO chunk holding the link.
-    auto run_group = [&](const std::vector<std::int64_t>& members, ThreadPool* on,
-                         std::mutex* link) {
+    // after another when null), holding the link while they transfer.
+    auto run_set = [&](const std::vector<std::int64_t>& members, ThreadPool* on, std::mutex& link) {
+      const auto m = static_cast<std::int64_t>(members.size());
       for (std::int64_t item = 0; item < items && item <= failed_item.load(); ++item) {
-        std::unique_lock<std::mutex> holding;
-        if (link != nullptr && chunks[static_cast<std::size_t>(item % n)].io)
-          holding = std::unique_lock(*link);
+        const Chunk& c = chunk(item);
         std::atomic<bool> ok{true};
-        auto member = [&](std::int64_t i) {
-          if (!run_item(members[static_cast<std::size_t>(i)], item)) ok = false;
+        auto part = [&](std::size_t first, std::size_t end) {
+          auto member = [&](std::int64_t i) {
+            if (!run_ops(members[static_cast<std::size_t>(i)], item, first, end)) ok = false;
+          };
+          if (on != nullptr) {
+            on->run(m, member);
+          } else {
+            for (std::int64_t i = 0; i < m; ++i) member(i);
+          }
         };
-        const auto m = static_cast<std::int64_t>(members.size());
-        if (on != nullptr) {
-          on->run(m, member);
-        } else {
-          for (std::int64_t i = 0; i < m; ++i) member(i);
+        if (c.io()) {
+          const std::lock_guard holding(link);
+          part(c.first, c.io_end);
+          io_syncs.fetch_add(1);
         }
-        if (chunks[static_cast<std::size_t>(item % n)].io) io_syncs.fetch_add(1);
+        if (ok) part(c.io_end, c.end);
         if (!ok) {
           note_failure(item);
           return;
@@ -953,9 +960,10 @@ struct Engine::Impl {
             return;
           }
           bool ok = true;  // every member runs the item: the earliest failure is reported
+          const Chunk& c = chunk(item);
           for (const std::int64_t r : members[static_cast<std::size_t>(l)])
-            ok = run_item(r, item) && ok;
-          if (l == 0 && chunks[static_cast<std::size_t>(item % n)].io) io_syncs.fetch_add(1);
+            ok = run_ops(r, item, c.first, c.end) && ok;
+          if (l == 0 && c.io()) io_syncs.fetch_add(1);
           if (!ok) {
             note_failure(item);
             sync.arrive_and_drop();
@@ -976,7 +984,7 @@ struct Engine::Impl {
       std::mutex link;
       pool->run(2, [&](std::int64_t l) {
         const auto i = static_cast<std::size_t>(l);
-        run_group(sets[i], per_set > 1 ? lane_pools[i].get() : nullptr, &link);
+        run_set(sets[i], per_set > 1 ? lane_pools[i].get() : nullptr, link);
       });
     }
     timings.io_syncs += io_syncs.load();

@@ -287,19 +287,19 @@ class Timer {
   }
 
   // The barriers `full` adds on a CPU (engine/engine.cpp, "sync patterns"): a segment
-  // (the ops between collectives and repeats) that holds a transfer runs as chunks,
-  // alternately compute and transfers (allocs and frees join the chunk they are in),
-  // each ending at a barrier of the engine's threads, where the segment would otherwise
+  // (the ops between collectives and repeats) that holds a transfer runs as chunks, each
+  // a run of transfers and the compute after it (allocs and frees join the part they are
+  // in), ending at a barrier of the engine's threads, where the segment would otherwise
   // be one run of the pool for all its steps.
   double chunk_barriers(const std::vector<Op>& ops) const {
     if (io_barrier_ == 0.0) return 0.0;
     double runs = 0.0;
-    int chunks = 0, last = -1;  // last: the kind of the chunk being counted (1 = IO)
+    int chunks = 0;
+    bool computed = false;  // the chunk being counted has compute after its transfers
     bool has_io = false;
     auto end_segment = [&] {
       if (has_io) runs += chunks;
       chunks = 0;
-      last = -1;
       has_io = false;
     };
     for (const Op& op : ops) {
@@ -308,10 +308,13 @@ class Timer {
         continue;
       }
       if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) continue;
-      const int kind = is_io(op) ? 1 : 0;
-      if (kind != last) ++chunks;
-      last = kind;
-      has_io = has_io || kind == 1;
+      const bool transfer = is_io(op);
+      if (chunks == 0 || (transfer && computed)) {
+        ++chunks;
+        computed = false;
+      }
+      computed = computed || !transfer;
+      has_io = has_io || transfer;
     }
     end_segment();
     return runs * io_barrier_;

@@ -45,8 +45,8 @@ CollectiveTraffic collective_traffic(const Plan& plan, const Op& op, const Netwo
 //    full, the sync and every replica sharing the link (shared_by at most);
 //    replica_and_ladder, the sync and half the replicas, as the other ladder set
 //    computes meanwhile; single_pipeline, no sync. On a CPU, full with R > 1 adds
-//    barrier_seconds per chunk (a run of compute or of transfers) of a segment holding a
-//    transfer: the engine's threads meet at a barrier after each;
+//    barrier_seconds per chunk (a run of transfers and the compute after it) of a
+//    segment holding a transfer: the engine's threads meet at a barrier after each;
 //  - collectives: sync_overhead + link latency, each per synchronised exchange, +
 //    (bytes per replica) / 2 / link rate (sent and received overlap);
 //  - alloc and free: nothing.
