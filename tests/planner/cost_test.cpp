@@ -166,8 +166,7 @@ BOOST_AUTO_TEST_CASE(the_sync_pattern_prices_a_transfers_sync_and_its_share_of_t
   loop.sync_pattern = popkit::config::SyncPattern::kReplicaAndLadder;
   const double ladder = priced(loop, d);
   // The ladder's link is shared by 2 replicas instead of 4: 3 loads of 32 B faster.
-  BOOST_TEST(full - ladder == 3 * (5e-6 + 32 / (1e9 / 4) - 32 / (1e9 / 2)),
-             tt::tolerance(1e-9));
+  BOOST_TEST(full - ladder == 3 * (5e-6 + 32 / (1e9 / 4) - 32 / (1e9 / 2)), tt::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(io_overlapped_hides_only_the_bytes_of_a_repeat) {
