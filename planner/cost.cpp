@@ -273,6 +273,8 @@ class Timer {
     const bool pipelined = plan.pipeline && plan.pipeline->stages.size() > 1;
     if (p.is_cpu() && r_ > 1 && !pipelined && pattern == config::SyncPattern::kFull)
       io_barrier_ = p.barrier_seconds;
+    ladder_waits_ =
+        p.is_cpu() && r_ > 1 && !pipelined && pattern == config::SyncPattern::kReplicaAndLadder;
     io_streams_ = static_cast<std::int64_t>(
         pattern == config::SyncPattern::kReplicaAndLadder ? (r_ + 1) / 2 : r_);
   }
@@ -318,6 +320,31 @@ class Timer {
     }
     end_segment();
     return runs * io_barrier_;
+  }
+
+  // What the ladder sets wait on a CPU (engine/engine.cpp, "sync patterns"): they start
+  // each segment together (a collective before it met every replica), so they reach its
+  // first run of transfers together, and one set waits while the other holds the link;
+  // after that the sets are apart and take turns without waiting. Per segment: the time
+  // of its first run of transfers.
+  double first_transfer_waits(const std::vector<Op>& ops) const {
+    if (!ladder_waits_) return 0.0;
+    double waits = 0.0;
+    enum { kBefore, kIn, kAfter } state = kBefore;  // the segment's first run of transfers
+    for (const Op& op : ops) {
+      if (op.kind == OpKind::kRepeat || is_collective(op) || op.kind == OpKind::kSliceShard) {
+        state = kBefore;
+        continue;
+      }
+      if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree || state == kAfter) continue;
+      if (is_io(op)) {
+        state = kIn;
+        waits += time(op).total();
+      } else if (state == kIn) {
+        state = kAfter;
+      }
+    }
+    return waits;
   }
 
  private:
@@ -390,6 +417,13 @@ class Timer {
       step.transfer += t.transfer;
     }
     step.serial += chunk_barriers(op.body);
+    // A body of local ops is one segment for all its steps (the ladder sets meet once);
+    // with a collective, every step meets again.
+    const bool one_segment = std::none_of(op.body.begin(), op.body.end(), [](const Op& o) {
+      return o.kind == OpKind::kRepeat || is_collective(o) || o.kind == OpKind::kSliceShard;
+    });
+    const double meet = first_transfer_waits(op.body);
+    if (!one_segment) step.serial += meet;
     const double n = static_cast<double>(op.steps);
     Seconds s;
     if (op.io_mode == IoMode::kIoOverlapped && overlap_) {
@@ -398,6 +432,7 @@ class Timer {
       s.serial = n * step.serial;
       s.transfer = n * step.transfer;
     }
+    if (one_segment) s.serial += meet;
     return s;
   }
 
@@ -501,6 +536,7 @@ class Timer {
   double collective_share_ = 1.0;
   std::int64_t gemm_threads_ = 1;
   bool overlap_ = true;
+  bool ladder_waits_ = false;    // a CPU's ladder sets wait at each segment's first transfers
   double io_sync_ = 0.0;         // sync_overhead per transfer, unless single_pipeline
   double io_barrier_ = 0.0;      // a CPU's pool run per chunk under full
   std::int64_t io_streams_ = 1;  // devices streaming over the host link at once
@@ -522,7 +558,7 @@ double phase_seconds(const Phase& ph, const Timer& timer) {
       own += t.total();
     }
   }
-  own += timer.chunk_barriers(ph.ops);
+  own += timer.chunk_barriers(ph.ops) + timer.first_transfer_waits(ph.ops);
   return own + preload.serial + std::max(0.0, preload.transfer - own);
 }
 
