@@ -47,6 +47,8 @@ CollectiveTraffic collective_traffic(const Plan& plan, const Op& op, const Netwo
 //    computes meanwhile; single_pipeline, no sync. On a CPU, full with R > 1 adds
 //    barrier_seconds per chunk (a run of transfers and the compute after it) of a
 //    segment holding a transfer: the engine's threads meet at a barrier after each;
+//    under replica_and_ladder, the time of each segment's first run of transfers, which
+//    one set waits for the other to finish (they start each segment together);
 //  - collectives: sync_overhead + link latency, each per synchronised exchange, +
 //    (bytes per replica) / 2 / link rate (sent and received overlap);
 //  - alloc and free: nothing.
