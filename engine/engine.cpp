@@ -714,15 +714,16 @@ struct Engine::Impl {
     return out;
   }
 
+  // The collectives `op` runs on: a pipelined plan's stages reduce among themselves,
+  // each with its own, on the stage that holds the op's first operand.
+  Collectives* collectives_of(const Op& op) const {
+    if (n_stages == 1) return collectives.get();
+    const int t = op.inputs.empty() ? planner::the_tensor(op) : op.inputs[0];
+    return stage_collectives[static_cast<std::size_t>(std::max(0, tensor(t).stage))].get();
+  }
+
   void run_collective(const Op& op, std::int64_t s) {
-    // A pipelined plan's stages reduce among themselves, each with its own collectives.
-    Collectives* group =
-        n_stages > 1 ? stage_collectives[static_cast<std::size_t>(std::max(
-                                             0, tensor(op.inputs.empty() ? planner::the_tensor(op)
-                                                                         : op.inputs[0])
-                                                    .stage))]
-                           .get()
-                     : this->collectives.get();
+    Collectives* group = collectives_of(op);
     switch (op.kind) {
       case OpKind::kAllReduce:
         group->all_reduce(op.grouping, op.reduce, buffers_of(planner::the_tensor(op), s, op));
@@ -912,11 +913,16 @@ struct Engine::Impl {
       while (item < seen && !failed_item.compare_exchange_weak(seen, item)) {
       }
     };
-    // One ladder set: its members' chunk of each item together, on `on` (a pool, or one
-    // after another when null), holding the link while they transfer.
-    auto run_set = [&](const std::vector<std::int64_t>& members, ThreadPool* on, std::mutex& link) {
+    // One lane: its members' chunk of each item, on `on` (a pool, or one after another
+    // when null); with `link`, holding it while they transfer (a ladder set); with
+    // `meet`, meeting the other lanes after each item (full). A lane that stops drops out
+    // of `meet`. Every member runs a part even when another failed in it, so that the
+    // earliest failure is the one reported.
+    auto run_lane = [&](const std::vector<std::int64_t>& members, ThreadPool* on, std::mutex* link,
+                        std::barrier<>* meet, bool count) {
       const auto m = static_cast<std::int64_t>(members.size());
-      for (std::int64_t item = 0; item < items && item <= failed_item.load(); ++item) {
+      for (std::int64_t item = 0; item < items; ++item) {
+        if (item > failed_item.load()) break;
         const Chunk& c = chunk(item);
         std::atomic<bool> ok{true};
         auto part = [&](std::size_t first, std::size_t end) {
@@ -930,47 +936,33 @@ struct Engine::Impl {
           }
         };
         if (c.io()) {
-          const std::lock_guard holding(link);
+          std::unique_lock<std::mutex> holding;
+          if (link != nullptr) holding = std::unique_lock(*link);
           part(c.first, c.io_end);
-          io_syncs.fetch_add(1);
+          if (count) io_syncs.fetch_add(1);
         }
         if (ok) part(c.io_end, c.end);
         if (!ok) {
           note_failure(item);
-          return;
+          break;
         }
+        if (meet != nullptr && item + 1 < items) meet->arrive_and_wait();
       }
+      if (meet != nullptr) meet->arrive_and_drop();
     };
     std::vector<std::int64_t> all;
     for (std::int64_t r = hosted.first; r < hosted.first + hosted.n; ++r) all.push_back(r);
     if (plan.sync_pattern == config::SyncPattern::kFull) {
       // A lane per pool thread, each running the same replicas at every item, so that a
       // replica's memory stays in the cache of the core that ran it last (a run of the
-      // pool per item would hand the replicas to whichever thread came first); the lanes
-      // meet at a barrier after each item. A lane that stops drops out of the barrier.
+      // pool per item would hand the replicas to whichever thread came first).
       const auto lanes = std::min<std::int64_t>(pool->size(), hosted.n);
       std::vector<std::vector<std::int64_t>> members(static_cast<std::size_t>(lanes));
       for (std::size_t i = 0; i < all.size(); ++i)
         members[i % static_cast<std::size_t>(lanes)].push_back(all[i]);
-      std::barrier<> sync(lanes);
+      std::barrier<> meet(lanes);
       pool->run(lanes, [&](std::int64_t l) {
-        for (std::int64_t item = 0; item < items; ++item) {
-          if (item > failed_item.load()) {
-            sync.arrive_and_drop();
-            return;
-          }
-          bool ok = true;  // every member runs the item: the earliest failure is reported
-          const Chunk& c = chunk(item);
-          for (const std::int64_t r : members[static_cast<std::size_t>(l)])
-            ok = run_ops(r, item, c.first, c.end) && ok;
-          if (l == 0 && c.io()) io_syncs.fetch_add(1);
-          if (!ok) {
-            note_failure(item);
-            sync.arrive_and_drop();
-            return;
-          }
-          sync.arrive_and_wait();
-        }
+        run_lane(members[static_cast<std::size_t>(l)], nullptr, nullptr, &meet, l == 0);
       });
     } else {
       // Replica r is device r (one stage): its ladder set is r % 2, as in GS2. Each set
@@ -984,7 +976,7 @@ struct Engine::Impl {
       std::mutex link;
       pool->run(2, [&](std::int64_t l) {
         const auto i = static_cast<std::size_t>(l);
-        run_set(sets[i], per_set > 1 ? lane_pools[i].get() : nullptr, link);
+        run_lane(sets[i], per_set > 1 ? lane_pools[i].get() : nullptr, &link, nullptr, true);
       });
     }
     timings.io_syncs += io_syncs.load();

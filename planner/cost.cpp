@@ -305,7 +305,7 @@ class Timer {
       has_io = false;
     };
     for (const Op& op : ops) {
-      if (op.kind == OpKind::kRepeat || is_collective(op) || op.kind == OpKind::kSliceShard) {
+      if (ends_segment(op)) {
         end_segment();
         continue;
       }
@@ -332,7 +332,7 @@ class Timer {
     double waits = 0.0;
     enum { kBefore, kIn, kAfter } state = kBefore;  // the segment's first run of transfers
     for (const Op& op : ops) {
-      if (op.kind == OpKind::kRepeat || is_collective(op) || op.kind == OpKind::kSliceShard) {
+      if (ends_segment(op)) {
         state = kBefore;
         continue;
       }
@@ -348,6 +348,11 @@ class Timer {
   }
 
  private:
+  // The engine's segments (engine/engine.cpp run_body) are the local ops between
+  // collectives (slice_shard among them) and repeats.
+  static bool ends_segment(const Op& op) {
+    return op.kind == OpKind::kRepeat || is_collective(op) || op.kind == OpKind::kSliceShard;
+  }
   static bool is_io(const Op& op) {
     return op.kind == OpKind::kHostLoad || op.kind == OpKind::kHostStore ||
            op.kind == OpKind::kRemoteLoad || op.kind == OpKind::kRemoteStore;
@@ -419,9 +424,7 @@ class Timer {
     step.serial += chunk_barriers(op.body);
     // A body of local ops is one segment for all its steps (the ladder sets meet once);
     // with a collective, every step meets again.
-    const bool one_segment = std::none_of(op.body.begin(), op.body.end(), [](const Op& o) {
-      return o.kind == OpKind::kRepeat || is_collective(o) || o.kind == OpKind::kSliceShard;
-    });
+    const bool one_segment = std::none_of(op.body.begin(), op.body.end(), ends_segment);
     const double meet = first_transfer_waits(op.body);
     if (!one_segment) step.serial += meet;
     const double n = static_cast<double>(op.steps);

@@ -112,9 +112,8 @@ Table phase_table(const Source& s, bool eval) {
                                        {"host_io", "Host IO", true}});
     if (pipelined) t.columns.push_back({"pipeline", "Pipeline", true});
   }
-  PhaseRecord total;
-  total.name = "total";
-  for (const PhaseRecord& p : phases) {
+  // A row: the phase's name, planned time and (a run) measured times.
+  auto row_of = [&](const PhaseRecord& p) {
     std::vector<Cell> row{Cell{p.name, {}}, seconds_cell(p.planned_seconds)};
     if (run) {
       row.insert(
@@ -124,7 +123,12 @@ Table phase_table(const Source& s, bool eval) {
            seconds_cell(p.measured_by_kind.host_io)});
       if (pipelined) row.push_back(seconds_cell(p.measured_by_kind.pipeline));
     }
-    t.rows.push_back(std::move(row));
+    return row;
+  };
+  PhaseRecord total;
+  total.name = "total";
+  for (const PhaseRecord& p : phases) {
+    t.rows.push_back(row_of(p));
     total.planned_seconds += p.planned_seconds;
     total.measured_seconds += p.measured_seconds;
     total.measured_by_kind.compute += p.measured_by_kind.compute;
@@ -136,11 +140,11 @@ Table phase_table(const Source& s, bool eval) {
     // Not a sum: the step is the plan's estimate, and about the longest stage measured.
     double longest = 0.0;
     for (const PhaseRecord& p : phases) longest = std::max(longest, p.measured_seconds);
-    const double planned_step = !eval ? s.record.plan.estimated_step_seconds
-                                : s.record.eval->estimated_samples_per_second > 0
-                                    ? static_cast<double>(s.record.eval->batch_size) /
-                                          s.record.eval->estimated_samples_per_second
-                                    : 0.0;
+    double planned_step = s.record.plan.estimated_step_seconds;
+    if (eval) {
+      const double rate = s.record.eval->estimated_samples_per_second;
+      planned_step = rate > 0 ? static_cast<double>(s.record.eval->batch_size) / rate : 0.0;
+    }
     std::vector<Cell> row{Cell{eval ? "batch (stages at once)" : "step (stages at once)", {}},
                           seconds_cell(planned_step)};
     if (run) {
@@ -149,15 +153,7 @@ Table phase_table(const Source& s, bool eval) {
     }
     t.rows.push_back(std::move(row));
   } else {
-    std::vector<Cell> row{Cell{"total", {}}, seconds_cell(total.planned_seconds)};
-    if (run) {
-      row.insert(row.end(), {seconds_cell(total.measured_seconds),
-                             seconds_cell(total.measured_by_kind.compute),
-                             seconds_cell(total.measured_by_kind.collective),
-                             seconds_cell(total.measured_by_kind.remote),
-                             seconds_cell(total.measured_by_kind.host_io)});
-    }
-    t.rows.push_back(std::move(row));
+    t.rows.push_back(row_of(total));
   }
   if (run && pipelined)
     t.notes.push_back(fmt::format(
