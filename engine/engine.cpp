@@ -34,6 +34,7 @@
 #include "planner/device_layout.h"
 #include "planner/names.h"
 #include "planner/operands.h"
+#include "planner/sync_groups.h"
 #include "planner/workspace.h"
 
 namespace popkit::engine {
@@ -192,6 +193,12 @@ struct Engine::Impl {
   std::vector<std::unique_ptr<StageBarrier>> stage_barriers;
   std::vector<std::unique_ptr<Mailbox>> mailboxes;
   std::atomic<bool> abort{false};
+  // Pipelined under a sync pattern: the cycles, a barrier per meeting group, the host
+  // link a ladder set holds while it does host IO, and the group meetings of this step.
+  std::optional<planner::PipelineCycles> cycles;
+  std::vector<std::unique_ptr<StageBarrier>> cycle_barriers;
+  std::mutex host_link;
+  std::atomic<std::int64_t> cycle_meetings{0};
   std::optional<OptimizerKernel> optimizer;
   // The hot loops for this CPU (engine/kernels): chosen once per process.
   const Kernels& kern = kernels();
@@ -1228,6 +1235,7 @@ struct Engine::Impl {
       m->changed.notify_all();
     }
     for (auto& b : stage_barriers) b->wake();
+    for (auto& b : cycle_barriers) b->wake();
   }
 
   // Thrown by a worker that stops because another failed: not a failure of its own.
@@ -1267,11 +1275,30 @@ struct Engine::Impl {
     double busy = 0.0;
     Clock::time_point first, last;
   };
-  StageRun run_stage(const planner::Phase& ph, std::int64_t r, std::int64_t stage) {
+  StageRun run_stage(std::size_t p, std::int64_t r) {
+    const planner::Phase& ph = plan.phases[p];
+    const std::int64_t stage = ph.stage;
     Replica& dev = device(r, stage);
     dev.segment_seconds.fill(0.0);
     dev.sampler.begin(dev.account);
     StageRun run;
+    // The sync pattern's meetings (planner/sync_groups.h, PipelineCycles): before a slot,
+    // every meeting of the device's group up to the slot's cycle; after the last slot
+    // (the flush), the rest.
+    const std::int64_t group =
+        cycles ? cycles->group_of[static_cast<std::size_t>(r * n_stages + stage)] : -1;
+    const bool ladder = plan.sync_pattern == config::SyncPattern::kReplicaAndLadder;
+    std::size_t met = 0;
+    auto meet_until = [&](std::int64_t cycle) {
+      if (group < 0) return;
+      const auto g = static_cast<std::size_t>(group);
+      const std::vector<std::int64_t>& at = cycles->group_cycles[g];
+      for (; met < at.size() && at[met] <= cycle; ++met) {
+        if (!cycle_barriers[g]->arrive_and_wait(abort)) aborted();
+        if (r * n_stages + stage == cycles->groups.gs2[g].front()) cycle_meetings.fetch_add(1);
+      }
+    };
+    const std::int64_t slots_end = ph.slots.empty() ? 0 : ph.slots.back().end_op;
     std::size_t slot = 0;
     for (std::size_t i = 0; i < ph.ops.size(); ++i) {
       if (abort.load()) aborted();
@@ -1281,6 +1308,9 @@ struct Engine::Impl {
       const bool in_slot =
           slot < ph.slots.size() && static_cast<std::int64_t>(i) >= ph.slots[slot].first_op;
       const std::int64_t mb = in_slot ? ph.slots[slot].micro_batch : 0;
+      if (in_slot && static_cast<std::int64_t>(i) == ph.slots[slot].first_op)
+        meet_until(cycles ? cycles->slot_cycle[p][slot] : 0);
+      if (static_cast<std::int64_t>(i) == slots_end) meet_until(cycles ? cycles->cycles : 0);
       const auto t0 = Clock::now();
       if (in_slot && i == static_cast<std::size_t>(ph.slots.front().first_op)) run.first = t0;
       if (is_collective(op.kind)) {
@@ -1292,6 +1322,9 @@ struct Engine::Impl {
         send(op, r, stage);
       } else if (op.kind == OpKind::kRecv) {
         receive(op, r, stage);
+      } else if (ladder && category(op.kind) == OpCategory::kHostIo) {
+        const std::lock_guard holding(host_link);  // the sets take turns at the host link
+        run_on(dev, op, r, mb);
       } else {
         run_on(dev, op, r, mb);
         if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) dev.sampler.sample(dev.account);
@@ -1304,6 +1337,7 @@ struct Engine::Impl {
         run.last = Clock::now();
       }
     }
+    meet_until(cycles ? cycles->cycles : 0);
     return run;
   }
 
@@ -1319,6 +1353,7 @@ struct Engine::Impl {
                         std::vector<planner::PhaseMemory>(static_cast<std::size_t>(hosted.n)));
     for (auto& m : mailboxes) m->full = false;
     abort.store(false);
+    cycle_meetings.store(0);
     const std::size_t n_workers = static_cast<std::size_t>(hosted.n) * S;
     std::vector<StageRun> runs(n_workers);
     std::vector<std::exception_ptr> errors(n_workers);
@@ -1329,9 +1364,8 @@ struct Engine::Impl {
         const std::size_t w = static_cast<std::size_t>(r - hosted.first) * S + p;
         workers.emplace_back([this, &runs, &errors, w, r, p] {
           const FlushDenormals mode;  // every engine thread computes in the same mode
-          const planner::Phase& ph = plan.phases[p];
           try {
-            runs[w] = run_stage(ph, r, ph.stage);
+            runs[w] = run_stage(p, r);
           } catch (const StoppedByAnother&) {  // the failure is the other worker's
           } catch (...) {
             errors[w] = std::current_exception();
@@ -1376,6 +1410,7 @@ struct Engine::Impl {
     const double devices = static_cast<double>(n_workers);
     timings.pipeline_bubble.push_back(span > 0 ? std::max(0.0, 1.0 - busy / (devices * span))
                                                : 0.0);
+    timings.io_syncs += cycle_meetings.load();
     ++timings.steps;
     timings.step_seconds.push_back(step);
   }
@@ -1620,6 +1655,13 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
   for (std::int64_t s = 0; s < m.n_stages && m.n_stages > 1; ++s) {
     m.stage_collectives.push_back(m.world->make_collectives(m.n_replicas, nullptr));
     m.stage_barriers.push_back(std::make_unique<StageBarrier>(m.hosted.n));
+  }
+  if (m.n_stages > 1 && m.plan.sync_pattern != config::SyncPattern::kSinglePipeline) {
+    m.cycles = planner::pipeline_cycles(m.plan);
+    for (const auto& members : m.cycles->groups.gs2)
+      if (members.size() > 1)
+        m.cycle_barriers.push_back(
+            std::make_unique<StageBarrier>(static_cast<std::int64_t>(members.size())));
   }
   m.setup();
 }

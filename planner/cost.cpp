@@ -10,6 +10,7 @@
 #include "planner/operands.h"
 #include "planner/optimizer_kinds.h"
 #include "planner/sharding.h"
+#include "planner/sync_groups.h"
 #include "planner/workspace.h"
 
 namespace popkit::planner {
@@ -275,6 +276,10 @@ class Timer {
       io_barrier_ = p.barrier_seconds;
     ladder_waits_ =
         p.is_cpu() && r_ > 1 && !pipelined && pattern == config::SyncPattern::kReplicaAndLadder;
+    // A pipelined plan's groups meet once per cycle with a syncing transfer: on a CPU a
+    // barrier of the stage threads (engine/engine.cpp, run_stage).
+    if (p.is_cpu() && pipelined && pattern != config::SyncPattern::kSinglePipeline)
+      cycle_meeting_ = p.barrier_seconds;
     io_streams_ = static_cast<std::int64_t>(
         pattern == config::SyncPattern::kReplicaAndLadder ? (r_ + 1) / 2 : r_);
   }
@@ -287,6 +292,8 @@ class Timer {
     }
     return s;
   }
+
+  [[nodiscard]] double cycle_meeting_seconds() const { return cycle_meeting_; }
 
   // The barriers `full` adds on a CPU (engine/engine.cpp, "sync patterns"): a segment
   // (the ops between collectives and repeats) that holds a transfer runs as chunks, each
@@ -542,6 +549,7 @@ class Timer {
   bool ladder_waits_ = false;    // a CPU's ladder sets wait at each segment's first transfers
   double io_sync_ = 0.0;         // sync_overhead per transfer, unless single_pipeline
   double io_barrier_ = 0.0;      // a CPU's pool run per chunk under full
+  double cycle_meeting_ = 0.0;   // a pipelined group's meeting at a cycle, on a CPU
   std::int64_t io_streams_ = 1;  // devices streaming over the host link at once
 };
 
@@ -572,12 +580,16 @@ double phase_seconds(const Phase& ph, const Timer& timer) {
 // makespan + longest tail. Evaluation runs forwards only: stage s starts micro-batch i
 // when stage s-1 has sent it and s has finished i-1, so the makespan is
 // sum_s F_s + (GA - 1) max_s F_s. Each phase's estimate is its own stage's busy time.
+// Under full the devices run the pipeline's cycles in lockstep (planner/sync_groups.h):
+// a cycle lasts as long as its longest slot, and the makespan is the sum of those; on a
+// CPU every meeting of a group adds a barrier.
 double pipelined_step_seconds(Plan& plan, const Timer& timer) {
   PipelinePlan& pp = *plan.pipeline;
   const auto S = static_cast<std::int64_t>(pp.stages.size());
   const std::int64_t ga = plan.gradient_accumulation;
   double head = 0.0, tail = 0.0;
   std::vector<std::int64_t> forward_ns, backward_ns;
+  std::vector<std::vector<double>> slot_seconds;  // [phase][slot]
   bool has_backward = false;
   for (Phase& ph : plan.phases) {
     PipelineStagePlan& st = pp.stages.at(static_cast<std::size_t>(ph.stage));
@@ -591,10 +603,12 @@ double pipelined_step_seconds(Plan& plan, const Timer& timer) {
       if (i < first) st.head_seconds += t;
       if (i >= end) st.tail_seconds += t;
     }
+    auto& times = slot_seconds.emplace_back();
     for (const StageSlot& slot : ph.slots) {
       double t = 0.0;
       for (std::int64_t i = slot.first_op; i < slot.end_op; ++i)
         t += timer.time(ph.ops[static_cast<std::size_t>(i)]).total();
+      times.push_back(t);
       double& d = slot.work == PipelineWork::kForward ? st.forward_seconds : st.backward_seconds;
       d = std::max(d, t);
       has_backward = has_backward || slot.work == PipelineWork::kBackward;
@@ -626,6 +640,27 @@ double pipelined_step_seconds(Plan& plan, const Timer& timer) {
     pp.estimated_bubble =
         makespan > 0 ? 1.0 - static_cast<double>(ga) * sum / (static_cast<double>(S) * makespan)
                      : 0.0;
+  }
+  const bool alone = plan.replication_factor * S == 1;
+  if (plan.sync_pattern != config::SyncPattern::kSinglePipeline && !alone) {
+    const PipelineCycles cycles = pipeline_cycles(plan);
+    if (plan.sync_pattern == config::SyncPattern::kFull) {
+      std::vector<double> longest(static_cast<std::size_t>(cycles.cycles), 0.0);
+      for (std::size_t p = 0; p < slot_seconds.size(); ++p)
+        for (std::size_t k = 0; k < slot_seconds[p].size(); ++k) {
+          double& l = longest[static_cast<std::size_t>(cycles.slot_cycle[p][k])];
+          l = std::max(l, slot_seconds[p][k]);
+        }
+      makespan = 0.0;
+      for (const double l : longest) makespan += l;
+      double busy = 0.0;
+      for (const auto& times : slot_seconds)
+        for (const double t : times) busy += t;
+      pp.estimated_bubble = makespan > 0 ? 1.0 - busy / (static_cast<double>(S) * makespan) : 0.0;
+    }
+    std::size_t meetings = 0;
+    for (const auto& at : cycles.group_cycles) meetings = std::max(meetings, at.size());
+    makespan += static_cast<double>(meetings) * timer.cycle_meeting_seconds();
   }
   return head + makespan + tail;
 }

@@ -52,10 +52,21 @@ PipelineSchedule one_f_one_b(std::int64_t micro_batches, std::span<const std::in
   PipelineSchedule schedule;
   schedule.stages = stages;
   schedule.micro_batches = micro_batches;
-  for (std::int64_t s = 0; s < stages; ++s) {
-    POPKIT_ASSERT(forward_time[s] > 0 && backward_time[s] > 0);
+  for (std::int64_t s = 0; s < stages; ++s)
     schedule.per_stage.push_back(one_f_one_b_order(s, stages, micro_batches));
-  }
+  time_slots(schedule, forward_time, backward_time);  // 1F1B cannot deadlock
+  return schedule;
+}
+
+void time_slots(PipelineSchedule& schedule, std::span<const std::int64_t> forward_time,
+                std::span<const std::int64_t> backward_time) {
+  const std::int64_t stages = schedule.stages;
+  const std::int64_t micro_batches = schedule.micro_batches;
+  POPKIT_ASSERT(stages >= 1 && static_cast<std::int64_t>(schedule.per_stage.size()) == stages &&
+                static_cast<std::int64_t>(forward_time.size()) == stages &&
+                backward_time.size() == forward_time.size());
+  for (std::int64_t s = 0; s < stages; ++s)
+    POPKIT_ASSERT(forward_time[s] > 0 && backward_time[s] > 0);
   // When each stage's forward and backward of each micro-batch ends; -1 not yet timed.
   const auto n = static_cast<std::size_t>(stages * micro_batches);
   std::vector<std::int64_t> forward_end(n, -1), backward_end(n, -1);
@@ -64,6 +75,7 @@ PipelineSchedule one_f_one_b(std::int64_t micro_batches, std::span<const std::in
   };
   // Time the stages' slots in their order, each once what it waits for has ended: a
   // pass over the stages times every slot whose dependency is timed, until all are.
+  schedule.makespan = 0;
   std::vector<std::size_t> next(static_cast<std::size_t>(stages), 0);
   std::vector<std::int64_t> free_at(static_cast<std::size_t>(stages), 0);
   for (bool progress = true; progress;) {
@@ -73,6 +85,9 @@ PipelineSchedule one_f_one_b(std::int64_t micro_batches, std::span<const std::in
       auto& k = next[static_cast<std::size_t>(s)];
       for (; k < slots.size(); ++k) {
         PipelineSlot& slot = slots[k];
+        if (slot.micro_batch < 0 || slot.micro_batch >= micro_batches)
+          throw Error("pipeline: stage {} works on micro-batch {} of {}", s, slot.micro_batch,
+                      micro_batches);
         const bool forward = slot.work == PipelineWork::kForward;
         const std::int64_t ready = forward ? (s == 0 ? 0 : forward_end[at(s - 1, slot.micro_batch)])
                                    : s == stages - 1 ? forward_end[at(s, slot.micro_batch)]
@@ -87,9 +102,13 @@ PipelineSchedule one_f_one_b(std::int64_t micro_batches, std::span<const std::in
       }
     }
   }
+  schedule.stash_depth.clear();
   for (std::int64_t s = 0; s < stages; ++s) {
     const auto& slots = schedule.per_stage[static_cast<std::size_t>(s)];
-    POPKIT_ASSERT(next[static_cast<std::size_t>(s)] == slots.size());  // 1F1B cannot deadlock
+    if (next[static_cast<std::size_t>(s)] != slots.size())
+      throw Error(
+          "pipeline: stage {}'s slot {} waits for work that waits for it (its order cannot run)", s,
+          next[static_cast<std::size_t>(s)]);
     std::int64_t in_flight = 0, deepest = 0;
     for (const PipelineSlot& slot : slots) {
       in_flight += slot.work == PipelineWork::kForward ? 1 : -1;
@@ -97,7 +116,6 @@ PipelineSchedule one_f_one_b(std::int64_t micro_batches, std::span<const std::in
     }
     schedule.stash_depth.push_back(deepest);
   }
-  return schedule;
 }
 
 double ideal_bubble_fraction(std::int64_t stages, std::int64_t micro_batches) {

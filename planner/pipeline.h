@@ -60,6 +60,13 @@ struct PipelineSchedule {
                                            std::span<const std::int64_t> forward_time,
                                            std::span<const std::int64_t> backward_time);
 
+// Times the slots of `schedule.per_stage` (each stage's order as given; `stages` and
+// `micro_batches` set) by the rule above, and sets their stash depths and the makespan.
+// Throws popkit::Error when an order names a micro-batch out of range or cannot run
+// (a slot waits for work that waits for it).
+void time_slots(PipelineSchedule& schedule, std::span<const std::int64_t> forward_time,
+                std::span<const std::int64_t> backward_time);
+
 // The planned bubble with equal stage times: (S - 1) / (GA + S - 1).
 [[nodiscard]] double ideal_bubble_fraction(std::int64_t stages, std::int64_t micro_batches);
 

@@ -220,8 +220,18 @@ void print_stage_program(Printer& out, const Plan& plan, const Phase& ph) {
 // The schedule in time units for the diagram: each stage's forward and backward slot in
 // multiples of a unit (at least 1), the shortest slot made coarser until the step fits
 // 48 columns or every slot is one unit.
+// Under full the devices meet at every cycle: the diagram is the cycles, a unit each.
+bool in_lockstep(const Plan& plan) {
+  return plan.sync_pattern == config::SyncPattern::kFull &&
+         plan.replication_factor * static_cast<std::int64_t>(plan.pipeline->stages.size()) > 1;
+}
+
 PipelineSchedule diagram_schedule(const Plan& plan) {
   const PipelinePlan& pp = *plan.pipeline;
+  if (in_lockstep(plan)) {
+    const std::vector<std::int64_t> one(pp.stages.size(), 1);
+    return one_f_one_b(plan.gradient_accumulation, one, one);
+  }
   double unit = 0.0;
   for (const PipelineStagePlan& st : pp.stages)
     for (const double t : {st.forward_seconds, st.backward_seconds})
@@ -270,7 +280,10 @@ void print_pipeline(Printer& out, const Plan& plan) {
       pp.planned_bubble * 100, S - 1, plan.gradient_accumulation + S - 1,
       pp.estimated_bubble * 100);
   if (!train) return;
-  out.put("  schedule (time x stage; Fi/Bi: forward/backward of micro-batch i, . idle):\n");
+  out.put(in_lockstep(plan) ? "  schedule (cycle x stage, every device in lockstep under full; "
+                              "Fi/Bi: forward/backward of micro-batch i, . idle):\n"
+                            : "  schedule (time x stage; Fi/Bi: forward/backward of micro-batch "
+                              "i, . idle):\n");
   const std::string diagram = schedule_diagram(diagram_schedule(plan));
   std::size_t at = 0;
   while (at < diagram.size()) {

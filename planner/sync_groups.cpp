@@ -4,6 +4,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
+#include "base/error.h"
+#include "planner/pipeline.h"
+
 namespace popkit::planner {
 
 SyncGroups sync_groups(config::SyncPattern pattern, std::int64_t replicas, std::int64_t stages) {
@@ -28,6 +33,61 @@ SyncGroups sync_groups(config::SyncPattern pattern, std::int64_t replicas, std::
       break;
   }
   return g;
+}
+
+PipelineCycles pipeline_cycles(const Plan& plan) {
+  POPKIT_ASSERT(plan.pipeline.has_value());
+  const auto S = static_cast<std::int64_t>(plan.pipeline->stages.size());
+  const std::int64_t R = plan.replication_factor;
+  PipelineCycles out;
+  out.groups = sync_groups(plan.sync_pattern, R, S);
+  PipelineSchedule schedule;
+  schedule.stages = S;
+  schedule.per_stage.resize(static_cast<std::size_t>(S));
+  for (const Phase& ph : plan.phases)
+    for (const StageSlot& slot : ph.slots) {
+      schedule.per_stage.at(static_cast<std::size_t>(ph.stage))
+          .push_back({slot.work, slot.micro_batch, 0, 0});
+      // Training runs GA micro-batches a step, evaluation its batches: the slots say.
+      schedule.micro_batches = std::max(schedule.micro_batches, slot.micro_batch + 1);
+    }
+  const std::vector<std::int64_t> one(static_cast<std::size_t>(S), 1);
+  time_slots(schedule, one, one);
+  out.cycles = schedule.makespan;
+  // Which cycles each stage starts a slot holding a syncing transfer in.
+  const bool full = plan.sync_pattern == config::SyncPattern::kFull;
+  std::vector<std::vector<std::int64_t>> syncs_at(static_cast<std::size_t>(S));
+  for (const Phase& ph : plan.phases) {
+    auto& cycles = out.slot_cycle.emplace_back();
+    std::vector<std::size_t> next(static_cast<std::size_t>(S), 0);
+    for (const StageSlot& slot : ph.slots) {
+      const auto s = static_cast<std::size_t>(ph.stage);
+      const std::int64_t t = schedule.per_stage[s][next[s]++].start;
+      cycles.push_back(t);
+      bool syncs = false;
+      for (std::int64_t i = slot.first_op; i < slot.end_op; ++i) {
+        const OpKind k = ph.ops[static_cast<std::size_t>(i)].kind;
+        syncs = syncs || k == OpKind::kHostLoad || k == OpKind::kHostStore ||
+                (full && (k == OpKind::kSend || k == OpKind::kRecv));
+      }
+      if (syncs) syncs_at[s].push_back(t);
+    }
+  }
+  out.group_of.assign(static_cast<std::size_t>(R * S), -1);
+  for (const auto& members : out.groups.gs2) {
+    if (members.size() < 2) continue;  // a device alone waits for no one
+    std::vector<std::int64_t> at;
+    for (const std::int64_t d : members) {
+      out.group_of[static_cast<std::size_t>(d)] =
+          static_cast<std::int64_t>(out.group_cycles.size());
+      const auto& mine = syncs_at[static_cast<std::size_t>(d % S)];
+      at.insert(at.end(), mine.begin(), mine.end());
+    }
+    std::sort(at.begin(), at.end());
+    at.erase(std::unique(at.begin(), at.end()), at.end());
+    out.group_cycles.push_back(std::move(at));
+  }
+  return out;
 }
 
 std::string device_set_text(const std::vector<std::int64_t>& devices, std::size_t most) {

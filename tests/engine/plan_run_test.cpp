@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <string>
@@ -17,6 +18,7 @@
 #include "base/error.h"
 #include "engine/engine.h"
 #include "planner/build.h"
+#include "planner/sync_groups.h"
 #include "tests/support/test_profile.h"
 
 using namespace popkit;
@@ -895,7 +897,162 @@ class FailingBatches final : public engine::BatchSource {
   std::int64_t bad_;
 };
 
+// Logs each host load's start and end, (replica, micro-batch), from every stage's
+// thread; replica 1's loads take `slow`, replica 0's none, so that a replica nothing
+// holds back runs ahead.
+class TimedLoads final : public engine::BatchSource {
+ public:
+  struct Event {
+    std::int64_t replica = 0, micro_batch = 0;
+    bool start = true;
+  };
+  TimedLoads(const engine::BatchSource& inner, std::chrono::microseconds slow)
+      : inner_(inner), slow_(slow) {}
+  engine::MicroBatch micro_batch(std::int64_t r, std::int64_t s) const override {
+    note({r, s, true});
+    if (r == 1) std::this_thread::sleep_for(slow_);
+    auto mb = inner_.micro_batch(r, s);
+    note({r, s, false});
+    return mb;
+  }
+  std::vector<Event> log() const {
+    const std::lock_guard lock(mu_);
+    return log_;
+  }
+
+ private:
+  void note(Event e) const {
+    const std::lock_guard lock(mu_);
+    log_.push_back(e);
+  }
+  const engine::BatchSource& inner_;
+  std::chrono::microseconds slow_;
+  mutable std::mutex mu_;
+  mutable std::vector<Event> log_;
+};
+
+// The cycle (planner/sync_groups.h) of each load in `log`: a replica's first load of a
+// micro-batch is stage 0's images, its second the last stage's labels.
+std::vector<std::int64_t> load_cycles(const planner::Plan& plan,
+                                      const std::vector<TimedLoads::Event>& log) {
+  const planner::PipelineCycles cycles = planner::pipeline_cycles(plan);
+  auto forward_cycle = [&](std::int64_t stage, std::int64_t mb) {
+    for (std::size_t p = 0; p < plan.phases.size(); ++p) {
+      if (plan.phases[p].stage != stage) continue;
+      const auto& slots = plan.phases[p].slots;
+      for (std::size_t k = 0; k < slots.size(); ++k)
+        if (slots[k].work == planner::PipelineWork::kForward && slots[k].micro_batch == mb)
+          return cycles.slot_cycle[p][k];
+    }
+    BOOST_FAIL("no forward of micro-batch " << mb << " on stage " << stage);
+    return std::int64_t{-1};
+  };
+  const auto last = static_cast<std::int64_t>(plan.pipeline->stages.size()) - 1;
+  std::map<std::pair<std::int64_t, std::int64_t>, int> seen;
+  std::vector<std::int64_t> out;
+  for (const auto& e : log) {
+    if (!e.start) continue;
+    const int k = seen[{e.replica, e.micro_batch}]++;
+    out.push_back(forward_cycle(k == 0 ? 0 : last, e.micro_batch));
+  }
+  return out;
+}
+
 }  // namespace
+
+BOOST_AUTO_TEST_CASE(host_loads_wait_as_the_sync_pattern_says) {
+  // R 2 x S 3, replica 1's loads slow (20 ms each), one step (GA 6). The loads' cycles
+  // in the order they started:
+  //  - full: every device meets at every cycle, so the order never goes back a cycle;
+  //  - single_pipeline: no meetings, and replica 0 runs cycles ahead of replica 1's
+  //    first loads (the check above can fail);
+  //  - replica_and_ladder (R 2 x S 2: the sets are the stages 0 and the stages 1): each
+  //    set's loads in cycle order, and no two loads at once (a set holds the host link).
+  using config::SyncPattern;
+  struct Case {
+    SyncPattern pattern;
+    std::int64_t stages;
+  };
+  for (const Case k : {Case{SyncPattern::kFull, 3}, Case{SyncPattern::kSinglePipeline, 3},
+                       Case{SyncPattern::kReplicaAndLadder, 2}}) {
+    BOOST_TEST_CONTEXT("pattern " << static_cast<int>(k.pattern)) {
+      config::Config c = pipelined(2, k.stages);
+      c.training.gradient_accumulation = 6;
+      c.execution.sync_pattern = k.pattern;
+      const planner::Plan plan = planner::build_plan(c);
+      Engine e(plan, options());
+      e.initialize(c.model.init);
+      engine::DatasetBatches batches(train_set(), 2, 6, 2);
+      std::vector<std::int64_t> order(static_cast<std::size_t>(train_set().n));
+      std::iota(order.begin(), order.end(), 0);
+      batches.set_batch(order, 0);
+      const TimedLoads timed(batches, std::chrono::milliseconds(20));
+      e.train_step(timed);
+      const auto log = timed.log();
+      BOOST_REQUIRE_EQUAL(log.size(), 2u * 2 * 6 * 2);  // R x GA x (images, labels), start/end
+      const auto cycle = load_cycles(plan, log);
+      std::vector<bool> images_set;  // each started load: stage 0's (ladder set 0) or not
+      {
+        std::map<std::pair<std::int64_t, std::int64_t>, int> seen;
+        for (const auto& ev : log)
+          if (ev.start) images_set.push_back(seen[{ev.replica, ev.micro_batch}]++ == 0);
+      }
+      auto in_cycle_order = [&](auto&& keep) {
+        std::int64_t latest = -1;
+        for (std::size_t i = 0; i < cycle.size(); ++i) {
+          if (!keep(i)) continue;
+          if (cycle[i] < latest) return false;
+          latest = cycle[i];
+        }
+        return true;
+      };
+      switch (k.pattern) {
+        case SyncPattern::kFull:
+          BOOST_TEST(in_cycle_order([](std::size_t) { return true; }));
+          BOOST_TEST(e.timings().io_syncs > 0);
+          break;
+        case SyncPattern::kSinglePipeline:
+          BOOST_TEST(!in_cycle_order([](std::size_t) { return true; }));
+          BOOST_TEST(e.timings().io_syncs == 0);
+          break;
+        case SyncPattern::kReplicaAndLadder: {
+          for (const bool set : {true, false})
+            BOOST_TEST(in_cycle_order([&](std::size_t i) { return images_set[i] == set; }),
+                       "set " << (set ? 0 : 1));
+          int open = 0;
+          for (const auto& ev : log) {
+            open += ev.start ? 1 : -1;
+            BOOST_TEST(open <= 1);
+          }
+          BOOST_TEST(e.timings().io_syncs > 0);
+          break;
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_sync_pattern_changes_no_weight) {
+  // R 2 x S 3 under each pattern: bitwise the weights of the config without pipelining.
+  using config::SyncPattern;
+  config::Config plain = pipelined(2, 3);
+  plain.pipeline.stages = 1;
+  Engine flat(planner::build_plan(plain), options());
+  flat.initialize(plain.model.init);
+  const auto lf = train(flat, 2);
+  for (const SyncPattern pattern :
+       {SyncPattern::kFull, SyncPattern::kSinglePipeline, SyncPattern::kReplicaAndLadder}) {
+    BOOST_TEST_CONTEXT("pattern " << static_cast<int>(pattern)) {
+      config::Config c = pipelined(2, 3);
+      c.execution.sync_pattern = pattern;
+      Engine piped(planner::build_plan(c), options());
+      piped.initialize(c.model.init);
+      const auto lp = train(piped, 2);
+      BOOST_TEST(std::memcmp(lp.data(), lf.data(), lp.size() * sizeof(double)) == 0);
+      BOOST_TEST(bitwise_equal(all_state(piped), all_state(flat)));
+    }
+  }
+}
 
 BOOST_AUTO_TEST_CASE(weights_and_evaluation_are_bitwise_those_without_pipelining) {
   for (std::int64_t S = 2; S <= 4; ++S)

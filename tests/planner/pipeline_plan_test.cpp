@@ -1,11 +1,14 @@
 // Pipelined plans (issue 16 item 2): one program per stage, each in 1F1B order with its
 // stash, transfers as ops with their bytes, the flush before the optimizer, memory per
 // stage in closed form, the FLOP-balanced placement, and the sync groups.
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <map>
+#include <numeric>
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "planner/build.h"
 #include "planner/memory.h"
 #include "planner/operands.h"
@@ -264,6 +267,64 @@ BOOST_AUTO_TEST_CASE(sync_groups_per_pattern) {
   std::vector<std::int64_t> many;
   for (std::int64_t d = 0; d < 512; d += 2) many.push_back(d);
   BOOST_TEST(device_set_text(many) == "{0, 2, 4, 6, 8, 10, 12, ..., 510} (256 devices)");
+}
+
+// The cycles are 1F1B with unit slots: S 2, GA 5 runs F0 on stage 0 at cycle 0, on stage 1
+// at cycle 1, and ends at 2 (GA + S - 1) = 12. full meets at every cycle a slot starts
+// in (each holds a transfer); replica_and_ladder (R 1 x S 3: stages 0 and 2 share a set,
+// stage 1 alone) at the cycles where stage 0 loads images or stage 2 labels; and a slot's
+// receive always comes a cycle after the send it takes.
+BOOST_AUTO_TEST_CASE(pipeline_cycles_time_the_slots_and_the_meetings) {
+  using popkit::config::SyncPattern;
+  Config c = pipelined(2, 1, false);
+  c.execution.sync_pattern = SyncPattern::kFull;
+  const Plan two = build_plan(c);
+  const PipelineCycles full = pipeline_cycles(two);
+  BOOST_TEST(full.cycles == 2 * (two.gradient_accumulation + 1));
+  BOOST_TEST(full.slot_cycle.at(0).front() == 0);
+  BOOST_TEST(full.slot_cycle.at(1).front() == 1);
+  BOOST_REQUIRE_EQUAL(full.group_cycles.size(), 1u);
+  std::vector<std::int64_t> every(static_cast<std::size_t>(full.cycles));
+  std::iota(every.begin(), every.end(), 0);
+  BOOST_TEST(full.group_cycles[0] == every);
+  BOOST_TEST(full.group_of == (std::vector<std::int64_t>{0, 0}));
+
+  c = pipelined(3, 1, false);
+  c.execution.sync_pattern = SyncPattern::kReplicaAndLadder;
+  const Plan three = build_plan(c);
+  const PipelineCycles ladder = pipeline_cycles(three);
+  BOOST_TEST(ladder.group_of == (std::vector<std::int64_t>{0, -1, 0}));
+  std::vector<std::int64_t> loads;  // the cycles of stage 0's and stage 2's forwards
+  for (std::size_t p = 0; p < three.phases.size(); ++p)
+    for (std::size_t k = 0; k < three.phases[p].slots.size(); ++k)
+      if (three.phases[p].stage != 1 && three.phases[p].slots[k].work == PipelineWork::kForward)
+        loads.push_back(ladder.slot_cycle[p][k]);
+  std::sort(loads.begin(), loads.end());
+  loads.erase(std::unique(loads.begin(), loads.end()), loads.end());
+  BOOST_REQUIRE_EQUAL(ladder.group_cycles.size(), 1u);
+  BOOST_TEST(ladder.group_cycles[0] == loads);
+  // Each micro-batch's forward crosses one stage a cycle.
+  for (std::size_t p = 0; p < three.phases.size(); ++p)
+    for (std::size_t k = 0; k < three.phases[p].slots.size(); ++k) {
+      const StageSlot& slot = three.phases[p].slots[k];
+      if (slot.work == PipelineWork::kForward)
+        BOOST_TEST(ladder.slot_cycle[p][k] >= slot.micro_batch + three.phases[p].stage);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(an_order_that_cannot_run_is_an_error) {
+  // Stage 0 runs the backward of micro-batch 0 before its forward: it would wait for
+  // stage 1's backward, which waits for stage 0's forward.
+  PipelineSchedule s;
+  s.stages = 2;
+  s.micro_batches = 1;
+  s.per_stage = {{{PipelineWork::kBackward, 0}, {PipelineWork::kForward, 0}},
+                 {{PipelineWork::kForward, 0}, {PipelineWork::kBackward, 0}}};
+  const std::vector<std::int64_t> one{1, 1};
+  BOOST_CHECK_EXCEPTION(time_slots(s, one, one), popkit::Error, [](const popkit::Error& e) {
+    return std::string(e.what()).find("stage 0's slot 0 waits for work that waits for it") !=
+           std::string::npos;
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()
