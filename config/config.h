@@ -112,7 +112,8 @@ enum class Pass { kForward, kBackward };
 // execution.sync_pattern (Poplar's SyncPattern): which devices wait for which at a sync.
 // Every device is in GS1; GS2 is all devices (full), each device alone (single_pipeline),
 // or one of two ladder sets, the even and the odd devices (replica_and_ladder), which
-// take turns at host and remote IO while the other set computes.
+// do not wait for each other at host and remote IO, so one can stream while the other
+// computes.
 enum class SyncPattern { kFull, kSinglePipeline, kReplicaAndLadder };
 
 // One item of an explicit phase: `fc1.forward` or `fc1.backward` (the backward item

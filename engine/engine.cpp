@@ -193,11 +193,10 @@ struct Engine::Impl {
   std::vector<std::unique_ptr<StageBarrier>> stage_barriers;
   std::vector<std::unique_ptr<Mailbox>> mailboxes;
   std::atomic<bool> abort{false};
-  // Pipelined under a sync pattern: the cycles, a barrier per meeting group, the host
-  // link a ladder set holds while it does host IO, and the group meetings of this step.
+  // Pipelined under a sync pattern: the cycles, a barrier per meeting group, and the
+  // group meetings of this step.
   std::optional<planner::PipelineCycles> cycles;
   std::vector<std::unique_ptr<StageBarrier>> cycle_barriers;
-  std::mutex host_link;
   std::atomic<std::int64_t> cycle_meetings{0};
   std::optional<OptimizerKernel> optimizer;
   // The hot loops for this CPU (engine/kernels): chosen once per process.
@@ -848,10 +847,13 @@ struct Engine::Impl {
   // before.
   //  - full: one group, every device: every replica waits for every other at each IO
   //    (the pool's threads as lanes of fixed replicas, meeting at a barrier per chunk).
-  //  - replica_and_ladder: the even and the odd devices, two ladder sets that run
-  //    independently, each in lockstep within itself, and take the host link in turns:
-  //    a set holds the link while it transfers, so one set moves its data while the
-  //    other computes.
+  //  - replica_and_ladder: the even and the odd devices, two ladder sets, each in
+  //    lockstep within itself, that never wait for each other at IO (Poplar: "an IPU
+  //    group communicates with the host without synchronisation between groups"), which
+  //    lets one set move data while the other computes. With R = 2 each set is one
+  //    device, as under single_pipeline: GS2 is the same. There is no host link to take
+  //    in turns on a CPU: a lock that made the sets take turns cost the phased example
+  //    10 % and modelled nothing Poplar does.
   //  - single_pipeline: no chunks: each device does its IO without waiting.
   // A pattern changes when a replica waits, never what it computes: replicas share
   // nothing between collectives. Within a process: ranks meet at the collectives.
@@ -868,8 +870,13 @@ struct Engine::Impl {
   }
 
   std::vector<Chunk> sync_chunks(const std::vector<const Op*>& ops) const {
+    // A group of one device waits for no one: full needs two replicas here, the ladder
+    // three (a set of two).
     const bool syncs =
-        plan.sync_pattern != config::SyncPattern::kSinglePipeline && hosted.n > 1 && n_stages == 1;
+        n_stages == 1 &&
+        (plan.sync_pattern == config::SyncPattern::kFull
+             ? hosted.n > 1
+             : plan.sync_pattern == config::SyncPattern::kReplicaAndLadder && hosted.n > 2);
     if (!syncs || std::none_of(ops.begin(), ops.end(), [](const Op* o) { return is_io(*o); }))
       return {{0, 0, ops.size()}};
     // A chunk starts at each transfer that follows compute; allocs and frees are
@@ -921,11 +928,10 @@ struct Engine::Impl {
       }
     };
     // One lane: its members' chunk of each item, on `on` (a pool, or one after another
-    // when null); with `link`, holding it while they transfer (a ladder set); with
-    // `meet`, meeting the other lanes after each item (full). A lane that stops drops out
-    // of `meet`. Every member runs a part even when another failed in it, so that the
-    // earliest failure is the one reported.
-    auto run_lane = [&](const std::vector<std::int64_t>& members, ThreadPool* on, std::mutex* link,
+    // when null); with `meet`, meeting the other lanes after each item (full). A lane that
+    // stops drops out of `meet`. Every member runs a part even when another failed in it,
+    // so that the earliest failure is the one reported.
+    auto run_lane = [&](const std::vector<std::int64_t>& members, ThreadPool* on,
                         std::barrier<>* meet, bool count) {
       const auto m = static_cast<std::int64_t>(members.size());
       for (std::int64_t item = 0; item < items; ++item) {
@@ -943,8 +949,6 @@ struct Engine::Impl {
           }
         };
         if (c.io()) {
-          std::unique_lock<std::mutex> holding;
-          if (link != nullptr) holding = std::unique_lock(*link);
           part(c.first, c.io_end);
           if (count) io_syncs.fetch_add(1);
         }
@@ -969,7 +973,7 @@ struct Engine::Impl {
         members[i % static_cast<std::size_t>(lanes)].push_back(all[i]);
       std::barrier<> meet(lanes);
       pool->run(lanes, [&](std::int64_t l) {
-        run_lane(members[static_cast<std::size_t>(l)], nullptr, nullptr, &meet, l == 0);
+        run_lane(members[static_cast<std::size_t>(l)], nullptr, &meet, l == 0);
       });
     } else {
       // Replica r is device r (one stage): its ladder set is r % 2, as in GS2. Each set
@@ -980,10 +984,9 @@ struct Engine::Impl {
       for (auto& lane : lane_pools)
         if (per_set > 1 && (!lane || lane->size() != per_set))
           lane = std::make_unique<ThreadPool>(per_set);
-      std::mutex link;
       pool->run(2, [&](std::int64_t l) {
         const auto i = static_cast<std::size_t>(l);
-        run_lane(sets[i], per_set > 1 ? lane_pools[i].get() : nullptr, &link, nullptr, true);
+        run_lane(sets[i], per_set > 1 ? lane_pools[i].get() : nullptr, nullptr, true);
       });
     }
     timings.io_syncs += io_syncs.load();
@@ -1287,7 +1290,6 @@ struct Engine::Impl {
     // (the flush), the rest.
     const std::int64_t group =
         cycles ? cycles->group_of[static_cast<std::size_t>(r * n_stages + stage)] : -1;
-    const bool ladder = plan.sync_pattern == config::SyncPattern::kReplicaAndLadder;
     std::size_t met = 0;
     auto meet_until = [&](std::int64_t cycle) {
       if (group < 0) return;
@@ -1322,9 +1324,6 @@ struct Engine::Impl {
         send(op, r, stage);
       } else if (op.kind == OpKind::kRecv) {
         receive(op, r, stage);
-      } else if (ladder && category(op.kind) == OpCategory::kHostIo) {
-        const std::lock_guard holding(host_link);  // the sets take turns at the host link
-        run_on(dev, op, r, mb);
       } else {
         run_on(dev, op, r, mb);
         if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) dev.sampler.sample(dev.account);

@@ -265,23 +265,23 @@ class Timer {
       overlap_ = r_ > 1 && r < threads;
     }
     // execution.sync_pattern (planner/sync_groups.h) at host and remote transfers: full
-    // syncs every device at each, replica_and_ladder a ladder set of half of them, whose
-    // transfers share the link while the other set computes; single_pipeline's device
-    // streams without waiting. On a CPU, full runs each chunk of a segment with IO as a
-    // run of the engine's pool (chunk_barriers); the ladder sets wait for no pool run.
+    // syncs every device at each, replica_and_ladder a ladder set of half of them; the
+    // sets do not wait for each other, which lets them alternate on an IPU, one set
+    // streaming while the other computes, so half of the devices share the link;
+    // single_pipeline's device streams without waiting. On a CPU, full runs each chunk of
+    // a segment with IO as a run of the engine's pool (chunk_barriers); the ladder sets
+    // meet at no barrier, and their copies share the memory bus with no turns taken.
     const config::SyncPattern pattern = plan.sync_pattern;
     io_sync_ = pattern == config::SyncPattern::kSinglePipeline ? 0.0 : p.sync_overhead_seconds;
     const bool pipelined = plan.pipeline && plan.pipeline->stages.size() > 1;
     if (p.is_cpu() && r_ > 1 && !pipelined && pattern == config::SyncPattern::kFull)
       io_barrier_ = p.barrier_seconds;
-    ladder_waits_ =
-        p.is_cpu() && r_ > 1 && !pipelined && pattern == config::SyncPattern::kReplicaAndLadder;
     // A pipelined plan's groups meet once per cycle with a syncing transfer: on a CPU a
     // barrier of the stage threads (engine/engine.cpp, run_stage).
     if (p.is_cpu() && pipelined && pattern != config::SyncPattern::kSinglePipeline)
       cycle_meeting_ = p.barrier_seconds;
     io_streams_ = static_cast<std::int64_t>(
-        pattern == config::SyncPattern::kReplicaAndLadder ? (r_ + 1) / 2 : r_);
+        pattern == config::SyncPattern::kReplicaAndLadder && !p.is_cpu() ? (r_ + 1) / 2 : r_);
   }
 
   Seconds time(const Op& op) const {
@@ -327,31 +327,6 @@ class Timer {
     }
     end_segment();
     return runs * io_barrier_;
-  }
-
-  // What the ladder sets wait on a CPU (engine/engine.cpp, "sync patterns"): they start
-  // each segment together (a collective before it met every replica), so they reach its
-  // first run of transfers together, and one set waits while the other holds the link;
-  // after that the sets are apart and take turns without waiting. Per segment: the time
-  // of its first run of transfers.
-  double first_transfer_waits(const std::vector<Op>& ops) const {
-    if (!ladder_waits_) return 0.0;
-    double waits = 0.0;
-    enum { kBefore, kIn, kAfter } state = kBefore;  // the segment's first run of transfers
-    for (const Op& op : ops) {
-      if (ends_segment(op)) {
-        state = kBefore;
-        continue;
-      }
-      if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree || state == kAfter) continue;
-      if (is_io(op)) {
-        state = kIn;
-        waits += time(op).total();
-      } else if (state == kIn) {
-        state = kAfter;
-      }
-    }
-    return waits;
   }
 
  private:
@@ -429,11 +404,6 @@ class Timer {
       step.transfer += t.transfer;
     }
     step.serial += chunk_barriers(op.body);
-    // A body of local ops is one segment for all its steps (the ladder sets meet once);
-    // with a collective, every step meets again.
-    const bool one_segment = std::none_of(op.body.begin(), op.body.end(), ends_segment);
-    const double meet = first_transfer_waits(op.body);
-    if (!one_segment) step.serial += meet;
     const double n = static_cast<double>(op.steps);
     Seconds s;
     if (op.io_mode == IoMode::kIoOverlapped && overlap_) {
@@ -442,7 +412,6 @@ class Timer {
       s.serial = n * step.serial;
       s.transfer = n * step.transfer;
     }
-    if (one_segment) s.serial += meet;
     return s;
   }
 
@@ -546,7 +515,6 @@ class Timer {
   double collective_share_ = 1.0;
   std::int64_t gemm_threads_ = 1;
   bool overlap_ = true;
-  bool ladder_waits_ = false;    // a CPU's ladder sets wait at each segment's first transfers
   double io_sync_ = 0.0;         // sync_overhead per transfer, unless single_pipeline
   double io_barrier_ = 0.0;      // a CPU's pool run per chunk under full
   double cycle_meeting_ = 0.0;   // a pipelined group's meeting at a cycle, on a CPU
@@ -569,7 +537,7 @@ double phase_seconds(const Phase& ph, const Timer& timer) {
       own += t.total();
     }
   }
-  own += timer.chunk_barriers(ph.ops) + timer.first_transfer_waits(ph.ops);
+  own += timer.chunk_barriers(ph.ops);
   return own + preload.serial + std::max(0.0, preload.transfer - own);
 }
 

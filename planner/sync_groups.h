@@ -19,7 +19,8 @@ struct SyncGroups {
   std::vector<std::vector<std::int64_t>> gs1;  // every device, one group
   // full: one group of every device, so any IO syncs them all; single_pipeline: each
   // device alone, so it does its host IO without waiting; replica_and_ladder: the even
-  // and the odd devices, two ladder sets that take turns at IO while the other computes.
+  // and the odd devices, two ladder sets that do not wait for each other at IO, so one
+  // can stream while the other computes.
   std::vector<std::vector<std::int64_t>> gs2;
 };
 

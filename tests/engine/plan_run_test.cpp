@@ -322,7 +322,7 @@ BOOST_AUTO_TEST_CASE(a_failing_load_is_reported_alike_in_every_io_mode) {
 }
 
 // Batches that log the order of the host loads, (replica, accumulation step), from
-// every replica's thread; each load takes 0.5 ms.
+// every replica's thread; each load takes 0.5 ms, replica 1's 5 ms.
 class LoggedBatches final : public engine::BatchSource {
  public:
   explicit LoggedBatches(const engine::BatchSource& inner) : inner_(inner) {}
@@ -331,8 +331,9 @@ class LoggedBatches final : public engine::BatchSource {
       const std::lock_guard lock(mu_);
       log_.emplace_back(r, s);
     }
-    // A load that takes a while, so that replicas on other threads run meanwhile.
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    // A load that takes a while, so that replicas on other threads run meanwhile, and
+    // one replica slower, so that those that do not wait for it run ahead.
+    std::this_thread::sleep_for(std::chrono::microseconds(r == 1 ? 5000 : 500));
     return inner_.micro_batch(r, s);
   }
   std::vector<std::pair<std::int64_t, std::int64_t>> log() const {
@@ -347,12 +348,13 @@ class LoggedBatches final : public engine::BatchSource {
 };
 
 BOOST_AUTO_TEST_CASE(host_loads_wait_as_the_sync_pattern_says) {
-  // R 4, accumulation 4: each step's host loads (images, labels) are a sync point.
+  // R 4, accumulation 4, replica 1's loads slow: each step's host loads (images, labels)
+  // are a sync point.
   // full: no replica loads step s+1 before every replica has loaded step s.
   // replica_and_ladder: each ladder set (even, odd replicas) keeps that within itself,
-  // and the sets take the host link in turns: a set's loads of a step are not
-  // interleaved with the other set's. The failing load is reported alike (the earliest
-  // step, then the lowest replica).
+  // and the sets do not wait for each other: replica 0 loads step 1 before the slow
+  // replica 1 has loaded step 0's labels (which full forbids). The failing load is
+  // reported alike (the earliest step, then the lowest replica).
   using config::SyncPattern;
   for (const SyncPattern pattern : {SyncPattern::kFull, SyncPattern::kReplicaAndLadder}) {
     BOOST_TEST_CONTEXT("pattern " << static_cast<int>(pattern)) {
@@ -386,19 +388,8 @@ BOOST_AUTO_TEST_CASE(host_loads_wait_as_the_sync_pattern_says) {
               const bool group = !ladder || a % 2 == b % 2;
               if (group && s + 1 < 4) BOOST_TEST(at[a][s][1] < at[b][s + 1][0]);
             }
-      if (ladder) {
-        // A set's chunk of loads holds the link: no load of the other set falls inside it.
-        for (std::size_t set = 0; set < 2; ++set)
-          for (std::size_t s = 0; s < 4; ++s)
-            for (std::size_t k = 0; k < 2; ++k) {
-              const std::size_t lo = std::min(at[set][s][k], at[set + 2][s][k]);
-              const std::size_t hi = std::max(at[set][s][k], at[set + 2][s][k]);
-              for (std::size_t i = lo; i <= hi; ++i)
-                BOOST_TEST(static_cast<std::size_t>(log[i].first) % 2 == set,
-                           "set " << set << " step " << s << " load " << k << ": log[" << i
-                                  << "] is replica " << log[i].first);
-            }
-      }
+      // The even set does not wait for the odd one: its replica 0 runs ahead of replica 1.
+      BOOST_TEST((at[0][1][0] < at[1][0][1]) == ladder);
       BOOST_TEST(e.timings().io_syncs > 0);
       const FailingBatches failing(batches, {{0, 3}, {1, 2}, {3, 2}});
       BOOST_CHECK_EXCEPTION(e.train_step(failing), Error, [](const Error& err) {
@@ -967,7 +958,7 @@ BOOST_AUTO_TEST_CASE(host_loads_wait_as_the_sync_pattern_says) {
   //  - single_pipeline: no meetings, and replica 0 runs cycles ahead of replica 1's
   //    first loads (the check above can fail);
   //  - replica_and_ladder (R 2 x S 2: the sets are the stages 0 and the stages 1): each
-  //    set's loads in cycle order, and no two loads at once (a set holds the host link).
+  //    set's loads in cycle order.
   using config::SyncPattern;
   struct Case {
     SyncPattern pattern;
@@ -1019,11 +1010,6 @@ BOOST_AUTO_TEST_CASE(host_loads_wait_as_the_sync_pattern_says) {
           for (const bool set : {true, false})
             BOOST_TEST(in_cycle_order([&](std::size_t i) { return images_set[i] == set; }),
                        "set " << (set ? 0 : 1));
-          int open = 0;
-          for (const auto& ev : log) {
-            open += ev.start ? 1 : -1;
-            BOOST_TEST(open <= 1);
-          }
           BOOST_TEST(e.timings().io_syncs > 0);
           break;
         }
