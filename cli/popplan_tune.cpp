@@ -1,9 +1,10 @@
 // popplan tune: plan every combination of pipeline stages on the same devices, execution
 // mode, remote placement, sharding threshold and group, io mode and micro-batch ×
 // accumulation for a config (planner/tune.h), and list the ones that fit the memory per
-// replica, fastest first, with the Pareto front of memory against samples/s; --write FILE writes the winner as a config, the user's file with
-// the winner's changes. Exit codes: 0 some candidate fits, 1 none does (or the winner
-// could not be written), 2 invalid input (or FILE exists without --force).
+// replica, fastest first, with the Pareto front of memory against samples/s; --write FILE
+// writes the winner as a config, the user's file with the winner's changes. Exit codes: 0 some
+// candidate fits, 1 none does (or the winner could not be written), 2 invalid input (or FILE exists
+// without --force).
 #include <fmt/ostream.h>
 
 #include <filesystem>

@@ -870,13 +870,13 @@ struct Engine::Impl {
   }
 
   std::vector<Chunk> sync_chunks(const std::vector<const Op*>& ops) const {
-    // A group of one device waits for no one: full needs two replicas here, the ladder
-    // three (a set of two).
-    const bool syncs =
-        n_stages == 1 &&
-        (plan.sync_pattern == config::SyncPattern::kFull
-             ? hosted.n > 1
-             : plan.sync_pattern == config::SyncPattern::kReplicaAndLadder && hosted.n > 2);
+    // A group of one device waits for no one: the largest group hosted here, all of them
+    // (full), a ladder set (every other replica), or one (single_pipeline).
+    const std::int64_t largest_group = plan.sync_pattern == config::SyncPattern::kFull ? hosted.n
+                                       : plan.sync_pattern == config::SyncPattern::kReplicaAndLadder
+                                           ? (hosted.n + 1) / 2
+                                           : 1;
+    const bool syncs = n_stages == 1 && largest_group > 1;
     if (!syncs || std::none_of(ops.begin(), ops.end(), [](const Op* o) { return is_io(*o); }))
       return {{0, 0, ops.size()}};
     // A chunk starts at each transfer that follows compute; allocs and frees are
@@ -1288,17 +1288,22 @@ struct Engine::Impl {
     // The sync pattern's meetings (planner/sync_groups.h, PipelineCycles): before a slot,
     // every meeting of the device's group up to the slot's cycle; after the last slot
     // (the flush), the rest.
-    const std::int64_t group =
-        cycles ? cycles->group_of[static_cast<std::size_t>(r * n_stages + stage)] : -1;
+    const std::int64_t device_id = r * n_stages + stage;
+    const std::int64_t group = cycles ? cycles->group_of[static_cast<std::size_t>(device_id)] : -1;
     std::size_t met = 0;
     auto meet_until = [&](std::int64_t cycle) {
-      if (group < 0) return;
       const auto g = static_cast<std::size_t>(group);
-      const std::vector<std::int64_t>& at = cycles->group_cycles[g];
-      for (; met < at.size() && at[met] <= cycle; ++met) {
+      const auto& meeting = cycles->meetings[g];
+      for (; met < meeting.cycles.size() && meeting.cycles[met] <= cycle; ++met) {
         if (!cycle_barriers[g]->arrive_and_wait(abort)) aborted();
-        if (r * n_stages + stage == cycles->groups.gs2[g].front()) cycle_meetings.fetch_add(1);
+        if (device_id == meeting.devices.front()) cycle_meetings.fetch_add(1);
       }
+    };
+    auto meet_before_slot = [&](std::size_t k) {
+      if (group >= 0) meet_until(cycles->slot_cycle[p][k]);
+    };
+    auto meet_the_rest = [&] {
+      if (group >= 0) meet_until(cycles->cycles);
     };
     const std::int64_t slots_end = ph.slots.empty() ? 0 : ph.slots.back().end_op;
     std::size_t slot = 0;
@@ -1311,8 +1316,8 @@ struct Engine::Impl {
           slot < ph.slots.size() && static_cast<std::int64_t>(i) >= ph.slots[slot].first_op;
       const std::int64_t mb = in_slot ? ph.slots[slot].micro_batch : 0;
       if (in_slot && static_cast<std::int64_t>(i) == ph.slots[slot].first_op)
-        meet_until(cycles ? cycles->slot_cycle[p][slot] : 0);
-      if (static_cast<std::int64_t>(i) == slots_end) meet_until(cycles ? cycles->cycles : 0);
+        meet_before_slot(slot);
+      if (static_cast<std::int64_t>(i) == slots_end) meet_the_rest();
       const auto t0 = Clock::now();
       if (in_slot && i == static_cast<std::size_t>(ph.slots.front().first_op)) run.first = t0;
       if (is_collective(op.kind)) {
@@ -1336,7 +1341,7 @@ struct Engine::Impl {
         run.last = Clock::now();
       }
     }
-    meet_until(cycles ? cycles->cycles : 0);
+    meet_the_rest();  // when the slots end the program
     return run;
   }
 
@@ -1657,10 +1662,9 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
   }
   if (m.n_stages > 1 && m.plan.sync_pattern != config::SyncPattern::kSinglePipeline) {
     m.cycles = planner::pipeline_cycles(m.plan);
-    for (const auto& members : m.cycles->groups.gs2)
-      if (members.size() > 1)
-        m.cycle_barriers.push_back(
-            std::make_unique<StageBarrier>(static_cast<std::int64_t>(members.size())));
+    for (const auto& meeting : m.cycles->meetings)
+      m.cycle_barriers.push_back(
+          std::make_unique<StageBarrier>(static_cast<std::int64_t>(meeting.devices.size())));
   }
   m.setup();
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "planner/layer_kinds.h"
@@ -593,8 +594,24 @@ double pipelined_step_seconds(Plan& plan, const Timer& timer) {
     backward_ns.push_back(ns(st.backward_seconds));
   }
   pp.planned_bubble = ideal_bubble_fraction(S, ga);
+  const bool alone = plan.replication_factor * S == 1;
+  std::optional<PipelineCycles> cycles;
+  if (plan.sync_pattern != config::SyncPattern::kSinglePipeline && !alone)
+    cycles = pipeline_cycles(plan);
   double makespan = 0.0;
-  if (has_backward) {
+  if (cycles && plan.sync_pattern == config::SyncPattern::kFull) {
+    // Lockstep: a cycle lasts as long as its longest slot.
+    std::vector<double> longest(static_cast<std::size_t>(cycles->cycles), 0.0);
+    double busy = 0.0;
+    for (std::size_t p = 0; p < slot_seconds.size(); ++p)
+      for (std::size_t k = 0; k < slot_seconds[p].size(); ++k) {
+        double& l = longest[static_cast<std::size_t>(cycles->slot_cycle[p][k])];
+        l = std::max(l, slot_seconds[p][k]);
+        busy += slot_seconds[p][k];
+      }
+    for (const double l : longest) makespan += l;
+    pp.estimated_bubble = makespan > 0 ? 1.0 - busy / (static_cast<double>(S) * makespan) : 0.0;
+  } else if (has_backward) {
     const PipelineSchedule schedule = one_f_one_b(ga, forward_ns, backward_ns);
     pp.estimated_bubble = schedule.bubble_fraction();
     makespan = static_cast<double>(schedule.makespan) * 1e-9;
@@ -609,25 +626,9 @@ double pipelined_step_seconds(Plan& plan, const Timer& timer) {
         makespan > 0 ? 1.0 - static_cast<double>(ga) * sum / (static_cast<double>(S) * makespan)
                      : 0.0;
   }
-  const bool alone = plan.replication_factor * S == 1;
-  if (plan.sync_pattern != config::SyncPattern::kSinglePipeline && !alone) {
-    const PipelineCycles cycles = pipeline_cycles(plan);
-    if (plan.sync_pattern == config::SyncPattern::kFull) {
-      std::vector<double> longest(static_cast<std::size_t>(cycles.cycles), 0.0);
-      for (std::size_t p = 0; p < slot_seconds.size(); ++p)
-        for (std::size_t k = 0; k < slot_seconds[p].size(); ++k) {
-          double& l = longest[static_cast<std::size_t>(cycles.slot_cycle[p][k])];
-          l = std::max(l, slot_seconds[p][k]);
-        }
-      makespan = 0.0;
-      for (const double l : longest) makespan += l;
-      double busy = 0.0;
-      for (const auto& times : slot_seconds)
-        for (const double t : times) busy += t;
-      pp.estimated_bubble = makespan > 0 ? 1.0 - busy / (static_cast<double>(S) * makespan) : 0.0;
-    }
+  if (cycles) {
     std::size_t meetings = 0;
-    for (const auto& at : cycles.group_cycles) meetings = std::max(meetings, at.size());
+    for (const auto& m : cycles->meetings) meetings = std::max(meetings, m.cycles.size());
     makespan += static_cast<double>(meetings) * timer.cycle_meeting_seconds();
   }
   return head + makespan + tail;

@@ -44,11 +44,12 @@ CollectiveTraffic collective_traffic(const Plan& plan, const Op& op, const Netwo
 //    bytes_per_second * efficiency / the devices sharing it). By execution.sync_pattern:
 //    full, the sync and every replica sharing the link (shared_by at most);
 //    replica_and_ladder, the sync and half the replicas, as the other ladder set
-//    computes meanwhile; single_pipeline, no sync. On a CPU, full with R > 1 adds
-//    barrier_seconds per chunk (a run of transfers and the compute after it) of a
-//    segment holding a transfer: the engine's threads meet at a barrier after each;
-//    under replica_and_ladder, the time of each segment's first run of transfers, which
-//    one set waits for the other to finish (they start each segment together);
+//    computes meanwhile (on a CPU all of them: nothing makes the sets take turns);
+//    single_pipeline, no sync. On a CPU, full with R > 1 adds barrier_seconds per chunk
+//    (a run of transfers and the compute after it) of a segment holding a transfer: the
+//    engine's threads meet at a barrier after each. A pipelined plan under full runs its
+//    cycles in lockstep, each as long as its longest slot, and on a CPU each meeting of a
+//    group adds barrier_seconds;
 //  - collectives: sync_overhead + link latency, each per synchronised exchange, +
 //    (bytes per replica) / 2 / link rate (sent and received overlap);
 //  - alloc and free: nothing.

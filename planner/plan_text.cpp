@@ -217,15 +217,16 @@ void print_stage_program(Printer& out, const Plan& plan, const Phase& ph) {
             indent);
 }
 
-// The schedule in time units for the diagram: each stage's forward and backward slot in
-// multiples of a unit (at least 1), the shortest slot made coarser until the step fits
-// 48 columns or every slot is one unit.
-// Under full the devices meet at every cycle: the diagram is the cycles, a unit each.
+// Under full the devices meet at every cycle (planner/sync_groups.h).
 bool in_lockstep(const Plan& plan) {
   return plan.sync_pattern == config::SyncPattern::kFull &&
          plan.replication_factor * static_cast<std::int64_t>(plan.pipeline->stages.size()) > 1;
 }
 
+// The schedule in time units for the diagram: in lockstep the cycles, a unit each;
+// otherwise each stage's forward and backward slot in multiples of a unit (at least 1),
+// the shortest slot made coarser until the step fits 48 columns or every slot is one
+// unit.
 PipelineSchedule diagram_schedule(const Plan& plan) {
   const PipelinePlan& pp = *plan.pipeline;
   if (in_lockstep(plan)) {

@@ -76,16 +76,15 @@ PipelineCycles pipeline_cycles(const Plan& plan) {
   out.group_of.assign(static_cast<std::size_t>(R * S), -1);
   for (const auto& members : out.groups.gs2) {
     if (members.size() < 2) continue;  // a device alone waits for no one
-    std::vector<std::int64_t> at;
+    PipelineCycles::Meeting m{members, {}};
     for (const std::int64_t d : members) {
-      out.group_of[static_cast<std::size_t>(d)] =
-          static_cast<std::int64_t>(out.group_cycles.size());
+      out.group_of[static_cast<std::size_t>(d)] = static_cast<std::int64_t>(out.meetings.size());
       const auto& mine = syncs_at[static_cast<std::size_t>(d % S)];
-      at.insert(at.end(), mine.begin(), mine.end());
+      m.cycles.insert(m.cycles.end(), mine.begin(), mine.end());
     }
-    std::sort(at.begin(), at.end());
-    at.erase(std::unique(at.begin(), at.end()), at.end());
-    out.group_cycles.push_back(std::move(at));
+    std::sort(m.cycles.begin(), m.cycles.end());
+    m.cycles.erase(std::unique(m.cycles.begin(), m.cycles.end()), m.cycles.end());
+    out.meetings.push_back(std::move(m));
   }
   return out;
 }

@@ -41,10 +41,15 @@ struct SyncGroups {
 // deadlock. Device d is replica d / stages, stage d % stages.
 struct PipelineCycles {
   SyncGroups groups;
-  std::vector<std::vector<std::int64_t>> slot_cycle;    // [phase][slot]: the cycle it starts in
-  std::int64_t cycles = 0;                              // the step's, up to the flush
-  std::vector<std::int64_t> group_of;                   // [device]: its meeting group, or -1
-  std::vector<std::vector<std::int64_t>> group_cycles;  // [group]: the cycles it meets at
+  std::vector<std::vector<std::int64_t>> slot_cycle;  // [phase][slot]: the cycle it starts in
+  std::int64_t cycles = 0;                            // the step's, up to the flush
+  // The GS2 groups of more than one device: their devices and the cycles they meet at.
+  struct Meeting {
+    std::vector<std::int64_t> devices;
+    std::vector<std::int64_t> cycles;
+  };
+  std::vector<Meeting> meetings;
+  std::vector<std::int64_t> group_of;  // [device]: its index in `meetings`, or -1
 };
 
 // Throws popkit::Error when the plan's slot orders cannot run.

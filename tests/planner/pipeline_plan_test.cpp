@@ -283,10 +283,10 @@ BOOST_AUTO_TEST_CASE(pipeline_cycles_time_the_slots_and_the_meetings) {
   BOOST_TEST(full.cycles == 2 * (two.gradient_accumulation + 1));
   BOOST_TEST(full.slot_cycle.at(0).front() == 0);
   BOOST_TEST(full.slot_cycle.at(1).front() == 1);
-  BOOST_REQUIRE_EQUAL(full.group_cycles.size(), 1u);
+  BOOST_REQUIRE_EQUAL(full.meetings.size(), 1u);
   std::vector<std::int64_t> every(static_cast<std::size_t>(full.cycles));
   std::iota(every.begin(), every.end(), 0);
-  BOOST_TEST(full.group_cycles[0] == every);
+  BOOST_TEST(full.meetings[0].cycles == every);
   BOOST_TEST(full.group_of == (std::vector<std::int64_t>{0, 0}));
 
   c = pipelined(3, 1, false);
@@ -301,8 +301,8 @@ BOOST_AUTO_TEST_CASE(pipeline_cycles_time_the_slots_and_the_meetings) {
         loads.push_back(ladder.slot_cycle[p][k]);
   std::sort(loads.begin(), loads.end());
   loads.erase(std::unique(loads.begin(), loads.end()), loads.end());
-  BOOST_REQUIRE_EQUAL(ladder.group_cycles.size(), 1u);
-  BOOST_TEST(ladder.group_cycles[0] == loads);
+  BOOST_REQUIRE_EQUAL(ladder.meetings.size(), 1u);
+  BOOST_TEST(ladder.meetings[0].cycles == loads);
   // Each micro-batch's forward crosses one stage a cycle.
   for (std::size_t p = 0; p < three.phases.size(); ++p)
     for (std::size_t k = 0; k < three.phases[p].slots.size(); ++k) {
