@@ -2,16 +2,18 @@
 # How far `popplan plan`'s estimate is from what `poprun train` then measures, on this
 # machine, with a profile that `poprun calibrate` measured on it (issue 17 item 3): for
 # each configuration below, the plan's estimated samples/s beside the measured ones and
-# the error, estimated / measured - 1. Measured: the run file's steady-state samples/s
-# (the median over the steps after warm-up), the median of --rounds runs taken round
-# after round (A B C ... A B C ...), with their spread (max / min - 1): on a shared
-# machine one run can differ from the next by 2x. Rows outside the tolerance are marked
+# the error, estimated / measured - 1. Each round calibrates (unless --profile is given),
+# plans every configuration with that profile, then runs them (A B C ..., the next round
+# B C ... A: each round one row further on); a row's error is the median over the rounds
+# of its round's estimate against its round's run. Measured: the run file's steady-state
+# samples/s (the median over the steps after warm-up); spread: max / min - 1 of a row's
+# runs: on a shared machine one run can differ from the next by 2x. Rows outside the tolerance are marked
 # and counted; the exit code is 1 when any is.
 #
 #   bench/estimate.sh [--build DIR] [--profile FILE] [--tolerance 0.15] [--rounds 3] [--quick]
 #
 #   --build      the build to measure (default build/release)
-#   --profile    a profile to use (default: `poprun calibrate` writes one first)
+#   --profile    a profile for every round (default: each round, `poprun calibrate` writes one)
 #   --tolerance  the largest |error| accepted (default 0.15)
 #   --rounds     runs per configuration (default 3)
 #   --quick      half the steps per run
@@ -52,13 +54,19 @@ trap 'rm -rf "$work"' EXIT
 echo "popkit: $("$poprun" --version | tr '\n' ';')" >&2
 uptime_before=$(uptime)
 
-if [[ -z "$profile" ]]; then
-  profile="$work/cpu.yaml"
-  "$poprun" calibrate -o "$profile" >"$work/calibrate.log" 2>&1 ||
-    { echo "estimate.sh: poprun calibrate failed:" >&2; cat "$work/calibrate.log" >&2; exit 1; }
-  sed -n '/^fit:/p;/^element-wise/,/^calibration/p' "$work/calibrate.log" >&2
-fi
-profile="$(cd "$(dirname "$profile")" && pwd)/$(basename "$profile")"
+# Without --profile, every round calibrates first and plans with what it measured, as a
+# user calibrates, plans and runs: on a shared machine the speed drifts over minutes, and
+# an estimate is compared with the runs of its own round.
+given_profile="$profile"
+[[ -z "$given_profile" ]] || profile="$(cd "$(dirname "$profile")" && pwd)/$(basename "$profile")"
+calibrate() {  # calibrate ROUND
+  [[ -z "$given_profile" ]] || return 0
+  profile="$work/cpu-$1.yaml"
+  "$poprun" calibrate -o "$profile" >"$work/calibrate-$1.log" 2>&1 ||
+    { echo "estimate.sh: poprun calibrate failed:" >&2; cat "$work/calibrate-$1.log" >&2; exit 1; }
+  echo "round $1: poprun calibrate:" >&2
+  sed -n '/^fit:/p;/^element-wise/,/^calibration/p' "$work/calibrate-$1.log" | sed 's/^/  /' >&2
+}
 
 # name | --set overrides | steps (at --quick)
 standard="execution.mode=standard remote.weights=false"
@@ -81,23 +89,26 @@ configs=(
 )
 # Unless set: the example's R 2, micro-batch 8, accumulation 4, RTS threshold 512 over
 # every replica, io. Each row's steps double without --quick.
-base=(--set data.dataset=mnist --set training.seed=42 --set "device.profile=$profile")
-
 args_of() {  # args_of SETS: the --set arguments of a row
-  args=("${base[@]}")
+  args=(--set data.dataset=mnist --set training.seed=42 --set "device.profile=$profile")
   for s in $1; do args+=(--set "$s"); done
 }
 results="$work/results.tsv"
 : >"$results"
-for row in "${configs[@]}"; do
-  IFS='|' read -r name sets steps <<<"$row"
-  args_of "$sets"
-  "$popplan" plan "$root/examples/mnist.yaml" "${args[@]}" --format json -o "$work/$name.plan.json" \
-    >"$work/$name.plan.log" 2>&1 ||
-    { echo "estimate.sh: popplan plan failed for $name:" >&2; cat "$work/$name.plan.log" >&2; exit 1; }
-done
+# Each round starts one row further on, so whatever a row's place in the order costs
+# (the run before it writing its checkpoints, say) falls on a different row each round.
+n_rows=${#configs[@]}
 for ((round = 1; round <= rounds; round++)); do
+  calibrate "$round"
   for row in "${configs[@]}"; do
+    IFS='|' read -r name sets steps <<<"$row"
+    args_of "$sets"
+    "$popplan" plan "$root/examples/mnist.yaml" "${args[@]}" --format json \
+      -o "$work/$name.plan.json" >"$work/$name.plan.log" 2>&1 ||
+      { echo "estimate.sh: popplan plan failed for $name:" >&2; cat "$work/$name.plan.log" >&2; exit 1; }
+  done
+  for ((i = 0; i < n_rows; i++)); do
+    row="${configs[$(((i + round - 1) % n_rows))]}"
     IFS='|' read -r name sets steps <<<"$row"
     args_of "$sets"
     "$poprun" train "$root/examples/mnist.yaml" -q "${args[@]}" --steps $((steps * scale)) \
@@ -117,7 +128,8 @@ rows = {}
 for line in open(sys.argv[1]):
     if line.strip():
         name, sets, est, meas = line.rstrip("\n").split("\t")
-        r = rows.setdefault(name, {"sets": sets, "est": float(est), "runs": []})
+        r = rows.setdefault(name, {"sets": sets, "est": [], "runs": []})
+        r["est"].append(float(est))
         r["runs"].append(float(meas))
 tol = float(sys.argv[2])
 print(f"{'config':<36} {'estimated':>11} {'measured':>11} {'spread':>7} {'error':>8}")
@@ -125,13 +137,16 @@ outside = []
 for name, r in rows.items():
     meas = statistics.median(r["runs"])
     spread = max(r["runs"]) / min(r["runs"]) - 1
-    err = r["est"] / meas - 1
+    # Each round's estimate against its own run; the median over the rounds.
+    err = statistics.median(e / m - 1 for e, m in zip(r["est"], r["runs"]))
     mark = "" if abs(err) <= tol else "  outside"
     if mark:
         outside.append(name)
-    print(f"{name:<36} {r['est']:>11,.0f} {meas:>11,.0f} {spread:>6.0%} {err:>+7.1%}{mark}")
-print(f"samples/s; measured: median of {len(next(iter(rows.values()))['runs'])} runs, spread "
-      f"max / min - 1; error = estimated / measured - 1; tolerance ±{tol:.0%}")
+    print(f"{name:<36} {statistics.median(r['est']):>11,.0f} {meas:>11,.0f} {spread:>6.0%} "
+          f"{err:>+7.1%}{mark}")
+print(f"samples/s, the median over {len(next(iter(rows.values()))['runs'])} rounds; spread: of "
+      f"the runs, max / min - 1; error: each round's estimate / its run - 1, the median over "
+      f"the rounds; tolerance ±{tol:.0%}")
 print(f"{len(rows) - len(outside)} of {len(rows)} within; outside: {', '.join(outside) or 'none'}")
 print(f"load before: {sys.argv[3].split('load average:')[-1].strip()}; "
       f"after: {sys.argv[4].split('load average:')[-1].strip()}")

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -68,6 +69,26 @@ struct DeviceProfile {
   // measurements (popreport compare).
   double host_threads = 0.0;
 
+  // A CPU: the caches. The GEMM rates and the streaming link are measured on data that
+  // stays in the caches (calibration calls each kernel on the same operands); in a step a
+  // thread cycles through its replicas' weights, gradients and activations, and the
+  // remote store through its replicas' remote buffers, and once those outgrow the caches
+  // each GEMM waits for its weight-sized operand (the weight, or the weight's gradient)
+  // from memory, at cold_gemm_bytes_per_second beyond its warm time, and a remote copy
+  // runs at cold_copy_bytes_per_second. The part that comes cold rises from 0 at a
+  // thread's working set of *_warm_bytes to 1 at *_cold_bytes, linearly in log(working
+  // set) (the *_cold_fraction functions); the GEMMs, the small-batch kernels (which
+  // stream W unpacked) and the copies each have their own. 0: no such term.
+  double cache_warm_bytes = 0.0;
+  double cache_cold_bytes = 0.0;
+  double cold_gemm_bytes_per_second = 0.0;
+  double small_rows_warm_bytes = 0.0;
+  double small_rows_cold_bytes = 0.0;
+  double small_rows_cold_bytes_per_second = 0.0;
+  double copy_warm_bytes = 0.0;
+  double copy_cold_bytes = 0.0;
+  double cold_copy_bytes_per_second = 0.0;
+
   LinkProfile ipu_link;   // collectives between replicas, per replica
   LinkProfile streaming;  // remote buffers in streaming memory
   LinkProfile host;       // host streams (PCIe / gateway)
@@ -79,9 +100,12 @@ struct DeviceProfile {
   double sync_overhead_seconds = 0.0;
   // A CPU: what a run of work on the engine's thread pool costs beyond the work, its
   // threads woken from sleep and waited for. Paid per synchronised exchange of a
-  // collective (each splits the step's segments) and per GEMM that one replica spreads
-  // over its threads (planner/cost.h).
+  // collective (each splits the step's segments) (planner/cost.h).
   double barrier_seconds = 0.0;
+  // A CPU: a run of the pool while its threads still spin from the last one (they spin
+  // 50 us before they sleep), as a lone replica's GEMMs run their column blocks one GEMM
+  // after another. 0: barrier_seconds.
+  double pool_run_seconds = 0.0;
 
   // The parameters calibration fits (keys of profile_parameters()), each with its prior:
   // the value the fit starts from and pulls towards, so fitting again from the fitted
@@ -94,9 +118,26 @@ struct DeviceProfile {
   std::vector<Fitted> fitted;
 
   [[nodiscard]] bool is_cpu() const { return host_threads > 0; }
+  [[nodiscard]] double cold_fraction(double working_set_bytes) const {
+    return ramp(working_set_bytes, cache_warm_bytes, cache_cold_bytes);
+  }
+  [[nodiscard]] double small_rows_cold_fraction(double working_set_bytes) const {
+    return ramp(working_set_bytes, small_rows_warm_bytes, small_rows_cold_bytes);
+  }
+  [[nodiscard]] double copy_cold_fraction(double working_set_bytes) const {
+    return ramp(working_set_bytes, copy_warm_bytes, copy_cold_bytes);
+  }
   [[nodiscard]] double gemm_efficiency(double m, double n, double k) const {
     return gemm_max_efficiency * (m / (m + gemm_half_m)) * (n / (n + gemm_half_n)) *
            (k / (k + gemm_half_k));
+  }
+
+ private:
+  // 0 up to `warm`, 1 from `cold`, linear in log(bytes) between; 0 when `cold` is unset.
+  static double ramp(double bytes, double warm, double cold) {
+    if (cold <= 0.0 || bytes <= warm) return 0.0;
+    if (bytes >= cold || cold <= warm) return 1.0;
+    return std::log(bytes / warm) / std::log(cold / warm);
   }
 };
 

@@ -285,8 +285,9 @@ class Timer {
         pattern == config::SyncPattern::kReplicaAndLadder && !p.is_cpu() ? (r_ + 1) / 2 : r_);
   }
 
-  Seconds time(const Op& op) const {
-    Seconds s = replica_time(op);
+  // An op's time on a thread that cycles through `working_set` bytes (working_set()).
+  Seconds time(const Op& op, double working_set) const {
+    Seconds s = replica_time(op, working_set);
     if (op.kind != OpKind::kRepeat && !is_collective(op)) {
       s.serial *= turns_;
       s.transfer *= turns_;
@@ -295,6 +296,32 @@ class Timer {
   }
 
   [[nodiscard]] double cycle_meeting_seconds() const { return cycle_meeting_; }
+  // Whether transfers can move beside compute: on a CPU only with a core the compute
+  // threads leave free for the engine's IO thread.
+  [[nodiscard]] bool overlaps() const { return overlap_; }
+
+  // What one of the CPU's threads cycles through while it runs `ops` (a repeat's body, or
+  // a phase): the bytes of the distinct tensors they touch, for each replica that shares
+  // the thread (R / threads of them; a lone replica spreads its GEMMs' columns over the
+  // threads, each a share of the operands). 0 unless the profile prices cold operands.
+  double working_set(const std::vector<Op>& ops) const {
+    if ((p_.cache_cold_bytes <= 0.0 && p_.small_rows_cold_bytes <= 0.0) || !p_.is_cpu()) return 0.0;
+    std::vector<bool> seen(plan_.tensors.size(), false);
+    double bytes = 0.0;
+    const auto add = [&](const auto& self, const std::vector<Op>& list) -> void {
+      for (const Op& op : list) {
+        for_each_operand(op, [&](int t) {
+          const auto i = static_cast<std::size_t>(t);
+          if (seen[i]) return;
+          seen[i] = true;
+          bytes += static_cast<double>(plan_.tensors[i].nbytes);
+        });
+        self(self, op.body);
+      }
+    };
+    add(add, ops);
+    return bytes * static_cast<double>(r_) / p_.host_threads;
+  }
 
   // The barriers `full` adds on a CPU (engine/engine.cpp, "sync patterns"): a segment
   // (the ops between collectives and repeats) that holds a transfer runs as chunks, each
@@ -346,7 +373,7 @@ class Timer {
   }
 
   // The op on one replica that has a device (or a thread) of its own.
-  Seconds replica_time(const Op& op) const {
+  Seconds replica_time(const Op& op, double working_set) const {
     Seconds s;
     switch (op.kind) {
       case OpKind::kAlloc:
@@ -361,6 +388,7 @@ class Timer {
       case OpKind::kRemoteLoad:
       case OpKind::kRemoteStore:
         s = io_stream(p_.streaming, op.remote_bytes);
+        s.transfer += remote_cold_seconds(op.remote_bytes);
         break;
       case OpKind::kAllGather:
       case OpKind::kReduceScatter:
@@ -374,7 +402,7 @@ class Timer {
         break;
       case OpKind::kForward:
       case OpKind::kBackward:
-        s.serial = p_.op_overhead_seconds + compute(op.flops, gemms(op), rows(op));
+        s.serial = p_.op_overhead_seconds + compute(op.flops, gemms(op), rows(op), working_set);
         break;
       case OpKind::kSend:  // over the IPU-Links between the stages' devices
         s = stream(p_.ipu_link, op.pipeline_bytes);
@@ -386,7 +414,7 @@ class Timer {
         // neighbouring compute sets, so they add no compute set and no sync of their own.
         break;
       default:  // loss, optimizer step: element-wise
-        s.serial = p_.op_overhead_seconds + compute(op.flops, OpGemms{}, 0);
+        s.serial = p_.op_overhead_seconds + compute(op.flops, OpGemms{}, 0, 0.0);
         break;
     }
     return s;
@@ -399,8 +427,9 @@ class Timer {
   // overlaps.
   Seconds repeat(const Op& op) const {
     Seconds step;
+    const double ws = working_set(op.body);
     for (const Op& inner : op.body) {
-      const Seconds t = time(inner);
+      const Seconds t = time(inner, ws);
       step.serial += t.serial;
       step.transfer += t.transfer;
     }
@@ -432,6 +461,17 @@ class Timer {
     return s;
   }
 
+  // What a remote copy adds when the remote store has outgrown the caches: a thread
+  // copies for its replicas in turn (turns of them), each cycling through its remote
+  // buffers once a step; the cold part moves at the cold copy rate, not the link's.
+  double remote_cold_seconds(std::uint64_t bytes) const {
+    if (!p_.is_cpu() || p_.cold_copy_bytes_per_second <= 0.0 || bytes == 0) return 0.0;
+    const double cold = p_.copy_cold_fraction(static_cast<double>(plan_.streaming_bytes) * turns_);
+    const double b = static_cast<double>(bytes);
+    return cold *
+           std::max(0.0, b / p_.cold_copy_bytes_per_second - b / p_.streaming.rate(io_streams_));
+  }
+
   // A forward or backward's micro-batch rows: its first input's leading dimension.
   std::uint64_t rows(const Op& op) const {
     const auto& shape = plan_.tensors[static_cast<std::size_t>(op.inputs[0])].shape;
@@ -448,15 +488,36 @@ class Timer {
   // A GEMM's fraction of the peak: the curve's, or on a CPU the small-batch kernels'
   // when the op's micro-batch has at most small_rows rows.
   double efficiency(const Gemm& m, std::uint64_t op_rows) const {
-    if (p_.gemm_small_rows > 0 && op_rows > 0 && static_cast<double>(op_rows) <= p_.gemm_small_rows)
-      return p_.gemm_small_rows_efficiency;
+    if (small_kernels(op_rows)) return p_.gemm_small_rows_efficiency;
     return p_.gemm_efficiency(static_cast<double>(m.m), static_cast<double>(m.n),
                               static_cast<double>(m.k));
   }
 
-  // GEMMs at the profile's shape-dependent rate, the rest element-wise; both on the
-  // compute tiles only (PopXL io_tiles are taken from compute).
-  double compute(std::uint64_t flops, const OpGemms& g, std::uint64_t op_rows) const {
+  // Whether a CPU runs an op of `op_rows` micro-batch rows on its small-batch kernels.
+  bool small_kernels(std::uint64_t op_rows) const {
+    return p_.gemm_small_rows > 0 && op_rows > 0 &&
+           static_cast<double>(op_rows) <= p_.gemm_small_rows;
+  }
+
+  // On a CPU whose thread cycles through more than its caches hold, what a GEMM waits for
+  // the cold part of its weight-sized operand: the weight (forward, input gradient) or
+  // the weight's gradient, m n k / rows elements of float32, at the cold rate of the
+  // kernels it runs on.
+  double cold_operand_seconds(const Gemm& m, std::uint64_t op_rows, double working_set) const {
+    if (working_set <= 0.0 || op_rows == 0) return 0.0;
+    const bool small = small_kernels(op_rows);
+    const double cold =
+        small ? p_.small_rows_cold_fraction(working_set) : p_.cold_fraction(working_set);
+    const double rate = small ? p_.small_rows_cold_bytes_per_second : p_.cold_gemm_bytes_per_second;
+    if (cold <= 0.0 || rate <= 0.0) return 0.0;
+    return cold * 4.0 * static_cast<double>(m.m * m.n * m.k / op_rows) / rate;
+  }
+
+  // GEMMs at the profile's shape-dependent rate, plus what their cold operands add (above),
+  // the rest element-wise; both on the compute tiles only (PopXL io_tiles are taken from
+  // compute).
+  double compute(std::uint64_t flops, const OpGemms& g, std::uint64_t op_rows,
+                 double working_set) const {
     double seconds = 0.0;
     std::uint64_t gemm_flops = 0;
     for (int i = 0; i < g.n_gemms; ++i) {
@@ -465,8 +526,13 @@ class Timer {
       gemm_flops += m.flops();
       const double rate = p_.flops_per_second * fraction_ * efficiency(m, op_rows);
       const double share = column_share(m);
-      seconds += static_cast<double>(m.flops()) / rate * share;
-      if (share < 1.0) seconds += p_.barrier_seconds;  // the blocks' run of the pool
+      seconds +=
+          (static_cast<double>(m.flops()) / rate + cold_operand_seconds(m, op_rows, working_set)) *
+          share;
+      // The blocks' run of the pool: its threads still spin from the op or the GEMM
+      // before, which ran moments ago.
+      if (share < 1.0)
+        seconds += p_.pool_run_seconds > 0.0 ? p_.pool_run_seconds : p_.barrier_seconds;
     }
     const std::uint64_t rest = flops > gemm_flops ? flops - gemm_flops : 0;
     if (rest > 0) seconds += static_cast<double>(rest) / (p_.vector_flops_per_second * fraction_);
@@ -525,13 +591,15 @@ class Timer {
 // A phase's time: its ops one after another, except that the loads preloaded into it
 // (execution.io_schedule: preload) move on the IO thread while the phase computes, so
 // only their transfer beyond the phase's own time adds to it.
-// phase = own + preload serial + max(0, preload bytes - own).
+// phase = own + preload serial + max(0, preload bytes - own). On a CPU without a core
+// for the IO thread the engine runs them in place (engine/engine.cpp use_io_thread).
 double phase_seconds(const Phase& ph, const Timer& timer) {
   double own = 0.0;
   Seconds preload;
+  const double ws = timer.working_set(ph.ops);
   for (const Op& op : ph.ops) {
-    const Seconds t = timer.time(op);
-    if (op.preload) {
+    const Seconds t = timer.time(op, ws);
+    if (op.preload && timer.overlaps()) {
       preload.serial += t.serial;
       preload.transfer += t.transfer;
     } else {
@@ -566,8 +634,9 @@ double pipelined_step_seconds(Plan& plan, const Timer& timer) {
     const std::int64_t first = ph.slots.empty() ? 0 : ph.slots.front().first_op;
     const std::int64_t end = ph.slots.empty() ? 0 : ph.slots.back().end_op;
     double busy = 0.0;
+    const double ws = timer.working_set(ph.ops);
     for (std::int64_t i = 0; i < static_cast<std::int64_t>(ph.ops.size()); ++i) {
-      const double t = timer.time(ph.ops[static_cast<std::size_t>(i)]).total();
+      const double t = timer.time(ph.ops[static_cast<std::size_t>(i)], ws).total();
       busy += t;
       if (i < first) st.head_seconds += t;
       if (i >= end) st.tail_seconds += t;
@@ -576,7 +645,7 @@ double pipelined_step_seconds(Plan& plan, const Timer& timer) {
     for (const StageSlot& slot : ph.slots) {
       double t = 0.0;
       for (std::int64_t i = slot.first_op; i < slot.end_op; ++i)
-        t += timer.time(ph.ops[static_cast<std::size_t>(i)]).total();
+        t += timer.time(ph.ops[static_cast<std::size_t>(i)], ws).total();
       times.push_back(t);
       double& d = slot.work == PipelineWork::kForward ? st.forward_seconds : st.backward_seconds;
       d = std::max(d, t);

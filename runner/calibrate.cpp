@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -98,19 +99,29 @@ struct Machine {
 // values (no subnormals, no overflow).
 struct Floats {
   explicit Floats(std::int64_t n)
-      : block(static_cast<std::uint64_t>(std::max<std::int64_t>(n, 1)) * 4) {
+      : bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(n, 1)) * 4), block(bytes) {
     for (std::int64_t i = 0; i < n; ++i) data()[i] = 0.01f * static_cast<float>(i % 97 - 48);
   }
   [[nodiscard]] float* data() const { return reinterpret_cast<float*>(block.data()); }
+  std::uint64_t bytes;
   engine::AlignedBlock block;
 };
 
 struct Workspace {
   explicit Workspace(std::uint64_t n) : bytes(n), block(std::max<std::uint64_t>(n, 64)) {}
+  explicit Workspace(const planner::OpWorkspace& w) : Workspace(w.bytes()) {
+    region_bytes = w.region_bytes;
+  }
   [[nodiscard]] float* data() const {
     return bytes == 0 ? nullptr : reinterpret_cast<float*>(block.data());
   }
+  // The region of the column block that starts at column j0 (engine/layer_kinds.cpp).
+  [[nodiscard]] float* of(std::int64_t j0) const {
+    if (bytes == 0) return nullptr;
+    return data() + static_cast<std::uint64_t>(j0 / planner::kColumnBlock) * region_bytes / 4;
+  }
   std::uint64_t bytes;
+  std::uint64_t region_bytes = 0;
   engine::AlignedBlock block;
 };
 
@@ -119,10 +130,15 @@ struct Workspace {
 constexpr std::int64_t kLayers[][2] = {{784, 512}, {512, 512}, {512, 10}};
 constexpr std::int64_t kRows[] = {8, 16, 32, 64, 128, 256, 512};
 
-// One linear layer's operands and workspaces on `rows` rows.
+// One linear layer's operands and workspaces on `rows` rows, and its three kernels
+// called as the engine calls them (engine/layer_kinds.cpp): over the output columns in
+// planner::column_blocks, one after another, each block packing into its own region.
 struct LayerData {
-  LayerData(std::int64_t rows, std::int64_t in, std::int64_t out)
-      : x(rows * in),
+  LayerData(std::int64_t rows_, std::int64_t in_, std::int64_t out_)
+      : rows(rows_),
+        in(in_),
+        out(out_),
+        x(rows * in),
         w(in * out),
         b(out),
         y(rows * out),
@@ -130,11 +146,45 @@ struct LayerData {
         gw(in * out),
         gb(out),
         dx(rows * in),
-        wf(planner::linear_forward_call_workspace(rows, in, 0, out)),
-        wg(planner::linear_grad_call_workspace(rows, in, 0, out)),
-        wd(planner::linear_dx_call_workspace(rows, out, 0, in)) {}
+        wf(planner::linear_forward_workspace(rows, in, out)),
+        wb(planner::linear_backward_workspace(rows, in, out, true)) {}
+
+  void forward(const engine::Kernels& k) const {
+    in_blocks(rows * in, out, [&](std::int64_t j0, std::int64_t j1) {
+      k.linear_act_forward_columns(config::Activation::kNone, x.data(), w.data(), b.data(),
+                                   y.data(), y.data(), rows, in, out, j0, j1, wf.of(j0),
+                                   wf.region_bytes);
+    });
+  }
+  void weight_grad(const engine::Kernels& k) const {
+    in_blocks(rows * in, out, [&](std::int64_t j0, std::int64_t j1) {
+      k.linear_grad_columns(dz.data(), x.data(), gw.data(), gb.data(), rows, in, out, 0, j0, j1,
+                            wb.of(j0), wb.region_bytes);
+    });
+  }
+  void input_grad(const engine::Kernels& k) const {
+    in_blocks(rows * out, in, [&](std::int64_t i0, std::int64_t i1) {
+      k.linear_dx_columns(dz.data(), w.data(), dx.data(), rows, in, out, i0, i1, wb.of(i0),
+                          wb.region_bytes);
+    });
+  }
+  [[nodiscard]] std::uint64_t bytes() const {
+    std::uint64_t n = wf.bytes + wb.bytes;
+    for (const Floats* f : {&x, &w, &b, &y, &dz, &gw, &gb, &dx}) n += f->bytes;
+    return n;
+  }
+
+  std::int64_t rows, in, out;
   Floats x, w, b, y, dz, gw, gb, dx;
-  Workspace wf, wg, wd;
+  Workspace wf, wb;
+
+ private:
+  template <typename Fn>
+  static void in_blocks(std::int64_t rows_x_inner, std::int64_t n_cols, Fn&& fn) {
+    const planner::ColumnBlocks cb = planner::column_blocks(rows_x_inner, n_cols);
+    for (std::int64_t j = 0; j < cb.n; ++j)
+      fn(j * cb.width, cb.n == 1 ? n_cols : std::min(n_cols, (j + 1) * cb.width));
+  }
 };
 
 // One linear layer's three kernels on `rows` rows, timed on every thread at once, as
@@ -146,22 +196,82 @@ void time_layer(Machine& machine, std::int64_t rows, std::int64_t in, std::int64
   const engine::Kernels& k = engine::kernels();
   std::vector<LayerData> data;
   for (int t = 0; t < machine.threads; ++t) data.emplace_back(rows, in, out);
-  const double forward = machine.per_call_on_all(data, [&](LayerData& d) {
-    k.linear_act_forward_columns(config::Activation::kNone, d.x.data(), d.w.data(), d.b.data(),
-                                 d.y.data(), d.y.data(), rows, in, out, 0, out, d.wf.data(),
-                                 d.wf.bytes);
-  });
-  const double grad = machine.per_call_on_all(data, [&](LayerData& d) {
-    k.linear_grad_columns(d.dz.data(), d.x.data(), d.gw.data(), d.gb.data(), rows, in, out, 0, 0,
-                          out, d.wg.data(), d.wg.bytes);
-  });
-  const double input = machine.per_call_on_all(data, [&](LayerData& d) {
-    k.linear_dx_columns(d.dz.data(), d.w.data(), d.dx.data(), rows, in, out, 0, in, d.wd.data(),
-                        d.wd.bytes);
-  });
+  const double forward = machine.per_call_on_all(data, [&](LayerData& d) { d.forward(k); });
+  const double grad = machine.per_call_on_all(data, [&](LayerData& d) { d.weight_grad(k); });
+  const double input = machine.per_call_on_all(data, [&](LayerData& d) { d.input_grad(k); });
   timings.push_back({"forward", rows, out, in, rows, forward, 0.0});
   timings.push_back({"weight grad", in, out, rows, rows, grad, 0.0});
   timings.push_back({"input grad", rows, in, out, rows, input, 0.0});
+}
+
+// The caches (config/device_profile.h cold_fraction): one layer's three kernels
+// (512 x 512, as fc2 and fc3) timed on every thread at once, each thread cycling through
+// `copies` sets of the layer's operands, as a step cycles through its layers' and its
+// replicas' data; the micro-batches' timings summed, so one's noise moves the fit less.
+constexpr std::int64_t kSweepCopies[] = {1, 2, 4, 8, 16};
+constexpr std::int64_t kSweepWidth = 512;
+
+CacheSweep cache_sweep(Machine& machine, std::vector<std::int64_t> micro_batches) {
+  const engine::Kernels& k = engine::kernels();
+  CacheSweep sweep;
+  sweep.rows = std::move(micro_batches);
+  for (const std::int64_t copies : kSweepCopies) {
+    CacheSweep::Point point;
+    for (const std::int64_t rows : sweep.rows) {
+      const std::int64_t w = kSweepWidth;
+      struct Sets {
+        std::vector<LayerData> sets;
+        std::size_t next = 0;
+      };
+      std::vector<Sets> data(static_cast<std::size_t>(machine.threads));
+      for (auto& d : data)
+        for (std::int64_t c = 0; c < copies; ++c) d.sets.emplace_back(rows, w, w);
+      point.working_set_bytes = static_cast<double>(copies * data[0].sets[0].bytes());
+      point.seconds += machine.per_call_on_all(data, [&](Sets& s) {
+        const LayerData& d = s.sets[s.next];
+        s.next = (s.next + 1) % s.sets.size();
+        d.forward(k);
+        d.weight_grad(k);
+        d.input_grad(k);
+      });
+    }
+    sweep.points.push_back(point);
+  }
+  return sweep;
+}
+
+}  // namespace
+
+ColdRamp fit_ramp(CacheSweep& sweep) {
+  auto& pts = sweep.points;
+  const double warm = pts.front().seconds;
+  const double extra = pts.back().seconds - warm;
+  if (extra <= 0.0) return {};
+  for (auto& q : pts) q.cold_fraction = (q.seconds - warm) / extra;
+  // The working set at which `level` of the extra is first paid, between two sets.
+  const auto crossing = [&](double level) {
+    for (std::size_t i = 1; i < pts.size(); ++i) {
+      if (pts[i].cold_fraction < level) continue;
+      const double f0 = std::clamp(pts[i - 1].cold_fraction, 0.0, level);
+      const double t = (level - f0) / std::max(1e-9, pts[i].cold_fraction - f0);
+      return pts[i - 1].working_set_bytes *
+             std::pow(pts[i].working_set_bytes / pts[i - 1].working_set_bytes, t);
+    }
+    return pts.back().working_set_bytes;
+  };
+  const double quarter = crossing(0.25), three_quarters = crossing(0.75);
+  const double ratio = std::max(three_quarters / quarter, 1.0 + 1e-9);
+  return {quarter / std::sqrt(ratio), three_quarters * std::sqrt(ratio), extra};
+}
+
+namespace {
+
+// A GEMM sweep's cold rate: per byte of the weight-sized operand its kernels read (the
+// weight twice, its gradient once, for each micro-batch), what the coldest set adds.
+double cold_operand_rate(const CacheSweep& sweep, const ColdRamp& ramp) {
+  if (ramp.extra_seconds <= 0.0) return 0.0;
+  return 3.0 * 4.0 * static_cast<double>(kSweepWidth * kSweepWidth) *
+         static_cast<double>(sweep.rows.size()) / ramp.extra_seconds;
 }
 
 // Fits flops_per_second and half_m, half_n, half_k by least squares on log(fitted time /
@@ -299,6 +409,37 @@ Link streaming(Machine& machine) {
   return {2.0 * kEntry / std::max(1e-12, big - small), small / 2};
 }
 
+// The remote store's copies as its buffers outgrow the caches: every thread cycles
+// through a store of kCopyStores bytes in entries of 128 KiB (a micro-batch's
+// activations in the plans are 16 to 512 KiB), a load and a store a call, as a phased
+// step's batch-serialised activations move.
+constexpr std::int64_t kCopyStores[] = {2 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20, 64 << 20};
+constexpr std::uint64_t kCopyEntry = 128 << 10;
+
+CacheSweep copy_sweep(Machine& machine) {
+  CacheSweep sweep;
+  for (const std::int64_t store_bytes : kCopyStores) {
+    std::vector<planner::RemoteBuffer> buffers(1);
+    buffers[0].name = "activations";
+    buffers[0].entry_bytes = kCopyEntry;
+    buffers[0].rows = store_bytes / static_cast<std::int64_t>(kCopyEntry);
+    struct Cycle {
+      explicit Cycle(const std::vector<planner::RemoteBuffer>& b) : data(b) {}
+      StoreData data;
+      std::int64_t next = 0;
+    };
+    std::vector<Cycle> data;
+    for (int t = 0; t < machine.threads; ++t) data.emplace_back(buffers);
+    const double call = machine.per_call_on_all(data, [&](Cycle& c) {
+      c.data.store.load(0, c.next, c.data.bytes(), kCopyEntry);
+      c.next = (c.next + 1) % buffers[0].rows;
+      c.data.store.store(0, c.next, c.data.bytes(), kCopyEntry);
+    });
+    sweep.points.push_back({static_cast<double>(store_bytes), call, 0.0});
+  }
+  return sweep;
+}
+
 // Host streams: a host_load of images normalises a micro-batch's pixels into float32;
 // the cost model counts the float bytes.
 constexpr std::size_t kPixels = 256 * 784;
@@ -397,6 +538,20 @@ double barrier(Machine& machine) {
   return t[t.size() / 2];
 }
 
+// A run of the thread pool right after another, its threads still spinning, as a lone
+// replica's spread GEMMs meet it one after another.
+double pool_run(Machine& machine) {
+  std::vector<double> t;
+  machine.pool.run(machine.threads, [](std::int64_t) {});
+  for (int i = 0; i < 1000; ++i) {
+    const auto t0 = Clock::now();
+    machine.pool.run(machine.threads, [](std::int64_t) {});
+    t.push_back(since(t0));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 // What a compute op costs beyond its work: the smallest kernel call and the two clock
 // reads the engine times each op with.
 double op_overhead(Machine& machine) {
@@ -464,6 +619,26 @@ MachineCalibration calibrate_machine(const CalibrateOptions& options) {
     c.gemms[i].seconds =
         median_of([&](int r) { return rounds[static_cast<std::size_t>(r)][i].seconds; });
   c.gemm_fit_rms = fit_gemms(c.gemms, p);
+  // A sweep's median set by set over kRounds rounds.
+  const auto sweep = [&](auto&& measure) {
+    std::vector<CacheSweep> sweeps;
+    for (int r = 0; r < kRounds; ++r) sweeps.push_back(measure());
+    CacheSweep median = sweeps.front();
+    for (std::size_t i = 0; i < median.points.size(); ++i)
+      median.points[i].seconds =
+          median_of([&](int r) { return sweeps[static_cast<std::size_t>(r)].points[i].seconds; });
+    return median;
+  };
+  c.cache = sweep([&] { return cache_sweep(machine, {16, 64}); });
+  const ColdRamp gemm = fit_ramp(c.cache);
+  p.cache_warm_bytes = gemm.warm_bytes;
+  p.cache_cold_bytes = gemm.cold_bytes;
+  p.cold_gemm_bytes_per_second = cold_operand_rate(c.cache, gemm);
+  c.small_rows_cache = sweep([&] { return cache_sweep(machine, {planner::kSmallRows}); });
+  const ColdRamp small = fit_ramp(c.small_rows_cache);
+  p.small_rows_warm_bytes = small.warm_bytes;
+  p.small_rows_cold_bytes = small.cold_bytes;
+  p.small_rows_cold_bytes_per_second = cold_operand_rate(c.small_rows_cache, small);
 
   p.vector_flops_per_second = median_of([&](int) { return vector_rate(machine); });
   const auto link = [&](Link (*measure)(Machine&)) {
@@ -476,10 +651,17 @@ MachineCalibration calibrate_machine(const CalibrateOptions& options) {
     return config::LinkProfile{bandwidth, latency, 1.0, 1.0};
   };
   p.streaming = link(streaming);
+  c.copy_cache = sweep([&] { return copy_sweep(machine); });
+  const ColdRamp copies = fit_ramp(c.copy_cache);
+  p.copy_warm_bytes = copies.warm_bytes;
+  p.copy_cold_bytes = copies.cold_bytes;
+  p.cold_copy_bytes_per_second =
+      copies.extra_seconds > 0.0 ? 2.0 * kCopyEntry / c.copy_cache.points.back().seconds : 0.0;
   p.host = link(host);
   p.ipu_link = link(collectives);
   p.op_overhead_seconds = median_of([&](int) { return op_overhead(machine); });
   p.barrier_seconds = median_of([&](int) { return barrier(machine); });
+  p.pool_run_seconds = median_of([&](int) { return pool_run(machine); });
   // Host and remote transfers are copies on the replica's own thread: nothing
   // synchronises beyond what the links' latencies measured.
   p.sync_overhead_seconds = 0.0;
@@ -492,6 +674,7 @@ MachineCalibration calibrate_machine(const CalibrateOptions& options) {
       {"collective latency (per exchange)", p.ipu_link.latency_seconds * 1e6, "µs"},
       {"compute op overhead", p.op_overhead_seconds * 1e6, "µs"},
       {"thread pool barrier (threads asleep)", p.barrier_seconds * 1e6, "µs"},
+      {"thread pool run (threads spinning)", p.pool_run_seconds * 1e6, "µs"},
   };
   c.seconds = since(t0);
   return c;
@@ -524,6 +707,28 @@ void print_machine_calibration(std::ostream& out, const MachineCalibration& c) {
              c.profile.gemm_half_m, c.profile.gemm_half_n, c.profile.gemm_half_k, c.gemm_fit_rms,
              c.profile.gemm_small_rows,
              si(c.profile.flops_per_second * c.profile.gemm_small_rows_efficiency, "FLOP/s"));
+  const auto print_sweep = [&](const CacheSweep& sweep, double warm, double cold, double rate) {
+    const std::string what =
+        sweep.rows.empty()
+            ? fmt::format("the remote store's copies, entries of {} KiB", kCopyEntry >> 10)
+            : fmt::format("a {}x{} layer's kernels, micro-batches {}", kSweepWidth, kSweepWidth,
+                          fmt::join(sweep.rows, " and "));
+    fmt::print(out,
+               "caches ({}, every thread cycling through its working set)\n{:>12} {:>15} "
+               "{:>14}\n",
+               what, "working set", "time", "cold fraction");
+    for (const auto& q : sweep.points)
+      fmt::print(out, "{:>8.1f} MiB {:>12.1f} µs {:>14.2f}\n", q.working_set_bytes / (1 << 20),
+                 q.seconds * 1e6, q.cold_fraction);
+    fmt::print(out, "fit: warm up to {:.1f} MiB, cold from {:.1f} MiB, cold {} {}\n\n",
+               warm / (1 << 20), cold / (1 << 20), sweep.rows.empty() ? "copies" : "operands",
+               si(rate, "B/s"));
+  };
+  const config::DeviceProfile& p = c.profile;
+  print_sweep(c.cache, p.cache_warm_bytes, p.cache_cold_bytes, p.cold_gemm_bytes_per_second);
+  print_sweep(c.small_rows_cache, p.small_rows_warm_bytes, p.small_rows_cold_bytes,
+              p.small_rows_cold_bytes_per_second);
+  print_sweep(c.copy_cache, p.copy_warm_bytes, p.copy_cold_bytes, p.cold_copy_bytes_per_second);
   for (const auto& m : c.measured)
     fmt::print(out, "{:<42} {}\n", m.what,
                m.unit == "µs" ? fmt::format("{:.2f} µs", m.value) : si(m.value, m.unit.c_str()));

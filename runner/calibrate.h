@@ -3,8 +3,13 @@
 // model (planner/cost.h), so `popplan plan` estimates what `poprun train` will measure.
 // Each measurement times what a replica's thread does in a step, with every thread busy
 // at once as replicas keep them, and is the median of three rounds:
-//  - GEMMs: the linear kernels (forward, weight gradient, input gradient) at the shapes
-//    of the MNIST plans, micro-batches 8 to 512; the profile's efficiency curve
+//  - caches: one layer's kernels with each thread cycling through 1 to 16 sets of
+//    operands (micro-batches 16 and 64, and 8 for the small-batch kernels), and the
+//    remote store's copies through stores of 2 to 64 MiB: what cold data adds and the
+//    working sets over which it turns cold (the caches.* parameters);
+//  - GEMMs: the linear kernels (forward, weight gradient, input gradient), called in the
+//    engine's column blocks, at the shapes of the MNIST plans, micro-batches 8 to 512; the
+//    profile's efficiency curve
 //    (flops_per_second, half_m, half_n, half_k) is fitted to them by least squares, but
 //    for the micro-batches of up to 8 rows, which take the small-batch kernels: their
 //    rate, over all their FLOPs, is gemm.small_rows_efficiency;
@@ -13,7 +18,8 @@
 //  - host streams: the pixels' normalisation of a host_load;
 //  - collectives: the in-process all-reduce and all-gather on the engine's thread pool,
 //    each followed by a pool run of the replicas (a segment), as the engine runs them;
-//  - the thread barrier: a run of the pool once its threads have gone to sleep.
+//  - the thread pool: a run once its threads have gone to sleep, and one right after
+//    another, its threads still spinning.
 //
 //   MachineCalibration c = calibrate_machine({});
 //   std::string yaml = calibrated_profile_yaml(c);  // config::load_profile_string reads it
@@ -53,17 +59,44 @@ struct Measured {
   std::string unit;
 };
 
+// The caches: one layer's kernels, every thread cycling through more and more sets of
+// operands (runner/calibrate.cpp cache_sweep).
+struct CacheSweep {
+  std::vector<std::int64_t> rows;  // GEMMs: the micro-batches, their timings summed; copies: none
+  struct Point {
+    double working_set_bytes = 0.0;  // per thread
+    double seconds = 0.0;            // per call of the kernels, summed over the micro-batches
+    double cold_fraction = 0.0;      // of the largest set's extra time, this set's
+  };
+  std::vector<Point> points;
+};
+
+// A ramp of cold data (config/device_profile.h *_cold_fraction): its ends, and what the
+// coldest set adds to the warmest's time.
+struct ColdRamp {
+  double warm_bytes = 0.0, cold_bytes = 0.0, extra_seconds = 0.0;
+};
+
+// The ramp a sweep shows, its points' cold_fraction filled in: the working sets at which
+// a quarter and three quarters of the extra time is first paid (interpolated between
+// sets in log(working set)) give its ends, the line through them extended to 0 and 1.
+// All 0 when the last set is no slower than the first.
+ColdRamp fit_ramp(CacheSweep& sweep);
+
 struct MachineCalibration {
   config::DeviceProfile profile;
   std::string cpu;      // the CPU's model name, as /proc/cpuinfo gives it
   std::string kernels;  // the engine's kernel level in use
   std::vector<GemmTiming> gemms;
+  CacheSweep cache;             // the GEMMs, micro-batches 16 and 64
+  CacheSweep small_rows_cache;  // the small-batch kernels, micro-batch 8
+  CacheSweep copy_cache;        // the remote store's copies
   std::vector<Measured> measured;
   double gemm_fit_rms = 0.0;  // root mean square of log(fitted / measured rate)
   double seconds = 0.0;       // the calibration's wall time
 };
 
-// Measures and fits (a few seconds). Throws popkit::Error when a measurement fails.
+// Measures and fits (about 15 seconds). Throws popkit::Error when a measurement fails.
 MachineCalibration calibrate_machine(const CalibrateOptions& options);
 
 // The profile file: a header saying how, where and when it was measured, then the

@@ -243,8 +243,10 @@ std::string profile_to_yaml(const DeviceProfile& p, const std::vector<std::strin
     // A CPU's keys: a device's profile stays as it was written before CPUs had them.
     const bool cpu_key = param.member == &DeviceProfile::host_threads ||
                          param.member == &DeviceProfile::barrier_seconds ||
+                         param.member == &DeviceProfile::pool_run_seconds ||
                          param.member == &DeviceProfile::gemm_small_rows ||
-                         param.member == &DeviceProfile::gemm_small_rows_efficiency;
+                         param.member == &DeviceProfile::gemm_small_rows_efficiency ||
+                         param.key.starts_with("caches.");
     if (cpu_key && !p.is_cpu()) continue;
     auto parts = std::vector<std::string>{};
     for (std::size_t at = 0;;) {

@@ -259,6 +259,9 @@ BOOST_AUTO_TEST_CASE(one_replica_spreads_a_large_gemm_over_the_threads) {
   // The blocks are one run of the thread pool: one barrier.
   d.barrier_seconds = 5e-6;
   BOOST_TEST(priced(p, d) == 1e-6 + gemm / 2 + 5e-6 + bias, tt::tolerance(1e-12));
+  // Its threads still spin from the GEMM before: a run's price when they do.
+  d.pool_run_seconds = 2e-7;
+  BOOST_TEST(priced(p, d) == 1e-6 + gemm / 2 + 2e-7 + bias, tt::tolerance(1e-12));
 }
 
 // A CPU's small-batch kernels: an op of at most small_rows rows runs its GEMMs at their
@@ -273,6 +276,68 @@ BOOST_AUTO_TEST_CASE(a_cpu_prices_small_batches_at_their_kernels_rate) {
   BOOST_TEST(priced(p, d) == 1e-6 + 48 / (1e9 * 0.75) + 6 / 1e9, tt::tolerance(1e-12));
   d.gemm_small_rows = 1;  // 2 rows take the curve
   BOOST_TEST(priced(p, d) == kForward, tt::tolerance(1e-12));
+}
+
+// A CPU whose thread cycles through more than its caches hold: each GEMM waits for the
+// cold part of its weight-sized operand (m n k / rows elements), the part rising from 0
+// at warm_bytes to 1 at cold_bytes in log(working set); the working set is the bytes of
+// the distinct tensors the phase touches, times the replicas sharing the thread.
+BOOST_AUTO_TEST_CASE(a_cpu_prices_the_cold_part_of_a_gemms_operand) {
+  Plan p = tiny();  // the forward touches the input and the output: 32 + 24 bytes
+  p.phases.push_back({"fwd", {forward()}, {}, 0.0, -1, {}});
+  DeviceProfile d = profile();
+  d.host_threads = 1;
+  d.cold_gemm_bytes_per_second = 1e9;
+  const double operand = 2.0 * 3 * 4 / 2 * 4 / 1e9;  // 12 floats at 1 GB/s
+  d.cache_warm_bytes = 56;
+  d.cache_cold_bytes = 224;
+  BOOST_TEST(priced(p, d) == kForward, tt::tolerance(1e-12));  // 56 bytes: warm
+  d.cache_warm_bytes = 14;  // 56 is halfway from 14 to 224 in log
+  BOOST_TEST(priced(p, d) == kForward + operand / 2, tt::tolerance(1e-12));
+  d.cache_cold_bytes = 28;  // all cold
+  BOOST_TEST(priced(p, d) == kForward + operand, tt::tolerance(1e-12));
+  // Two replicas on the one thread: each takes its turn, over twice the working set.
+  Plan two = tiny(2);
+  two.phases.push_back({"fwd", {forward()}, {}, 0.0, -1, {}});
+  d.cache_warm_bytes = 56;
+  d.cache_cold_bytes = 224;  // 112 bytes: halfway
+  BOOST_TEST(priced(two, d) == 2 * (kForward + operand / 2), tt::tolerance(1e-12));
+  // The small-batch kernels take their own ramp and rate.
+  d.gemm_small_rows = 2;
+  d.gemm_small_rows_efficiency = 0.25;  // the curve's rate at 2 rows: the same warm time
+  d.small_rows_warm_bytes = 112;        // warm at 112 bytes
+  d.small_rows_cold_bytes = 448;
+  d.small_rows_cold_bytes_per_second = 0.5e9;
+  BOOST_TEST(priced(two, d) == 2 * kForward, tt::tolerance(1e-12));
+  d.small_rows_warm_bytes = 56;  // all cold from 112 bytes, at half the rate
+  d.small_rows_cold_bytes = 112;
+  BOOST_TEST(priced(two, d) == 2 * (kForward + 2 * operand), tt::tolerance(1e-12));
+  // Not a CPU, or no ramp: no term.
+  d.host_threads = 0;
+  BOOST_TEST(priced(p, d) == kForward, tt::tolerance(1e-12));
+}
+
+// The remote store cycles through every replica's remote buffers once a step: once a
+// thread's replicas' buffers outgrow its caches, its copies run at the cold copy rate.
+BOOST_AUTO_TEST_CASE(a_cpu_copies_a_cold_remote_store_at_its_rate) {
+  Plan p = tiny();
+  p.streaming_bytes = 1000;
+  p.phases.push_back({"load", {load(OpKind::kRemoteLoad, 2)}, {}, 0.0, -1, {}});
+  DeviceProfile d = profile();
+  d.host_threads = 1;
+  d.cold_copy_bytes_per_second = 0.5e9;
+  d.copy_warm_bytes = 1000;
+  d.copy_cold_bytes = 4000;
+  BOOST_TEST(priced(p, d) == 1e-7 + 32 / 1e9, tt::tolerance(1e-12));
+  p.streaming_bytes = 2000;  // halfway
+  BOOST_TEST(priced(p, d) == 1e-7 + 32 / 1e9 + 0.5 * 32 / 1e9, tt::tolerance(1e-12));
+  p.streaming_bytes = 4000;
+  BOOST_TEST(priced(p, d) == 1e-7 + 32 / 0.5e9, tt::tolerance(1e-12));
+  // Two replicas on the thread, each its own 2000 bytes: all cold, each its turn.
+  Plan two = tiny(2);
+  two.streaming_bytes = 2000;
+  two.phases.push_back({"load", {load(OpKind::kRemoteLoad, 2)}, {}, 0.0, -1, {}});
+  BOOST_TEST(priced(two, d) == 2 * (1e-7 + 32 / 0.5e9), tt::tolerance(1e-12));
 }
 
 // A collective on a CPU: each synchronised exchange is a run of the thread pool.

@@ -28,6 +28,7 @@ rc=$?
 grep -q "^wrote cpu.yaml (device profile this-cpu); plan with it: --set device.profile=cpu.yaml" \
   <<<"$out" || fail "no 'wrote' line: $out"
 grep -q "^fit: peak " <<<"$out" || fail "no GEMM fit line: $out"
+[ "$(grep -c "^fit: warm up to " <<<"$out")" = 3 ] || fail "not 3 cache fit lines: $out"
 [ -f cpu.yaml ] || fail "no profile written"
 [ ! -e cpu.yaml.tmp ] || fail "temporary left behind"
 
@@ -46,8 +47,16 @@ assert 1e7 < get("vector_flops_per_second") < 1e13
 assert get("host_threads") == 2
 for k in ("half_m", "half_n", "half_k"):
     assert 0 <= get(k) < 1e5, k
-for b in re.findall(r"bytes_per_second:\s*([-+.\deE]+)", text):
+links, caches = text.split("\nlinks:")[1], text.split("\ncaches:")[1].split("\nlinks:")[0]
+for b in re.findall(r"bytes_per_second:\s*([-+.\deE]+)", links):
     assert 1e7 < float(b) < 1e12, b
+# The caches: each ramp's ends in order, its rates plausible; all 0 when nothing turned
+# cold on this machine (caches larger than the sweep).
+for prefix, rate_key in (("", "gemm"), ("small_rows_", "small_rows_gemm"), ("copy_", "copy")):
+    warm, cold = get(prefix + "warm_bytes"), get(prefix + "cold_bytes")
+    assert 0 <= warm <= cold < 1e12, (prefix, warm, cold)
+    rate = get(rate_key + "_bytes_per_second")
+    assert rate == 0 if cold == 0 else 1e7 < rate < 1e12, (prefix, rate)
 for l in re.findall(r"latency_seconds:\s*([-+.\deE]+)", text):
     assert 0 <= float(l) < 1e-2, l
 PY
