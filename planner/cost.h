@@ -53,11 +53,17 @@ CollectiveTraffic collective_traffic(const Plan& plan, const Op& op, const Netwo
 //  - collectives: sync_overhead + link latency, each per synchronised exchange, +
 //    (bytes per replica) / 2 / link rate (sent and received overlap);
 //  - alloc and free: nothing.
+// On a CPU profile with a `caches:` section, a GEMM adds the cold part of its weight-sized
+// operand, and a remote copy the cold part of its bytes at the cold copy rate, the part
+// set by a thread's working set (its replicas' tensors of a repeat's body or a phase; its
+// replicas' remote buffers) on the profile's measured ramps; a GEMM one replica spreads
+// over the threads adds a run of the pool with its threads spinning (pool_run_seconds).
 // With io_mode io or io_overlapped, `plan.io_tiles` of the profile's tiles stream data
 // and only the rest compute (PopXL io_tiles). io_overlapped overlaps a repeat's stream
 // bytes with its compute, a two-stage pipeline: steps * max(serial, bytes) +
 // min(serial, bytes); latencies and syncs stay serial. Loads preloaded into a phase
-// (execution.io_schedule: preload) overlap that phase.
+// (execution.io_schedule: preload) overlap that phase; on a CPU both overlap only when a
+// core is left for the engine's IO thread.
 //
 // A collective: sync_overhead and the link latency per synchronised exchange (GCL's
 // all-reduce is two: a reduce-scatter then an all-gather), then its bytes. With

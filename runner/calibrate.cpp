@@ -226,7 +226,8 @@ CacheSweep cache_sweep(Machine& machine, std::vector<std::int64_t> micro_batches
       std::vector<Sets> data(static_cast<std::size_t>(machine.threads));
       for (auto& d : data)
         for (std::int64_t c = 0; c < copies; ++c) d.sets.emplace_back(rows, w, w);
-      point.working_set_bytes = static_cast<double>(copies * data[0].sets[0].bytes());
+      point.working_set_bytes += static_cast<double>(copies * data[0].sets[0].bytes()) /
+                                 static_cast<double>(sweep.rows.size());
       point.seconds += machine.per_call_on_all(data, [&](Sets& s) {
         const LayerData& d = s.sets[s.next];
         s.next = (s.next + 1) % s.sets.size();
@@ -521,29 +522,17 @@ Link collectives(Machine& machine) {
   return {bytes_per_replica / 2 / std::max(1e-12, reduce_big - reduce_tiny), latency};
 }
 
-// A run of the thread pool as the engine meets it between segments and spread GEMMs:
-// its threads asleep, having spun past their wait (engine/runtime/thread_pool.cpp spins
-// 50 us) while the caller computed, then woken and waited for.
-double barrier(Machine& machine) {
-  std::vector<double> t;
-  for (int i = 0; i < 100; ++i) {
-    const auto idle = Clock::now();
-    while (since(idle) < 200e-6) {
-    }  // the caller computes while the pool's threads fall asleep
-    const auto t0 = Clock::now();
-    machine.pool.run(machine.threads, [](std::int64_t) {});
-    t.push_back(since(t0));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-// A run of the thread pool right after another, its threads still spinning, as a lone
-// replica's spread GEMMs meet it one after another.
-double pool_run(Machine& machine) {
+// The median of `runs` runs of the thread pool, each after the caller has computed for
+// `idle` seconds: past the threads' 50 us of spinning (engine/runtime/thread_pool.cpp)
+// they have gone to sleep and are woken and waited for; right after another run they
+// still spin.
+double pool_run(Machine& machine, double idle, int runs) {
   std::vector<double> t;
   machine.pool.run(machine.threads, [](std::int64_t) {});
-  for (int i = 0; i < 1000; ++i) {
+  for (int i = 0; i < runs; ++i) {
+    const auto computing = Clock::now();
+    while (since(computing) < idle) {
+    }
     const auto t0 = Clock::now();
     machine.pool.run(machine.threads, [](std::int64_t) {});
     t.push_back(since(t0));
@@ -660,8 +649,10 @@ MachineCalibration calibrate_machine(const CalibrateOptions& options) {
   p.host = link(host);
   p.ipu_link = link(collectives);
   p.op_overhead_seconds = median_of([&](int) { return op_overhead(machine); });
-  p.barrier_seconds = median_of([&](int) { return barrier(machine); });
-  p.pool_run_seconds = median_of([&](int) { return pool_run(machine); });
+  // Between a step's segments the pool's threads have slept; between a lone replica's
+  // spread GEMMs they still spin.
+  p.barrier_seconds = median_of([&](int) { return pool_run(machine, 200e-6, 100); });
+  p.pool_run_seconds = median_of([&](int) { return pool_run(machine, 0.0, 1000); });
   // Host and remote transfers are copies on the replica's own thread: nothing
   // synchronises beyond what the links' latencies measured.
   p.sync_overhead_seconds = 0.0;

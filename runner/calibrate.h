@@ -64,7 +64,7 @@ struct Measured {
 struct CacheSweep {
   std::vector<std::int64_t> rows;  // GEMMs: the micro-batches, their timings summed; copies: none
   struct Point {
-    double working_set_bytes = 0.0;  // per thread
+    double working_set_bytes = 0.0;  // per thread, the mean over the micro-batches
     double seconds = 0.0;            // per call of the kernels, summed over the micro-batches
     double cold_fraction = 0.0;      // of the largest set's extra time, this set's
   };
