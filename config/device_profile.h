@@ -118,7 +118,7 @@ struct DeviceProfile {
   std::vector<Fitted> fitted;
 
   [[nodiscard]] bool is_cpu() const { return host_threads > 0; }
-  [[nodiscard]] double cold_fraction(double working_set_bytes) const {
+  [[nodiscard]] double gemm_cold_fraction(double working_set_bytes) const {
     return ramp(working_set_bytes, cache_warm_bytes, cache_cold_bytes);
   }
   [[nodiscard]] double small_rows_cold_fraction(double working_set_bytes) const {

@@ -283,6 +283,10 @@ class Timer {
       cycle_meeting_ = p.barrier_seconds;
     io_streams_ = static_cast<std::int64_t>(
         pattern == config::SyncPattern::kReplicaAndLadder && !p.is_cpu() ? (r_ + 1) / 2 : r_);
+    // The remote store's copies: a thread copies for its replicas in turn, each cycling
+    // through its remote buffers once a step; the part of them that comes cold.
+    if (p.is_cpu())
+      copy_cold_ = p.copy_cold_fraction(static_cast<double>(plan.streaming_bytes) * turns_);
   }
 
   // An op's time on a thread that cycles through `working_set` bytes (working_set()).
@@ -461,14 +465,12 @@ class Timer {
     return s;
   }
 
-  // What a remote copy adds when the remote store has outgrown the caches: a thread
-  // copies for its replicas in turn (turns of them), each cycling through its remote
-  // buffers once a step; the cold part moves at the cold copy rate, not the link's.
+  // What a remote copy adds when the remote store has outgrown the caches: its cold part
+  // (copy_cold_) moves at the cold copy rate, not the link's.
   double remote_cold_seconds(std::uint64_t bytes) const {
-    if (!p_.is_cpu() || p_.cold_copy_bytes_per_second <= 0.0 || bytes == 0) return 0.0;
-    const double cold = p_.copy_cold_fraction(static_cast<double>(plan_.streaming_bytes) * turns_);
+    if (copy_cold_ <= 0.0 || p_.cold_copy_bytes_per_second <= 0.0 || bytes == 0) return 0.0;
     const double b = static_cast<double>(bytes);
-    return cold *
+    return copy_cold_ *
            std::max(0.0, b / p_.cold_copy_bytes_per_second - b / p_.streaming.rate(io_streams_));
   }
 
@@ -507,7 +509,7 @@ class Timer {
     if (working_set <= 0.0 || op_rows == 0) return 0.0;
     const bool small = small_kernels(op_rows);
     const double cold =
-        small ? p_.small_rows_cold_fraction(working_set) : p_.cold_fraction(working_set);
+        small ? p_.small_rows_cold_fraction(working_set) : p_.gemm_cold_fraction(working_set);
     const double rate = small ? p_.small_rows_cold_bytes_per_second : p_.cold_gemm_bytes_per_second;
     if (cold <= 0.0 || rate <= 0.0) return 0.0;
     return cold * 4.0 * static_cast<double>(m.m * m.n * m.k / op_rows) / rate;
@@ -586,6 +588,7 @@ class Timer {
   double io_barrier_ = 0.0;      // a CPU's pool run per chunk under full
   double cycle_meeting_ = 0.0;   // a pipelined group's meeting at a cycle, on a CPU
   std::int64_t io_streams_ = 1;  // devices streaming over the host link at once
+  double copy_cold_ = 0.0;       // a CPU: the cold part of the remote store's copies
 };
 
 // A phase's time: its ops one after another, except that the loads preloaded into it

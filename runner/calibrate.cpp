@@ -204,7 +204,7 @@ void time_layer(Machine& machine, std::int64_t rows, std::int64_t in, std::int64
   timings.push_back({"input grad", rows, in, out, rows, input, 0.0});
 }
 
-// The caches (config/device_profile.h cold_fraction): one layer's three kernels
+// The caches (config/device_profile.h gemm_cold_fraction): one layer's three kernels
 // (512 x 512, as fc2 and fc3) timed on every thread at once, each thread cycling through
 // `copies` sets of the layer's operands, as a step cycles through its layers' and its
 // replicas' data; the micro-batches' timings summed, so one's noise moves the fit less.
