@@ -132,21 +132,22 @@ for line in open(sys.argv[1]):
         r["est"].append(float(est))
         r["runs"].append(float(meas))
 tol = float(sys.argv[2])
-print(f"{'config':<36} {'estimated':>11} {'measured':>11} {'spread':>7} {'error':>8}")
+print(f"{'config':<36} {'estimated':>11} {'measured':>11} {'spread':>7} {'error':>8}   each round")
 outside = []
 for name, r in rows.items():
     meas = statistics.median(r["runs"])
     spread = max(r["runs"]) / min(r["runs"]) - 1
     # Each round's estimate against its own run; the median over the rounds.
-    err = statistics.median(e / m - 1 for e, m in zip(r["est"], r["runs"]))
+    errs = [e / m - 1 for e, m in zip(r["est"], r["runs"])]
+    err = statistics.median(errs)
     mark = "" if abs(err) <= tol else "  outside"
     if mark:
         outside.append(name)
     print(f"{name:<36} {statistics.median(r['est']):>11,.0f} {meas:>11,.0f} {spread:>6.0%} "
-          f"{err:>+7.1%}{mark}")
+          f"{err:>+7.1%}   {' '.join(f'{x * 100:+.0f}' for x in errs)}{mark}")
 print(f"samples/s, the median over {len(next(iter(rows.values()))['runs'])} rounds; spread: of "
       f"the runs, max / min - 1; error: each round's estimate / its run - 1, the median over "
-      f"the rounds; tolerance ±{tol:.0%}")
+      f"the rounds (each round's, in %, after it); tolerance ±{tol:.0%}")
 print(f"{len(rows) - len(outside)} of {len(rows)} within; outside: {', '.join(outside) or 'none'}")
 print(f"load before: {sys.argv[3].split('load average:')[-1].strip()}; "
       f"after: {sys.argv[4].split('load average:')[-1].strip()}")

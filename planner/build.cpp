@@ -1422,11 +1422,13 @@ class Builder {
     p_.memory_per_replica =
         c_.device.memory_per_replica != 0 ? c_.device.memory_per_replica : profile->memory_bytes;
     p_.io_tiles = c_.execution.io_tiles;
-    estimate_time(p_, *profile);
+    // The memory walk and the host bytes first: on a CPU the cost model prices the cold
+    // part of the remote store's copies from the bytes a step cycles through.
     const MemoryWalk walk = analyse_memory(p_);
     p_.host_bytes_per_step = 0;
     for (const auto& ph : p_.phases)
       for (const auto& o : ph.ops) p_.host_bytes_per_step += o.host_bytes;
+    estimate_time(p_, *profile);
     p_.fits = p_.peak_bytes <= p_.memory_per_replica;
     if (!p_.fits) report_not_fitting(walk);
   }

@@ -284,9 +284,12 @@ class Timer {
     io_streams_ = static_cast<std::int64_t>(
         pattern == config::SyncPattern::kReplicaAndLadder && !p.is_cpu() ? (r_ + 1) / 2 : r_);
     // The remote store's copies: a thread copies for its replicas in turn, each cycling
-    // through its remote buffers once a step; the part of them that comes cold.
+    // once a step through its remote buffers, its device memory and the step's host data
+    // (the memory walk's figures); the part of them that comes cold.
     if (p.is_cpu())
-      copy_cold_ = p.copy_cold_fraction(static_cast<double>(plan.streaming_bytes) * turns_);
+      copy_cold_ = p.copy_cold_fraction(
+          static_cast<double>(plan.streaming_bytes + plan.peak_bytes + plan.host_bytes_per_step) *
+          turns_);
   }
 
   // An op's time on a thread that cycles through `working_set` bytes (working_set()).

@@ -6,6 +6,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "planner/build.h"
+#include "tests/planner/configs.h"
+
 using namespace popkit::planner;
 namespace tt = boost::test_tools;
 
@@ -317,8 +320,8 @@ BOOST_AUTO_TEST_CASE(a_cpu_prices_the_cold_part_of_a_gemms_operand) {
   BOOST_TEST(priced(p, d) == kForward, tt::tolerance(1e-12));
 }
 
-// The remote store cycles through every replica's remote buffers once a step: once a
-// thread's replicas' buffers outgrow its caches, its copies run at the cold copy rate.
+// Once a step a thread cycles through its replicas' remote buffers, device memory and host
+// data: as those outgrow its caches, its copies run at the cold copy rate.
 BOOST_AUTO_TEST_CASE(a_cpu_copies_a_cold_remote_store_at_its_rate) {
   Plan p = tiny();
   p.streaming_bytes = 1000;
@@ -331,6 +334,12 @@ BOOST_AUTO_TEST_CASE(a_cpu_copies_a_cold_remote_store_at_its_rate) {
   BOOST_TEST(priced(p, d) == 1e-7 + 32 / 1e9, tt::tolerance(1e-12));
   p.streaming_bytes = 2000;  // halfway
   BOOST_TEST(priced(p, d) == 1e-7 + 32 / 1e9 + 0.5 * 32 / 1e9, tt::tolerance(1e-12));
+  // The thread cycles through its device memory and the step's host data too.
+  p.streaming_bytes = 1000;
+  p.peak_bytes = 600;
+  p.host_bytes_per_step = 400;
+  BOOST_TEST(priced(p, d) == 1e-7 + 32 / 1e9 + 0.5 * 32 / 1e9, tt::tolerance(1e-12));
+  p.peak_bytes = p.host_bytes_per_step = 0;
   p.streaming_bytes = 4000;
   BOOST_TEST(priced(p, d) == 1e-7 + 32 / 0.5e9, tt::tolerance(1e-12));
   // Two replicas on the thread, each its own 2000 bytes: all cold, each its turn.
@@ -338,6 +347,36 @@ BOOST_AUTO_TEST_CASE(a_cpu_copies_a_cold_remote_store_at_its_rate) {
   two.streaming_bytes = 2000;
   two.phases.push_back({"load", {load(OpKind::kRemoteLoad, 2)}, {}, 0.0, -1, {}});
   BOOST_TEST(priced(two, d) == 2 * (1e-7 + 32 / 0.5e9), tt::tolerance(1e-12));
+}
+
+// The same on a plan the builder makes, not one put together by hand as above: the
+// builder sums the remote store (streaming_bytes) before it prices the plan, so a CPU
+// whose store has outgrown its caches pays the cold rate for every remote byte.
+BOOST_AUTO_TEST_CASE(a_built_plan_copies_its_cold_remote_store_at_the_cold_rate) {
+  popkit::config::Config c = test::mnist_phased();  // R 2, weights and state remote
+  DeviceProfile& d = *c.device.resolved;
+  d.host_threads = 2;  // a CPU: a thread per replica
+  const Plan warm = build_plan(c);
+  d.copy_warm_bytes = 1.0;
+  d.copy_cold_bytes = 2.0;  // every store is all cold
+  d.cold_copy_bytes_per_second = d.streaming.rate(2) / 2;
+  const Plan cold = build_plan(c);
+  BOOST_TEST(cold.streaming_bytes > 0u);
+  // A step's remote bytes on a replica, each repeat's body as often as it runs.
+  const auto remote = [](const auto& self, const std::vector<Op>& ops) -> double {
+    double bytes = 0.0;
+    for (const Op& op : ops)
+      bytes += op.kind == OpKind::kRepeat ? static_cast<double>(op.steps) * self(self, op.body)
+                                          : static_cast<double>(op.remote_bytes);
+    return bytes;
+  };
+  double bytes = 0.0;
+  for (const Phase& ph : cold.phases) bytes += remote(remote, ph.ops);
+  BOOST_TEST(bytes > 0.0);
+  // At half the rate, each byte takes its warm time again.
+  BOOST_TEST(
+      cold.estimated_step_seconds - warm.estimated_step_seconds == bytes / d.streaming.rate(2),
+      tt::tolerance(1e-9));
 }
 
 // A collective on a CPU: each synchronised exchange is a run of the thread pool.
