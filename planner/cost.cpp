@@ -285,11 +285,15 @@ class Timer {
         pattern == config::SyncPattern::kReplicaAndLadder && !p.is_cpu() ? (r_ + 1) / 2 : r_);
     // The remote store's copies: a thread copies for its replicas in turn, each cycling
     // once a step through its remote buffers, its device memory and the step's host data
-    // (the memory walk's figures); the part of them that comes cold.
-    if (p.is_cpu())
-      copy_cold_ = p.copy_cold_fraction(
+    // (the memory walk's figures); the part of them that comes cold moves at the cold
+    // copy rate, not the link's.
+    if (p.is_cpu() && p.cold_copy_bytes_per_second > 0.0) {
+      const double cold = p.copy_cold_fraction(
           static_cast<double>(plan.streaming_bytes + plan.peak_bytes + plan.host_bytes_per_step) *
           turns_);
+      copy_cold_seconds_per_byte_ = cold * std::max(0.0, 1.0 / p.cold_copy_bytes_per_second -
+                                                             1.0 / p.streaming.rate(io_streams_));
+    }
   }
 
   // An op's time on a thread that cycles through `working_set` bytes (working_set()).
@@ -395,7 +399,7 @@ class Timer {
       case OpKind::kRemoteLoad:
       case OpKind::kRemoteStore:
         s = io_stream(p_.streaming, op.remote_bytes);
-        s.transfer += remote_cold_seconds(op.remote_bytes);
+        s.transfer += copy_cold_seconds_per_byte_ * static_cast<double>(op.remote_bytes);
         break;
       case OpKind::kAllGather:
       case OpKind::kReduceScatter:
@@ -466,15 +470,6 @@ class Timer {
     s.serial = io_sync_ + link.latency_seconds;
     s.transfer = static_cast<double>(bytes) / link.rate(io_streams_);
     return s;
-  }
-
-  // What a remote copy adds when the remote store has outgrown the caches: its cold part
-  // (copy_cold_) moves at the cold copy rate, not the link's.
-  double remote_cold_seconds(std::uint64_t bytes) const {
-    if (copy_cold_ <= 0.0 || p_.cold_copy_bytes_per_second <= 0.0 || bytes == 0) return 0.0;
-    const double b = static_cast<double>(bytes);
-    return copy_cold_ *
-           std::max(0.0, b / p_.cold_copy_bytes_per_second - b / p_.streaming.rate(io_streams_));
   }
 
   // A forward or backward's micro-batch rows: its first input's leading dimension.
@@ -591,7 +586,8 @@ class Timer {
   double io_barrier_ = 0.0;      // a CPU's pool run per chunk under full
   double cycle_meeting_ = 0.0;   // a pipelined group's meeting at a cycle, on a CPU
   std::int64_t io_streams_ = 1;  // devices streaming over the host link at once
-  double copy_cold_ = 0.0;       // a CPU: the cold part of the remote store's copies
+  // A CPU: what the cold part of the remote store's copies adds, per byte copied.
+  double copy_cold_seconds_per_byte_ = 0.0;
 };
 
 // A phase's time: its ops one after another, except that the loads preloaded into it

@@ -57,8 +57,8 @@ CollectiveTraffic collective_traffic(const Plan& plan, const Op& op, const Netwo
 // operand, and a remote copy the cold part of its bytes at the cold copy rate, the part
 // set by a thread's working set (its replicas' tensors of a repeat's body or a phase; its
 // replicas' remote buffers, device memory and host data of a step) on the profile's
-// measured ramps; a GEMM one replica spreads
-// over the threads adds a run of the pool with its threads spinning (pool_run_seconds).
+// measured ramps; a GEMM one replica spreads over the threads adds a run of the pool with
+// its threads spinning (pool_run_seconds).
 // With io_mode io or io_overlapped, `plan.io_tiles` of the profile's tiles stream data
 // and only the rest compute (PopXL io_tiles). io_overlapped overlaps a repeat's stream
 // bytes with its compute, a two-stage pipeline: steps * max(serial, bytes) +
