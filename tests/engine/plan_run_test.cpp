@@ -6,6 +6,7 @@
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -322,15 +323,24 @@ BOOST_AUTO_TEST_CASE(a_failing_load_is_reported_alike_in_every_io_mode) {
 }
 
 // Batches that log the order of the host loads, (replica, accumulation step), from
-// every replica's thread; each load takes 0.5 ms, replica 1's 5 ms.
+// every replica's thread; each load takes 0.5 ms, replica 1's 5 ms. With `hold`, replica
+// 1's second load of step 0 (its labels) waits, at most 10 s, for replica 0 to load step
+// 1: a replica that does not wait for replica 1 then runs ahead of it however the
+// machine schedules the threads, and one that does wait times out into the wrong order.
 class LoggedBatches final : public engine::BatchSource {
  public:
-  explicit LoggedBatches(const engine::BatchSource& inner) : inner_(inner) {}
+  LoggedBatches(const engine::BatchSource& inner, bool hold) : inner_(inner), hold_(hold) {}
   engine::MicroBatch micro_batch(std::int64_t r, std::int64_t s) const override {
     {
-      const std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
+      const auto logged = [&](std::int64_t rr, std::int64_t ss) {
+        return std::count(log_.begin(), log_.end(), std::pair{rr, ss});
+      };
+      if (hold_ && r == 1 && s == 0 && logged(1, 0) == 1)
+        changed_.wait_for(lock, std::chrono::seconds(10), [&] { return logged(0, 1) > 0; });
       log_.emplace_back(r, s);
     }
+    changed_.notify_all();
     // A load that takes a while, so that replicas on other threads run meanwhile, and
     // one replica slower, so that those that do not wait for it run ahead.
     std::this_thread::sleep_for(std::chrono::microseconds(r == 1 ? 5000 : 500));
@@ -343,7 +353,9 @@ class LoggedBatches final : public engine::BatchSource {
 
  private:
   const engine::BatchSource& inner_;
+  bool hold_;
   mutable std::mutex mu_;
+  mutable std::condition_variable changed_;
   mutable std::vector<std::pair<std::int64_t, std::int64_t>> log_;
 };
 
@@ -367,7 +379,7 @@ BOOST_AUTO_TEST_CASE(host_loads_wait_as_the_sync_pattern_says) {
       std::vector<std::int64_t> order(static_cast<std::size_t>(train_set().n));
       std::iota(order.begin(), order.end(), 0);
       batches.set_batch(order, 0);
-      const LoggedBatches logged(batches);
+      const LoggedBatches logged(batches, ladder);
       e.train_step(logged);
       const auto log = logged.log();
       BOOST_REQUIRE_EQUAL(log.size(), 32u);  // 4 replicas x 4 steps x (images, labels)
