@@ -12,7 +12,9 @@
 # Prints, per phase and op label (a repeat's body summed over its steps): estimated and
 # measured microseconds per step (the mean over the replicas, and the slowest), then per
 # phase its estimate, its wall time, its ops' and collectives' times, and the gap: the
-# wall time no op accounts for (pool runs, replicas waiting for each other).
+# wall time no op accounts for; of it, with R > 1, the segments' runs of the pool per
+# step, their time beyond the slowest replica's ops (pool) and the slowest replica's
+# beyond the mean (waits).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="" profile="" steps=120 sets=()
@@ -59,16 +61,22 @@ for (ph, label), t in est.items():
     if d is None and t < 1e-7: continue
     mean, most = replicas(d) if d else (0.0, 0.0)
     print(f"{ph[len(mb):][:42]:<42} {label[:42]:<42} {t * 1e6:8.1f} {mean * 1e6:8.1f} {most * 1e6:8.1f}")
-print(f"\n{'phase':<42} {'est us':>8} {'wall us':>8} {'ops':>8} {'coll':>8} {'gap':>8}")
+print(f"\n{'phase':<42} {'est us':>8} {'wall us':>8} {'ops':>8} {'coll':>8} {'gap':>8} "
+      f"{'runs':>5} {'pool':>8} {'waits':>8}")
 phase_est = {p["name"]: p["estimated_seconds"] for p in plan["phases"]}
 for name, pe in phase_est.items():
-    wall = ops = coll = 0.0
+    wall = ops = coll = pool = waits = runs = 0.0
     for (ph, label), d in meas.items():
         if ph != mb + name: continue
         if label == "PHASE": wall += sum(d.values())
-        elif label.startswith("SEGMENT"): pass
+        elif label == "DISP": pool += d["x"]
+        elif label == "IMB": waits += d["x"]
+        elif label.startswith("SEGMENT") or label == "SEGOPS": pass
         elif "all" in d: coll += d["all"]
         else: ops += replicas(d)[0]
+    for line in open(f"{work}/opt"):
+        f = line.rstrip("\n").split("\t")
+        if f[0] == "OPT" and f[1] == mb + name and f[2] == "DISP": runs += int(f[5]) / steps
     print(f"{name[:42]:<42} {pe * 1e6:8.1f} {wall * 1e6:8.1f} {ops * 1e6:8.1f} {coll * 1e6:8.1f} "
-          f"{(wall - ops - coll) * 1e6:8.1f}")
+          f"{(wall - ops - coll) * 1e6:8.1f} {runs:5.1f} {pool * 1e6:8.1f} {waits * 1e6:8.1f}")
 PY

@@ -56,6 +56,10 @@ struct DeviceProfile {
   // curve that rises with the rows can say so). 0: the curve for every GEMM.
   double gemm_small_rows = 0.0;
   double gemm_small_rows_efficiency = 0.0;
+  // A CPU: one replica's GEMM spread over the threads in column blocks (R = 1), its rate
+  // against the same blocks on threads that each run a GEMM of their own: they share the
+  // operands and wait for the last block. 0: 1.
+  double gemm_spread_efficiency = 0.0;
   // Everything that is not a GEMM (activations, loss, accumulation, the optimizer):
   // element-wise work at this rate on all tiles.
   double vector_flops_per_second = 0.0;
@@ -88,6 +92,9 @@ struct DeviceProfile {
   double copy_warm_bytes = 0.0;
   double copy_cold_bytes = 0.0;
   double cold_copy_bytes_per_second = 0.0;
+  // The optimizer's step (element-wise, each weight's state read and written once a step)
+  // on the copies' ramp: the part that comes cold runs at cold_vector_flops_per_second.
+  double cold_vector_flops_per_second = 0.0;
 
   LinkProfile ipu_link;   // collectives between replicas, per replica
   LinkProfile streaming;  // remote buffers in streaming memory
@@ -106,6 +113,11 @@ struct DeviceProfile {
   // 50 us before they sleep), as a lone replica's GEMMs run their column blocks one GEMM
   // after another. 0: barrier_seconds.
   double pool_run_seconds = 0.0;
+  // A CPU: per weight of a gradient accumulator, what folding a micro-batch's gradient
+  // into the running mean adds to the weight gradient (the kernels scale the accumulator
+  // as they write it), at each micro-batch after the first. 0: the running mean is
+  // priced as planner::kRunningMeanFlops a weight at vector_flops_per_second.
+  double accumulate_seconds = 0.0;
 
   // The parameters calibration fits (keys of profile_parameters()), each with its prior:
   // the value the fit starts from and pulls towards, so fitting again from the fitted

@@ -262,6 +262,7 @@ class Timer {
       turns_ = std::ceil(r / threads);
       collective_share_ = r / std::min(r, threads);
       gemm_threads_ = r_ == 1 ? static_cast<std::int64_t>(threads) : 1;
+      if (p.gemm_spread_efficiency > 0.0) spread_efficiency_ = p.gemm_spread_efficiency;
       // io_overlapped's IO thread needs a core the compute threads leave free.
       overlap_ = r_ > 1 && r < threads;
     }
@@ -277,6 +278,9 @@ class Timer {
     const bool pipelined = plan.pipeline && plan.pipeline->stages.size() > 1;
     if (p.is_cpu() && r_ > 1 && !pipelined && pattern == config::SyncPattern::kFull)
       io_barrier_ = p.barrier_seconds;
+    // R > 1 replicas on a CPU run each segment as a run of the engine's pool, its threads
+    // asleep since the last (engine/engine.cpp on_every_replica; one replica runs inline).
+    if (p.is_cpu() && r_ > 1 && !pipelined) segment_run_ = p.barrier_seconds;
     // A pipelined plan's groups meet once per cycle with a syncing transfer: on a CPU a
     // barrier of the stage threads (engine/engine.cpp, run_stage).
     if (p.is_cpu() && pipelined && pattern != config::SyncPattern::kSinglePipeline)
@@ -287,18 +291,27 @@ class Timer {
     // once a step through its remote buffers, its device memory and the step's host data
     // (the memory walk's figures); the part of them that comes cold moves at the cold
     // copy rate, not the link's.
-    if (p.is_cpu() && p.cold_copy_bytes_per_second > 0.0) {
-      const double cold = p.copy_cold_fraction(
-          static_cast<double>(plan.streaming_bytes + plan.peak_bytes + plan.host_bytes_per_step) *
-          turns_);
-      copy_cold_seconds_per_byte_ = cold * std::max(0.0, 1.0 / p.cold_copy_bytes_per_second -
-                                                             1.0 / p.streaming.rate(io_streams_));
-    }
+    // The optimizer's step reads and writes each weight's state once a step: what it
+    // touches comes back after the same cycle, on the same ramp, at the cold element-wise
+    // rate.
+    const double step_cycle = p.copy_cold_fraction(
+        static_cast<double>(plan.streaming_bytes + plan.peak_bytes + plan.host_bytes_per_step) *
+        turns_);
+    if (p.is_cpu() && p.cold_copy_bytes_per_second > 0.0)
+      copy_cold_seconds_per_byte_ =
+          step_cycle *
+          std::max(0.0, 1.0 / p.cold_copy_bytes_per_second - 1.0 / p.streaming.rate(io_streams_));
+    if (p.is_cpu() && p.cold_vector_flops_per_second > 0.0)
+      optimizer_cold_seconds_per_flop_ =
+          step_cycle * std::max(0.0, 1.0 / p.cold_vector_flops_per_second -
+                                         1.0 / (p.vector_flops_per_second * fraction_));
   }
 
   // An op's time on a thread that cycles through `working_set` bytes (working_set()).
-  Seconds time(const Op& op, double working_set) const {
-    Seconds s = replica_time(op, working_set);
+  // `accumulating`: the fraction of the op's runs that fold a gradient into the running
+  // mean of its accumulators (a repeat's steps after the first).
+  Seconds time(const Op& op, double working_set, double accumulating = 0.0) const {
+    Seconds s = replica_time(op, working_set, accumulating);
     if (op.kind != OpKind::kRepeat && !is_collective(op)) {
       s.serial *= turns_;
       s.transfer *= turns_;
@@ -332,6 +345,17 @@ class Timer {
     };
     add(add, ops);
     return bytes * static_cast<double>(r_) / p_.host_threads;
+  }
+
+  // The runs of the pool that R > 1 replicas on a CPU make for `ops` (a phase's), each
+  // waking the threads: one per segment (engine/engine.cpp run_body: the local ops,
+  // allocs and frees among them, between collectives and repeats); a repeat's body of
+  // local ops is one segment for all its steps, as is io_overlapped's loop, and one with
+  // collectives makes its segments at every step. A segment `full` cuts into chunks is
+  // priced by chunk_barriers instead.
+  double segment_runs(const std::vector<Op>& ops) const {
+    if (segment_run_ == 0.0) return 0.0;
+    return static_cast<double>(count_segment_runs(ops)) * segment_run_;
   }
 
   // The barriers `full` adds on a CPU (engine/engine.cpp, "sync patterns"): a segment
@@ -374,6 +398,33 @@ class Timer {
   static bool ends_segment(const Op& op) {
     return op.kind == OpKind::kRepeat || is_collective(op) || op.kind == OpKind::kSliceShard;
   }
+  std::int64_t count_segment_runs(const std::vector<Op>& ops) const {
+    std::int64_t runs = 0;
+    bool open = false, io = false;
+    const auto close = [&] {
+      if (open && !(io && io_barrier_ > 0.0)) ++runs;
+      open = io = false;
+    };
+    for (const Op& op : ops) {
+      if (!ends_segment(op)) {
+        open = true;
+        io = io || is_io(op);
+        continue;
+      }
+      close();
+      if (op.kind != OpKind::kRepeat) continue;
+      const bool local =
+          std::none_of(op.body.begin(), op.body.end(), [](const Op& o) { return ends_segment(o); });
+      if (op.io_mode == IoMode::kIoOverlapped)
+        runs += 1;  // the loop's steps and its IO are one run (engine run_overlapped)
+      else if (local)
+        runs += std::min<std::int64_t>(1, count_segment_runs(op.body));
+      else
+        runs += op.steps * count_segment_runs(op.body);
+    }
+    close();
+    return runs;
+  }
   static bool is_io(const Op& op) {
     return op.kind == OpKind::kHostLoad || op.kind == OpKind::kHostStore ||
            op.kind == OpKind::kRemoteLoad || op.kind == OpKind::kRemoteStore;
@@ -384,7 +435,7 @@ class Timer {
   }
 
   // The op on one replica that has a device (or a thread) of its own.
-  Seconds replica_time(const Op& op, double working_set) const {
+  Seconds replica_time(const Op& op, double working_set, double accumulating) const {
     Seconds s;
     switch (op.kind) {
       case OpKind::kAlloc:
@@ -412,8 +463,10 @@ class Timer {
         s.serial = 2 * p_.sync_overhead_seconds + collective(op, 2);
         break;
       case OpKind::kForward:
-      case OpKind::kBackward:
         s.serial = p_.op_overhead_seconds + compute(op.flops, gemms(op), rows(op), working_set);
+        break;
+      case OpKind::kBackward:
+        s.serial = p_.op_overhead_seconds + backward(op, working_set, accumulating);
         break;
       case OpKind::kSend:  // over the IPU-Links between the stages' devices
         s = stream(p_.ipu_link, op.pipeline_bytes);
@@ -424,7 +477,11 @@ class Timer {
         // On-tile fills and copies with no exchange: Poplar runs them within the
         // neighbouring compute sets, so they add no compute set and no sync of their own.
         break;
-      default:  // loss, optimizer step: element-wise
+      case OpKind::kOptimizerStep:
+        s.serial = p_.op_overhead_seconds + compute(op.flops, OpGemms{}, 0, 0.0) +
+                   optimizer_cold_seconds_per_flop_ * static_cast<double>(op.flops);
+        break;
+      default:  // loss: element-wise
         s.serial = p_.op_overhead_seconds + compute(op.flops, OpGemms{}, 0, 0.0);
         break;
     }
@@ -439,8 +496,10 @@ class Timer {
   Seconds repeat(const Op& op) const {
     Seconds step;
     const double ws = working_set(op.body);
+    const double accumulating =
+        op.steps > 1 ? static_cast<double>(op.steps - 1) / static_cast<double>(op.steps) : 0.0;
     for (const Op& inner : op.body) {
-      const Seconds t = time(inner, ws);
+      const Seconds t = time(inner, ws, accumulating);
       step.serial += t.serial;
       step.transfer += t.transfer;
     }
@@ -470,6 +529,24 @@ class Timer {
     s.serial = io_sync_ + link.latency_seconds;
     s.transfer = static_cast<double>(bytes) / link.rate(io_streams_);
     return s;
+  }
+
+  // A backward. The running mean of its gradient accumulators (popxl-addons: acc =
+  // s/(s+1) acc + g/(s+1)) counts kRunningMeanFlops a weight; a CPU profile that measured
+  // it (accumulate_seconds) prices it as the engine runs it instead, folded into the
+  // weight gradient's writes at the micro-batches after the first, over the same threads.
+  double backward(const Op& op, double working_set, double accumulating) const {
+    const OpGemms g = gemms(op);
+    const LayerInfo& l = plan_.layers[static_cast<std::size_t>(op.layer)];
+    const std::uint64_t weights = layer_kind(l.kind).has_params
+                                      ? u(l.in_features) * u(l.out_features) + u(l.out_features)
+                                      : 0;
+    if (!p_.is_cpu() || p_.accumulate_seconds <= 0.0 || weights == 0)
+      return compute(op.flops, g, rows(op), working_set);
+    const std::uint64_t mean_flops = std::min(op.flops, kRunningMeanFlops * weights);
+    return compute(op.flops - mean_flops, g, rows(op), working_set) +
+           accumulating * p_.accumulate_seconds * static_cast<double>(weights) *
+               column_share(g.gemm[0]);
   }
 
   // A forward or backward's micro-batch rows: its first input's leading dimension.
@@ -528,7 +605,7 @@ class Timer {
       const double share = column_share(m);
       seconds +=
           (static_cast<double>(m.flops()) / rate + cold_operand_seconds(m, op_rows, working_set)) *
-          share;
+          share / (share < 1.0 ? spread_efficiency_ : 1.0);
       // The blocks' run of the pool: its threads still spin from the op or the GEMM
       // before, which ran moments ago.
       if (share < 1.0)
@@ -581,13 +658,17 @@ class Timer {
   double turns_ = 1.0;
   double collective_share_ = 1.0;
   std::int64_t gemm_threads_ = 1;
+  double spread_efficiency_ = 1.0;  // of a spread GEMM's blocks, against the threads' own
   bool overlap_ = true;
   double io_sync_ = 0.0;         // sync_overhead per transfer, unless single_pipeline
   double io_barrier_ = 0.0;      // a CPU's pool run per chunk under full
+  double segment_run_ = 0.0;     // a CPU's pool run per segment, R > 1
   double cycle_meeting_ = 0.0;   // a pipelined group's meeting at a cycle, on a CPU
   std::int64_t io_streams_ = 1;  // devices streaming over the host link at once
   // A CPU: what the cold part of the remote store's copies adds, per byte copied.
   double copy_cold_seconds_per_byte_ = 0.0;
+  // A CPU: what the cold part of the optimizer's state adds to its step, per FLOP.
+  double optimizer_cold_seconds_per_flop_ = 0.0;
 };
 
 // A phase's time: its ops one after another, except that the loads preloaded into it
@@ -608,7 +689,7 @@ double phase_seconds(const Phase& ph, const Timer& timer) {
       own += t.total();
     }
   }
-  own += timer.chunk_barriers(ph.ops);
+  own += timer.chunk_barriers(ph.ops) + timer.segment_runs(ph.ops);
   return own + preload.serial + std::max(0.0, preload.transfer - own);
 }
 

@@ -57,11 +57,16 @@ CollectiveTraffic collective_traffic(const Plan& plan, const Op& op, const Netwo
 // operand, and a remote copy the cold part of its bytes at the cold copy rate, the part
 // set by a thread's working set (its replicas' tensors of a repeat's body or a phase; its
 // replicas' remote buffers, device memory and host data of a step) on the profile's
-// measured ramps; a GEMM one replica spreads over the threads adds a run of the pool with
-// its threads spinning (pool_run_seconds).
-// With io_mode io or io_overlapped, `plan.io_tiles` of the profile's tiles stream data
-// and only the rest compute (PopXL io_tiles). io_overlapped overlaps a repeat's stream
-// bytes with its compute, a two-stage pipeline: steps * max(serial, bytes) +
+// measured ramps, and an optimizer step the cold part of its FLOPs at the cold
+// element-wise rate (the copies' ramp and working set: its state comes back once a step); a GEMM
+// one replica spreads over the threads adds a run of the pool with its threads spinning
+// (pool_run_seconds) and runs at gemm_spread_efficiency of its threads' rate. On a CPU, R > 1
+// replicas pay barrier_seconds for each segment of local ops (a run of the engine's pool, its
+// threads woken), and a profile that measured the running mean of the gradient accumulators
+// (accumulate_seconds) prices it per weight at the micro-batches after the first of a repeat,
+// instead of as 3 FLOPs a weight. With io_mode io or io_overlapped, `plan.io_tiles` of the
+// profile's tiles stream data and only the rest compute (PopXL io_tiles). io_overlapped overlaps a
+// repeat's stream bytes with its compute, a two-stage pipeline: steps * max(serial, bytes) +
 // min(serial, bytes); latencies and syncs stay serial. Loads preloaded into a phase
 // (execution.io_schedule: preload) overlap that phase; on a CPU both overlap only when a
 // core is left for the engine's IO thread.

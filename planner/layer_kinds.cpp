@@ -42,7 +42,7 @@ std::uint64_t linear_backward_flops(const LayerInfo& l, std::uint64_t rows, bool
          + (dx ? 2 * rows * w : 0)  // dz W^T
          + outs                     // column sums for the bias
          + outs * act_grad_flops(l.activation) +
-         3 * (w + u(l.out_features));  // running mean of the accumulators
+         kRunningMeanFlops * (w + u(l.out_features));  // running mean of the accumulators
 }
 
 // linear: the forward's x W is [rows, in] x [in, out]; the backward's in^T dz is

@@ -33,6 +33,10 @@ struct OpGemms {
   }
 };
 
+// The running mean of a gradient accumulator (popxl-addons' accumulate_mean: acc =
+// s/(s+1) acc + g/(s+1)), per weight: FLOPs a backward counts for it.
+inline constexpr std::uint64_t kRunningMeanFlops = 3;
+
 struct LayerKind {
   config::LayerType type;
   // A weight [in, out] and a bias [out], trained by the optimizer. With parameters a

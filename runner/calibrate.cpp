@@ -149,21 +149,26 @@ struct LayerData {
         wf(planner::linear_forward_workspace(rows, in, out)),
         wb(planner::linear_backward_workspace(rows, in, out, true)) {}
 
-  void forward(const engine::Kernels& k) const {
-    in_blocks(rows * in, out, [&](std::int64_t j0, std::int64_t j1) {
+  // Each kernel runs its column blocks one after another, or with `pool` spread over its
+  // threads as the engine spreads a lone replica's (engine/engine.cpp in_column_blocks).
+  void forward(const engine::Kernels& k, engine::ThreadPool* pool = nullptr) const {
+    in_blocks(pool, rows * in, out, [&](std::int64_t j0, std::int64_t j1) {
       k.linear_act_forward_columns(config::Activation::kNone, x.data(), w.data(), b.data(),
                                    y.data(), y.data(), rows, in, out, j0, j1, wf.of(j0),
                                    wf.region_bytes);
     });
   }
-  void weight_grad(const engine::Kernels& k) const {
-    in_blocks(rows * in, out, [&](std::int64_t j0, std::int64_t j1) {
-      k.linear_grad_columns(dz.data(), x.data(), gw.data(), gb.data(), rows, in, out, 0, j0, j1,
+  // At micro-batch `step` of an accumulation: after the first, the kernels fold the
+  // gradient into the accumulators' running mean.
+  void weight_grad(const engine::Kernels& k, std::int64_t step = 0,
+                   engine::ThreadPool* pool = nullptr) const {
+    in_blocks(pool, rows * in, out, [&](std::int64_t j0, std::int64_t j1) {
+      k.linear_grad_columns(dz.data(), x.data(), gw.data(), gb.data(), rows, in, out, step, j0, j1,
                             wb.of(j0), wb.region_bytes);
     });
   }
-  void input_grad(const engine::Kernels& k) const {
-    in_blocks(rows * out, in, [&](std::int64_t i0, std::int64_t i1) {
+  void input_grad(const engine::Kernels& k, engine::ThreadPool* pool = nullptr) const {
+    in_blocks(pool, rows * out, in, [&](std::int64_t i0, std::int64_t i1) {
       k.linear_dx_columns(dz.data(), w.data(), dx.data(), rows, in, out, i0, i1, wb.of(i0),
                           wb.region_bytes);
     });
@@ -180,10 +185,17 @@ struct LayerData {
 
  private:
   template <typename Fn>
-  static void in_blocks(std::int64_t rows_x_inner, std::int64_t n_cols, Fn&& fn) {
+  static void in_blocks(engine::ThreadPool* pool, std::int64_t rows_x_inner, std::int64_t n_cols,
+                        Fn&& fn) {
     const planner::ColumnBlocks cb = planner::column_blocks(rows_x_inner, n_cols);
-    for (std::int64_t j = 0; j < cb.n; ++j)
+    const auto block = [&](std::int64_t j) {
       fn(j * cb.width, cb.n == 1 ? n_cols : std::min(n_cols, (j + 1) * cb.width));
+    };
+    if (pool != nullptr && cb.n > 1) {
+      pool->run(cb.n, block);
+      return;
+    }
+    for (std::int64_t j = 0; j < cb.n; ++j) block(j);
   }
 };
 
@@ -202,6 +214,64 @@ void time_layer(Machine& machine, std::int64_t rows, std::int64_t in, std::int64
   timings.push_back({"forward", rows, out, in, rows, forward, 0.0});
   timings.push_back({"weight grad", in, out, rows, rows, grad, 0.0});
   timings.push_back({"input grad", rows, in, out, rows, input, 0.0});
+}
+
+// A lone replica's GEMMs spread over the threads (config/device_profile.h
+// gemm_spread_efficiency): one layer's three kernels with their column blocks on the pool,
+// as the engine runs them for R = 1, against their price from the kernels timed on every
+// thread at once (`gemms`): each kernel's share of its blocks (the slowest thread's,
+// planner's column_share) and a run of the pool with its threads spinning. The priced
+// time over the measured, summed over the MNIST plans' two large layers at 8-256 rows.
+double spread_efficiency(Machine& machine, const std::vector<GemmTiming>& gemms,
+                         double pool_run_seconds) {
+  const engine::Kernels& k = engine::kernels();
+  double priced = 0.0, measured = 0.0;
+  for (const auto& [in, out] : {std::pair<std::int64_t, std::int64_t>{784, 512}, {512, 512}})
+    for (const std::int64_t rows : {8, 16, 32, 64, 128, 256}) {
+      const LayerData d(rows, in, out);
+      measured += per_call(
+          [&] {
+            d.forward(k, &machine.pool);
+            d.weight_grad(k, 0, &machine.pool);
+            d.input_grad(k, &machine.pool);
+          },
+          machine.batch);
+      for (const GemmTiming& g : gemms) {
+        const bool forward = g.kernel == "forward" && g.m == rows && g.n == out && g.k == in;
+        const bool grad = g.kernel == "weight grad" && g.m == in && g.n == out && g.k == rows;
+        const bool input = g.kernel == "input grad" && g.m == rows && g.n == in && g.k == out;
+        if (!forward && !grad && !input) continue;
+        const planner::ColumnBlocks cb = planner::column_blocks(g.m * g.k, g.n);
+        const std::int64_t per_thread = (cb.n + machine.threads - 1) / machine.threads;
+        priced += cb.n == 1
+                      ? g.seconds
+                      : g.seconds * static_cast<double>(per_thread) / static_cast<double>(cb.n) +
+                            pool_run_seconds;
+      }
+    }
+  return priced / measured;
+}
+
+// The running mean of the gradient accumulators (config/device_profile.h
+// accumulate_seconds): the weight gradient at a micro-batch after the first against the
+// first's, timed one after the other on every thread at once, on the MNIST plans' two
+// large layers at the micro-batches where it is not lost in the GEMM's time; what the
+// later ones add, summed, per weight summed. Up to 64 rows: beyond, a few microseconds
+// are noise beside a GEMM of a millisecond.
+double accumulate_seconds(Machine& machine) {
+  const engine::Kernels& k = engine::kernels();
+  double extra = 0.0, weights = 0.0;
+  for (const auto& [in, out] : {std::pair<std::int64_t, std::int64_t>{784, 512}, {512, 512}})
+    for (const std::int64_t rows : {8, 16, 32, 64}) {
+      std::vector<LayerData> data;
+      for (int t = 0; t < machine.threads; ++t) data.emplace_back(rows, in, out);
+      const double first = machine.per_call_on_all(data, [&](LayerData& d) { d.weight_grad(k); });
+      const double later =
+          machine.per_call_on_all(data, [&](LayerData& d) { d.weight_grad(k, 3); });
+      extra += later - first;
+      weights += static_cast<double>(in * out + out);
+    }
+  return extra / weights;
 }
 
 // The caches (config/device_profile.h gemm_cold_fraction): one layer's three kernels
@@ -366,6 +436,36 @@ double vector_rate(Machine& machine) {
   });
   const double flops = 12.0 * (2 * kAdam + kGelu);
   return flops / (adam + adam_half + gelu);
+}
+
+// The optimizer's step on state that comes from memory (config/device_profile.h
+// cold_vector_flops_per_second): Adam with float32 and with float16 first moments, every
+// thread cycling through kColdSets sets of its state (about 100 MiB a thread, past the
+// caches), at the FLOPs the cost model counts (12 an element).
+constexpr int kColdSets = 20;
+
+double cold_vector_rate(Machine& machine) {
+  const engine::Kernels& k = engine::kernels();
+  struct Sets {
+    std::vector<VectorData> sets = std::vector<VectorData>(kColdSets);
+    std::size_t next = 0;
+    VectorData& take() {
+      VectorData& d = sets[next];
+      next = (next + 1) % sets.size();
+      return d;
+    }
+  };
+  std::vector<Sets> data(static_cast<std::size_t>(machine.threads));
+  const engine::AdamParams params;
+  const double adam = machine.per_call_on_all(data, [&](Sets& s) {
+    VectorData& d = s.take();
+    k.adam_step(d.w.data(), d.g.data(), d.m.data(), d.v.data(), kAdam, d.t++, params);
+  });
+  const double adam_half = machine.per_call_on_all(data, [&](Sets& s) {
+    VectorData& d = s.take();
+    k.adam_step_half_m(d.w.data(), d.g.data(), d.m_half.data(), d.v.data(), kAdam, d.t++, params);
+  });
+  return 12.0 * 2 * kAdam / (adam + adam_half);
 }
 
 struct Link {
@@ -563,6 +663,8 @@ double op_overhead(Machine& machine) {
 }
 
 constexpr int kRounds = 3;
+// The least accumulate_seconds written: a profile's 0 means "not measured".
+constexpr double kAccumulateFloor = 1e-15;
 
 // The median of f(0), ..., f(kRounds - 1).
 template <typename F>
@@ -634,6 +736,9 @@ MachineCalibration calibrate_machine(const CalibrateOptions& options) {
   p.small_rows_cold_bytes_per_second = cold_operand_rate(c.small_rows_cache, small);
 
   p.vector_flops_per_second = median_of([&](int) { return vector_rate(machine); });
+  // Within noise of nothing (or below), the fold is priced as nothing, not as FLOPs.
+  p.accumulate_seconds =
+      std::max(kAccumulateFloor, median_of([&](int) { return accumulate_seconds(machine); }));
   const auto link = [&](Link (*measure)(Machine&)) {
     std::vector<Link> l;
     for (int r = 0; r < kRounds; ++r) l.push_back(measure(machine));
@@ -650,6 +755,7 @@ MachineCalibration calibrate_machine(const CalibrateOptions& options) {
   p.copy_cold_bytes = copies.cold_bytes;
   p.cold_copy_bytes_per_second =
       copies.extra_seconds > 0.0 ? 2.0 * kCopyEntry / c.copy_cache.points.back().seconds : 0.0;
+  p.cold_vector_flops_per_second = median_of([&](int) { return cold_vector_rate(machine); });
   p.host = link(host);
   p.ipu_link = link(collectives);
   p.op_overhead_seconds = median_of([&](int) { return op_overhead(machine); });
@@ -657,12 +763,21 @@ MachineCalibration calibrate_machine(const CalibrateOptions& options) {
   // spread GEMMs they still spin.
   p.barrier_seconds = median_of([&](int) { return pool_run(machine, 200e-6, 100); });
   p.pool_run_seconds = median_of([&](int) { return pool_run(machine, 0.0, 1000); });
+  // With one thread nothing is spread: 0, priced as 1. Spread blocks measured faster than
+  // beside other threads' GEMMs are within the noise: at most 1, as an efficiency is.
+  if (threads > 1)
+    p.gemm_spread_efficiency = std::min(
+        1.0,
+        median_of([&](int) { return spread_efficiency(machine, c.gemms, p.pool_run_seconds); }));
   // Host and remote transfers are copies on the replica's own thread: nothing
   // synchronises beyond what the links' latencies measured.
   p.sync_overhead_seconds = 0.0;
 
   c.measured = {
       {"element-wise (Adam, GELU gradient)", p.vector_flops_per_second, "FLOP/s"},
+      {"optimizer step, state from memory", p.cold_vector_flops_per_second, "FLOP/s"},
+      {"accumulators' running mean, per weight", p.accumulate_seconds * 1e12, "ps"},
+      {"one replica's GEMMs spread, of the price", p.gemm_spread_efficiency * 100, "%"},
       {"streaming copy (RemoteStore, 1 MiB)", p.streaming.bytes_per_second, "B/s"},
       {"host stream (pixel normalisation)", p.host.bytes_per_second, "B/s"},
       {"collective bandwidth (all-reduce, 1 MiB)", p.ipu_link.bytes_per_second, "B/s"},
@@ -726,7 +841,9 @@ void print_machine_calibration(std::ostream& out, const MachineCalibration& c) {
   print_sweep(c.copy_cache, p.copy_warm_bytes, p.copy_cold_bytes, p.cold_copy_bytes_per_second);
   for (const auto& m : c.measured)
     fmt::print(out, "{:<42} {}\n", m.what,
-               m.unit == "µs" ? fmt::format("{:.2f} µs", m.value) : si(m.value, m.unit.c_str()));
+               m.unit == "µs" || m.unit == "ps" || m.unit == "%"
+                   ? fmt::format("{:.2f} {}", m.value, m.unit)
+                   : si(m.value, m.unit.c_str()));
   fmt::print(out, "calibration took {:.1f} s\n", c.seconds);
 }
 

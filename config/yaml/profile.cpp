@@ -244,8 +244,10 @@ std::string profile_to_yaml(const DeviceProfile& p, const std::vector<std::strin
     const bool cpu_key = param.member == &DeviceProfile::host_threads ||
                          param.member == &DeviceProfile::barrier_seconds ||
                          param.member == &DeviceProfile::pool_run_seconds ||
+                         param.member == &DeviceProfile::accumulate_seconds ||
                          param.member == &DeviceProfile::gemm_small_rows ||
                          param.member == &DeviceProfile::gemm_small_rows_efficiency ||
+                         param.member == &DeviceProfile::gemm_spread_efficiency ||
                          param.key.starts_with("caches.");
     if (cpu_key && !p.is_cpu()) continue;
     auto parts = std::vector<std::string>{};

@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "planner/build.h"
+#include "planner/layer_kinds.h"
 #include "tests/planner/configs.h"
 
 using namespace popkit::planner;
@@ -171,8 +172,9 @@ BOOST_AUTO_TEST_CASE(the_sync_pattern_prices_a_transfers_sync_and_its_share_of_t
   loop.sync_pattern = popkit::config::SyncPattern::kReplicaAndLadder;
   const double ladder = priced(loop, d);
   // On a CPU the ladder sets neither meet at a barrier nor take turns at the copies
-  // (every replica copies at once, as under full): the barriers are the difference.
-  BOOST_TEST(full - ladder == 3 * 5e-6, tt::tolerance(1e-9));
+  // (every replica copies at once, as under full): they run the repeat as one segment, a
+  // run of the pool, where full pays a barrier for each of its 3 chunks.
+  BOOST_TEST(full - ladder == (3 - 1) * 5e-6, tt::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(io_overlapped_hides_only_the_bytes_of_a_repeat) {
@@ -265,6 +267,15 @@ BOOST_AUTO_TEST_CASE(one_replica_spreads_a_large_gemm_over_the_threads) {
   // Its threads still spin from the GEMM before: a run's price when they do.
   d.pool_run_seconds = 2e-7;
   BOOST_TEST(priced(p, d) == 1e-6 + gemm / 2 + 2e-7 + bias, tt::tolerance(1e-12));
+  // Spread blocks that run at 80 % of the rate they reach beside another thread's GEMM
+  // (gemm_spread_efficiency); a GEMM that is not spread keeps its rate.
+  d.gemm_spread_efficiency = 0.8;
+  BOOST_TEST(priced(p, d) == 1e-6 + gemm / 2 / 0.8 + 2e-7 + bias, tt::tolerance(1e-12));
+  Plan two = p;
+  two.replication_factor = 2;
+  two.global_batch_size = 16;
+  d.barrier_seconds = 0.0;  // the replicas' segment: no run of the pool to price
+  BOOST_TEST(priced(two, d) == 1e-6 + gemm + bias, tt::tolerance(1e-12));
 }
 
 // A CPU's small-batch kernels: an op of at most small_rows rows runs its GEMMs at their
@@ -373,6 +384,35 @@ BOOST_AUTO_TEST_CASE(a_built_plan_copies_its_cold_remote_store_at_the_cold_rate)
       tt::tolerance(1e-9));
 }
 
+// The optimizer's step reads and writes each weight's state once a step: on a CPU whose
+// step cycles through more than its caches hold (the copies' ramp, on the same working
+// set), that state comes back cold, and the step runs at the cold element-wise rate.
+BOOST_AUTO_TEST_CASE(a_cpu_steps_its_optimizer_on_cold_state_at_the_cold_rate) {
+  popkit::config::Config c = test::mnist_phased();
+  DeviceProfile& d = *c.device.resolved;
+  d.host_threads = 2;  // a CPU: a thread per replica
+  d.tiles = 1;         // no IO tiles taken from compute
+  const Plan warm = build_plan(c);
+  d.copy_warm_bytes = 1.0;
+  d.copy_cold_bytes = 2.0;  // all of it cold
+  d.cold_vector_flops_per_second = d.vector_flops_per_second / 2;
+  const Plan cold = build_plan(c);
+  // A step's optimizer FLOPs on a replica (a repeat's, as often as it runs).
+  double flops = 0.0;
+  const auto add = [&](const auto& self, const std::vector<Op>& ops, double times) -> void {
+    for (const Op& op : ops) {
+      if (op.kind == OpKind::kOptimizerStep) flops += times * static_cast<double>(op.flops);
+      self(self, op.body, times * static_cast<double>(std::max<std::int64_t>(op.steps, 1)));
+    }
+  };
+  for (const Phase& ph : cold.phases) add(add, ph.ops, 1.0);
+  BOOST_TEST(flops > 0.0);
+  // At half the rate, each FLOP takes its warm time again.
+  BOOST_TEST(cold.estimated_step_seconds - warm.estimated_step_seconds ==
+                 flops / d.vector_flops_per_second,
+             tt::tolerance(1e-9));
+}
+
 // A collective on a CPU: each synchronised exchange is a run of the thread pool.
 BOOST_AUTO_TEST_CASE(a_cpu_collective_pays_a_barrier_per_exchange) {
   Plan p = tiny(2);
@@ -388,6 +428,70 @@ BOOST_AUTO_TEST_CASE(a_cpu_collective_pays_a_barrier_per_exchange) {
   BOOST_TEST(priced(p, d) == 2 * 1e-7 + bytes, tt::tolerance(1e-12));
   d.barrier_seconds = 5e-6;
   BOOST_TEST(priced(p, d) == 2 * (1e-7 + 5e-6) + bytes, tt::tolerance(1e-12));
+}
+
+// R > 1 replicas on a CPU run each segment (the local ops between collectives and
+// repeats) as a run of the engine's pool, its threads woken (barrier_seconds): a repeat of
+// local ops is one for all its steps, one with a collective makes its segments at every
+// step. One replica runs its segments inline, with no run of the pool.
+BOOST_AUTO_TEST_CASE(a_cpu_wakes_its_pool_for_every_segment_of_its_replicas) {
+  Op all_reduce;
+  all_reduce.kind = OpKind::kAllReduce;
+  all_reduce.state = {1};
+  all_reduce.grouping = {2, 2, 1};
+  Plan p = tiny(2);
+  // Segments: [forward] | [forward] | the local repeat's 1 | the other's [forward] and
+  // [forward] at each of its 2 steps | [forward]: 8. Exchanges: 2 + 2 x 2 = 6.
+  p.phases.push_back(
+      {"step",
+       {forward(), all_reduce, forward(), repeat({forward(), forward()}, 3, IoMode::kCompute),
+        repeat({forward(), all_reduce, forward()}, 2, IoMode::kCompute), forward()},
+       {},
+       0.0,
+       -1,
+       {}});
+  DeviceProfile d = profile();
+  d.host_threads = 2;
+  const double asleep_free = priced(p, d);
+  d.barrier_seconds = 5e-6;
+  BOOST_TEST(priced(p, d) - asleep_free == (8 + 6) * 5e-6, tt::tolerance(1e-9));
+
+  Plan one = tiny(1);
+  one.phases.push_back(
+      {"step", {forward(), repeat({forward()}, 3, IoMode::kCompute)}, {}, 0.0, -1, {}});
+  d.barrier_seconds = 0.0;
+  const double inline_free = priced(one, d);
+  d.barrier_seconds = 5e-6;
+  BOOST_TEST(priced(one, d) == inline_free, tt::tolerance(1e-12));
+}
+
+// A backward's running mean of its accumulators is kRunningMeanFlops a weight at the
+// element-wise rate, unless a CPU profile measured what folding it into the weight
+// gradient costs (accumulate_seconds): then that, a weight, at each micro-batch after the
+// first. A device's profile keeps the FLOPs.
+BOOST_AUTO_TEST_CASE(a_cpu_prices_the_running_mean_as_it_measured_it) {
+  Plan p = tiny(2);
+  Op back;
+  back.kind = OpKind::kBackward;
+  back.layer = 0;
+  back.inputs = {0, 1, -1};  // in [2, 4], pre [2, 3], no weight needed to price it
+  back.outputs = {-1};       // no input gradient
+  back.state = {1, -1, -1};
+  p.phases.push_back({"loop", {repeat({back}, 4, IoMode::kCompute)}, {}, 0.0, -1, {}});
+  const double weights = 4 * 3 + 3;
+  DeviceProfile d = profile();
+  d.host_threads = 2;
+  const double as_flops = priced(p, d);
+  d.accumulate_seconds = 1e-9;
+  const double measured = priced(p, d);
+  // 4 micro-batches lose the FLOPs at 1 GFLOP/s; 3 of them fold at 1 ns a weight.
+  BOOST_TEST(measured - as_flops ==
+                 3 * weights * 1e-9 - 4 * static_cast<double>(kRunningMeanFlops) * weights / 1e9,
+             tt::tolerance(1e-9));
+  d.host_threads = 0;
+  const double device = priced(p, d);
+  d.accumulate_seconds = 0.0;
+  BOOST_TEST(device == priced(p, d), tt::tolerance(1e-12));
 }
 
 // The engine's IO thread needs a core its compute threads leave free: on a CPU whose

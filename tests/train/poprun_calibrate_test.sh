@@ -45,6 +45,12 @@ assert "name: this-cpu" in text
 assert 1e8 < get("flops_per_second") < 1e13
 assert 1e7 < get("vector_flops_per_second") < 1e13
 assert get("host_threads") == 2
+# The running mean folded into the weight gradient: above 0 (0 would mean "unmeasured"),
+# below a nanosecond a weight.
+assert 0 < get("accumulate_seconds") < 1e-9
+# The optimizer's step on cold state, and a lone replica's spread GEMMs (2 threads).
+assert 1e7 < get("optimizer_flops_per_second") < 1e13
+assert 0 < get("spread_efficiency") <= 1
 for k in ("half_m", "half_n", "half_k"):
     assert 0 <= get(k) < 1e5, k
 links, caches = text.split("\nlinks:")[1], text.split("\ncaches:")[1].split("\nlinks:")[0]
