@@ -537,10 +537,8 @@ class Timer {
   // weight gradient's writes at the micro-batches after the first, over the same threads.
   double backward(const Op& op, double working_set, double accumulating) const {
     const OpGemms g = gemms(op);
-    const LayerInfo& l = plan_.layers[static_cast<std::size_t>(op.layer)];
-    const std::uint64_t weights = layer_kind(l.kind).has_params
-                                      ? u(l.in_features) * u(l.out_features) + u(l.out_features)
-                                      : 0;
+    const std::uint64_t weights =
+        accumulator_elements(plan_.layers[static_cast<std::size_t>(op.layer)]);
     if (!p_.is_cpu() || p_.accumulate_seconds <= 0.0 || weights == 0)
       return compute(op.flops, g, rows(op), working_set);
     const std::uint64_t mean_flops = std::min(op.flops, kRunningMeanFlops * weights);
@@ -617,13 +615,11 @@ class Timer {
   }
 
   // The share of a GEMM's time its slowest thread takes when one replica spreads its
-  // column blocks over the CPU's threads: ceil(blocks / threads) / blocks.
+  // column blocks over the CPU's threads.
   double column_share(const Gemm& m) const {
     if (gemm_threads_ <= 1) return 1.0;
-    const ColumnBlocks cb =
-        column_blocks(static_cast<std::int64_t>(m.m * m.k), static_cast<std::int64_t>(m.n));
-    const std::int64_t rounds = (cb.n + gemm_threads_ - 1) / gemm_threads_;
-    return static_cast<double>(rounds) / static_cast<double>(cb.n);
+    return column_blocks(static_cast<std::int64_t>(m.m * m.k), static_cast<std::int64_t>(m.n))
+        .busiest_share(gemm_threads_);
   }
 
   // `phases` synchronised exchanges, a link latency each, wherever the bytes go; then the

@@ -42,7 +42,7 @@ std::uint64_t linear_backward_flops(const LayerInfo& l, std::uint64_t rows, bool
          + (dx ? 2 * rows * w : 0)  // dz W^T
          + outs                     // column sums for the bias
          + outs * act_grad_flops(l.activation) +
-         kRunningMeanFlops * (w + u(l.out_features));  // running mean of the accumulators
+         kRunningMeanFlops * accumulator_elements(l);  // running mean of the accumulators
 }
 
 // linear: the forward's x W is [rows, in] x [in, out]; the backward's in^T dz is
@@ -126,6 +126,11 @@ const LayerKind kDropout{config::LayerType::kDropout,
                          no_backward_workspace};
 
 }  // namespace
+
+std::uint64_t accumulator_elements(const LayerInfo& layer) {
+  if (!layer_kind(layer.kind).has_params) return 0;
+  return u(layer.in_features) * u(layer.out_features) + u(layer.out_features);
+}
 
 const LayerKind& layer_kind(config::LayerType type) {
   switch (type) {

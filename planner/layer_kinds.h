@@ -63,4 +63,8 @@ struct LayerKind {
 
 const LayerKind& layer_kind(config::LayerType type);
 
+// The elements of a layer's gradient accumulators, one per parameter: its weight and
+// bias (in * out + out), or none.
+std::uint64_t accumulator_elements(const LayerInfo& layer);
+
 }  // namespace popkit::planner

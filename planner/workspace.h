@@ -52,6 +52,11 @@ struct GemmBlocking {
 struct ColumnBlocks {
   std::int64_t n = 1;
   std::int64_t width = 0;
+  // The share of the GEMM's time its busiest thread takes when `threads` threads run the
+  // blocks: ceil(n / threads) / n.
+  [[nodiscard]] double busiest_share(std::int64_t threads) const {
+    return static_cast<double>((n + threads - 1) / threads) / static_cast<double>(n);
+  }
 };
 [[nodiscard]] ColumnBlocks column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols);
 
