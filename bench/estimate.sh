@@ -10,6 +10,14 @@
 # runs: on a shared machine one run can differ from the next by 2x. Rows outside the tolerance are marked
 # and counted; the exit code is 1 when any is.
 #
+# Like with like: a virtual machine moves its CPUs between the host's caches as its load
+# changes, for seconds at a time, and a run on CPUs placed otherwise than when the profile
+# was measured runs on another machine than the one the estimate is for (runner/placement.h:
+# poprun records a cache line's round trip between two CPUs in the profile and in the run
+# file; popreport compare says when they differ). Such a run is made again; after two, the
+# round calibrates again (the machine has moved since) and plans again; after four, the
+# last is kept and marked. Every run made again is counted and listed with the table.
+#
 #   bench/estimate.sh [--build DIR] [--profile FILE] [--tolerance 0.15] [--rounds 3] [--quick]
 #
 #   --build      the build to measure (default build/release)
@@ -59,13 +67,34 @@ uptime_before=$(uptime)
 # an estimate is compared with the runs of its own round.
 given_profile="$profile"
 [[ -z "$given_profile" ]] || profile="$(cd "$(dirname "$profile")" && pwd)/$(basename "$profile")"
-calibrate() {  # calibrate ROUND
+calibrate() {  # calibrate ROUND [AGAIN]
   [[ -z "$given_profile" ]] || return 0
-  profile="$work/cpu-$1.yaml"
+  profile="$work/cpu-$1${2:-}.yaml"
   "$poprun" calibrate -o "$profile" >"$work/calibrate-$1.log" 2>&1 ||
     { echo "estimate.sh: poprun calibrate failed:" >&2; cat "$work/calibrate-$1.log" >&2; exit 1; }
-  echo "round $1: poprun calibrate:" >&2
+  echo "round $1: poprun calibrate${2:+ (again)}:" >&2
   sed -n '/^fit:/p;/^element-wise/,/^calibration/p' "$work/calibrate-$1.log" | sed 's/^/  /' >&2
+}
+
+# Whether a run file's CPUs were placed as its profile's were measured (config::
+# placement_differs: the round trips within 2x at the run's start and end); prints the
+# three round trips in ns.
+placed_alike() {  # placed_alike RUN_JSON
+  jq -r '[.plan.device_core_round_trip_seconds // 0, .environment.core_round_trip_seconds.start // 0,
+          .environment.core_round_trip_seconds.end // 0] | @tsv' "$1" |
+    awk '{ printf "%.0f %.0f %.0f\n", $1 * 1e9, $2 * 1e9, $3 * 1e9
+           for (i = 2; i <= 3; ++i)
+             if ($1 > 0 && $i > 0 && ($1 >= 2 * $i || $i >= 2 * $1)) exit 1 }'
+}
+plan_all() {  # plans every row with the round's profile (its own variables: a run's are set)
+  local row name sets steps args
+  for row in "${configs[@]}"; do
+    IFS='|' read -r name sets steps <<<"$row"
+    args_of "$sets"
+    "$popplan" plan "$root/examples/mnist.yaml" "${args[@]}" --format json \
+      -o "$work/$name.plan.json" >"$work/$name.plan.log" 2>&1 ||
+      { echo "estimate.sh: popplan plan failed for $name:" >&2; cat "$work/$name.plan.log" >&2; exit 1; }
+  done
 }
 
 # name | --set overrides | steps (at --quick)
@@ -94,43 +123,51 @@ args_of() {  # args_of SETS: the --set arguments of a row
   for s in $1; do args+=(--set "$s"); done
 }
 results="$work/results.tsv"
+moved="$work/moved.tsv"  # the runs made again: round, row, round trips (profile, start, end)
 : >"$results"
+: >"$moved"
 # Each round starts one row further on, so whatever a row's place in the order costs
 # (the run before it writing its checkpoints, say) falls on a different row each round.
 n_rows=${#configs[@]}
 for ((round = 1; round <= rounds; round++)); do
   calibrate "$round"
-  for row in "${configs[@]}"; do
-    IFS='|' read -r name sets steps <<<"$row"
-    args_of "$sets"
-    "$popplan" plan "$root/examples/mnist.yaml" "${args[@]}" --format json \
-      -o "$work/$name.plan.json" >"$work/$name.plan.log" 2>&1 ||
-      { echo "estimate.sh: popplan plan failed for $name:" >&2; cat "$work/$name.plan.log" >&2; exit 1; }
-  done
+  plan_all
   for ((i = 0; i < n_rows; i++)); do
     row="${configs[$(((i + round - 1) % n_rows))]}"
     IFS='|' read -r name sets steps <<<"$row"
-    args_of "$sets"
-    "$poprun" train "$root/examples/mnist.yaml" -q "${args[@]}" --steps $((steps * scale)) \
-      --out "$work/$name.run.json" --force >"$work/$name.run.log" 2>&1 ||
-      { echo "estimate.sh: poprun train failed for $name:" >&2; cat "$work/$name.run.log" >&2; exit 1; }
-    printf '%s\t%s\t%s\t%s\n' "$name" "$sets" \
+    for ((attempt = 1; ; attempt++)); do
+      args_of "$sets"
+      "$poprun" train "$root/examples/mnist.yaml" -q "${args[@]}" --steps $((steps * scale)) \
+        --out "$work/$name.run.json" --force >"$work/$name.run.log" 2>&1 ||
+        { echo "estimate.sh: poprun train failed for $name:" >&2; cat "$work/$name.run.log" >&2; exit 1; }
+      trips=$(placed_alike "$work/$name.run.json") && { alike=yes; break; }
+      alike=no
+      printf '%s\t%s\t%s\t%s\n' "$round" "$name" "$trips" \
+        "$(jq -r .throughput.median "$work/$name.run.json")" >>"$moved"
+      ((attempt < 4)) || break
+      if ((attempt == 2)); then
+        calibrate "$round" "-again-$i"
+        plan_all
+      fi
+    done
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$sets" \
       "$(jq -r .estimated_samples_per_second "$work/$name.plan.json")" \
-      "$(jq -r .throughput.median "$work/$name.run.json")" >>"$results"
+      "$(jq -r .throughput.median "$work/$name.run.json")" "$alike" >>"$results"
   done
   echo "estimate.sh: round $round of $rounds done" >&2
 done
 uptime_after=$(uptime)
 
-/usr/bin/python3 - "$results" "$tolerance" "$uptime_before" "$uptime_after" <<'EOF'
+/usr/bin/python3 - "$results" "$tolerance" "$uptime_before" "$uptime_after" "$moved" <<'EOF'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     if line.strip():
-        name, sets, est, meas = line.rstrip("\n").split("\t")
-        r = rows.setdefault(name, {"sets": sets, "est": [], "runs": []})
+        name, sets, est, meas, alike = line.rstrip("\n").split("\t")
+        r = rows.setdefault(name, {"sets": sets, "est": [], "runs": [], "alike": []})
         r["est"].append(float(est))
         r["runs"].append(float(meas))
+        r["alike"].append(alike == "yes")
 tol = float(sys.argv[2])
 print(f"{'config':<36} {'estimated':>11} {'measured':>11} {'spread':>7} {'error':>8}   each round")
 outside = []
@@ -144,11 +181,21 @@ for name, r in rows.items():
     if mark:
         outside.append(name)
     print(f"{name:<36} {statistics.median(r['est']):>11,.0f} {meas:>11,.0f} {spread:>6.0%} "
-          f"{err:>+7.1%}   {' '.join(f'{x * 100:+.0f}' for x in errs)}{mark}")
+          f"{err:>+7.1%}   "
+          f"{' '.join(f'{x * 100:+.0f}' + ('' if a else '*') for x, a in zip(errs, r['alike']))}"
+          f"{mark}")
 print(f"samples/s, the median over {len(next(iter(rows.values()))['runs'])} rounds; spread: of "
       f"the runs, max / min - 1; error: each round's estimate / its run - 1, the median over "
       f"the rounds (each round's, in %, after it); tolerance ±{tol:.0%}")
 print(f"{len(rows) - len(outside)} of {len(rows)} within; outside: {', '.join(outside) or 'none'}")
+moved = [l.rstrip("\n").split("\t") for l in open(sys.argv[5]) if l.strip()]
+kept = sum(not a for r in rows.values() for a in r["alike"])
+print(f"runs made again, their CPUs placed otherwise than when the round's profile was "
+      f"measured: {len(moved)}; kept so placed after four (* above): {kept}")
+for rnd, name, trips, meas in moved:
+    profile_ns, start_ns, end_ns = trips.split()
+    print(f"  round {rnd} {name}: core round trip {start_ns} ns at the start, {end_ns} ns at "
+          f"the end, {profile_ns} ns in the profile; {float(meas):,.0f} samples/s")
 print(f"load before: {sys.argv[3].split('load average:')[-1].strip()}; "
       f"after: {sys.argv[4].split('load average:')[-1].strip()}")
 print()

@@ -1,6 +1,7 @@
 // The table of a profile file's numeric parameters.
 #include "config/device_profile.h"
 
+#include <algorithm>
 #include <array>
 
 namespace popkit::config {
@@ -61,6 +62,9 @@ constexpr std::array kParameters = {
           "a CPU: a remote load or store of cold data, bytes per second"),
     value("caches.optimizer_flops_per_second", &P::cold_vector_flops_per_second, false, false,
           "a CPU: the optimizer's step on state that comes from memory, FLOPs per second"),
+    value("caches.core_round_trip_seconds", &P::core_round_trip_seconds, false, false,
+          "a CPU: a cache line's round trip between two of its cores when measured (not priced: "
+          "runs are checked against it)"),
     link("links.ipu_link.bytes_per_second", &P::ipu_link, &L::bytes_per_second, true, true,
          "collectives, per replica"),
     link("links.ipu_link.latency_seconds", &P::ipu_link, &L::latency_seconds, false, false,
@@ -95,6 +99,11 @@ constexpr std::array kParameters = {
 };
 
 }  // namespace
+
+bool placement_differs(double a_seconds, double b_seconds) {
+  if (a_seconds <= 0.0 || b_seconds <= 0.0) return false;
+  return std::max(a_seconds, b_seconds) >= kPlacementRatio * std::min(a_seconds, b_seconds);
+}
 
 std::span<const ProfileParameter> profile_parameters() {
   return kParameters;

@@ -95,6 +95,11 @@ struct DeviceProfile {
   // The optimizer's step (element-wise, each weight's state read and written once a step)
   // on the copies' ramp: the part that comes cold runs at cold_vector_flops_per_second.
   double cold_vector_flops_per_second = 0.0;
+  // Where the machine had put its CPUs when the profile was measured (runner/placement.h):
+  // a cache line's round trip between two of them. Not priced; a run whose round trip is
+  // a placement away from it ran on another machine than the one measured (popreport
+  // compare says so). 0: not measured.
+  double core_round_trip_seconds = 0.0;
 
   LinkProfile ipu_link;   // collectives between replicas, per replica
   LinkProfile streaming;  // remote buffers in streaming memory
@@ -155,6 +160,13 @@ struct DeviceProfile {
 
 // A numeric parameter of a profile file: its key (a dotted path in the YAML file), the
 // member, and whether it must be given (others default to the member's default).
+// Whether two core round trips (DeviceProfile::core_round_trip_seconds, a run's) are a
+// placement apart: one at least kPlacementRatio times the other. On the virtual machine
+// measured, a cache line's round trip took 50-90 ns with the CPUs on one last-level cache
+// and 320-370 ns across two. 0 (not measured) is apart from nothing.
+inline constexpr double kPlacementRatio = 2.0;
+[[nodiscard]] bool placement_differs(double a_seconds, double b_seconds);
+
 struct ProfileParameter {
   std::string_view key;
   double DeviceProfile::*member = nullptr;

@@ -389,6 +389,9 @@ struct Plan {
   // "cpu" when the profile is a CPU's (config::DeviceProfile::is_cpu: `poprun calibrate`'s,
   // or the built-in cpu), so the estimates compare with what poprun measures; else "ipu".
   std::string device_kind = "ipu";
+  // The CPU profile's core_round_trip_seconds (config/device_profile.h): where the machine
+  // had put its CPUs when measured. 0: not a CPU's, or not measured.
+  double device_core_round_trip_seconds = 0.0;
   double estimated_step_seconds = 0.0;
   double estimated_samples_per_second = 0.0;
   // Set when the plan was priced with a network profile; the estimates above then

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "base/units.h"
+#include "config/device_profile.h"
 #include "reports/input_error.h"
 
 namespace popkit::reports {
@@ -143,6 +144,11 @@ Comparison compare(const std::vector<Source>& sources, const std::vector<std::st
     row.execution_time = step_seconds(s);
     row.peak_memory = peak_memory(s);
     row.streaming_memory = streaming_memory(s);
+    row.profile_round_trip = s.record.plan.device_core_round_trip_seconds;
+    if (s.kind == SourceKind::kRun) {
+      row.round_trip_start = s.record.environment.core_round_trip_start_seconds;
+      row.round_trip_end = s.record.environment.core_round_trip_end_seconds;
+    }
     c.rows.push_back(std::move(row));
   }
   if (!baseline.empty()) {
@@ -156,6 +162,28 @@ Comparison compare(const std::vector<Source>& sources, const std::vector<std::st
     c.baseline = static_cast<std::size_t>(it - c.rows.begin());
   }
   return c;
+}
+
+std::vector<std::string> placement_notes(const Comparison& c) {
+  std::vector<std::string> notes;
+  if (c.rows.empty()) return notes;
+  const CompareRow& base = c.rows[c.baseline];
+  for (const CompareRow& r : c.rows) {
+    const bool from_base = base.kind == SourceKind::kPlan && base.profile_round_trip > 0;
+    const double measured = from_base ? base.profile_round_trip : r.profile_round_trip;
+    if (!config::placement_differs(measured, r.round_trip_start) &&
+        !config::placement_differs(measured, r.round_trip_end))
+      continue;
+    notes.push_back(fmt::format(
+        "run \"{}\" ran with its CPUs placed otherwise than when {} profile was measured: a "
+        "cache line's round trip between two of them took {:.0f} ns as its steps began and "
+        "{:.0f} ns as they ended, against {:.0f} ns then (a virtual machine moves its CPUs "
+        "between the host's caches); its time is not one the estimate is for: calibrate "
+        "again, or run again",
+        r.name, from_base ? fmt::format("the baseline's (\"{}\")", base.name) : "its",
+        r.round_trip_start * 1e9, r.round_trip_end * 1e9, measured * 1e9));
+  }
+  return notes;
 }
 
 Report compare_report(const Comparison& c) {
@@ -176,6 +204,7 @@ Report compare_report(const Comparison& c) {
           "another measures neither; memory compares across all rows (a run allocates what "
           "its plan lists)",
           base.time_basis));
+    for (std::string& note : placement_notes(c)) t.notes.push_back(std::move(note));
   }
   t.columns = {{"case", "Case", false},
                {"source", "Source", false},

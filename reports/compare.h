@@ -28,6 +28,10 @@ struct CompareRow {
   // either, while an estimate with a CPU profile is one of what poprun measures.
   std::string time_basis;
   std::string timed_device;  // reports/source.h: rows compare times when it is equal
+  // Where the CPUs were (runner/placement.h): the profile's when it was measured (a plan's,
+  // or the one a run ran with), and a run's as its steps began and ended. 0: not known.
+  double profile_round_trip = 0.0;
+  double round_trip_start = 0.0, round_trip_end = 0.0;
   [[nodiscard]] double metric(Metric m) const;
 };
 
@@ -46,7 +50,13 @@ struct Comparison {
 Comparison compare(const std::vector<Source>& sources, const std::vector<std::string>& names,
                    const std::string& baseline);
 
-// The table: columns equal in every row are folded into header lines; "case" stays.
+// A run set beside an estimate made for CPUs placed otherwise (config::placement_differs)
+// ran on another machine than the one measured: one line per such run, saying so; empty
+// when none did. The estimate: the baseline plan's profile, else the run's own.
+std::vector<std::string> placement_notes(const Comparison& comparison);
+
+// The table: columns equal in every row are folded into header lines; "case" stays; the
+// placement notes are among its notes.
 Report compare_report(const Comparison& comparison);
 
 // `METRIC < PERCENT` or `METRIC > PERCENT`: the row fails when its change against the

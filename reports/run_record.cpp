@@ -76,23 +76,27 @@ BytesMoved bytes_from_json(const JsonReader& r) {
 }
 
 json plan_summary_to_json(const PlanSummary& p) {
-  return {{"name", p.name},
-          {"replication_factor", p.replication_factor},
-          {"micro_batch_size", p.micro_batch_size},
-          {"gradient_accumulation", p.gradient_accumulation},
-          {"global_batch_size", p.global_batch_size},
-          {"execution_mode", p.execution_mode},
-          {"io_mode", p.io_mode},
-          {"sharding_threshold", p.sharding_threshold},
-          {"device_profile", p.device_profile},
-          {"device_kind", p.device_kind},
-          {"memory_per_replica", p.memory_per_replica},
-          {"fits", p.fits},
-          {"peak_bytes", p.peak_bytes},
-          {"always_live_bytes", p.always_live_bytes},
-          {"streaming_bytes", p.streaming_bytes},
-          {"estimated_step_seconds", p.estimated_step_seconds},
-          {"estimated_samples_per_second", p.estimated_samples_per_second}};
+  json j = {{"name", p.name},
+            {"replication_factor", p.replication_factor},
+            {"micro_batch_size", p.micro_batch_size},
+            {"gradient_accumulation", p.gradient_accumulation},
+            {"global_batch_size", p.global_batch_size},
+            {"execution_mode", p.execution_mode},
+            {"io_mode", p.io_mode},
+            {"sharding_threshold", p.sharding_threshold},
+            {"device_profile", p.device_profile},
+            {"device_kind", p.device_kind},
+            {"memory_per_replica", p.memory_per_replica},
+            {"fits", p.fits},
+            {"peak_bytes", p.peak_bytes},
+            {"always_live_bytes", p.always_live_bytes},
+            {"streaming_bytes", p.streaming_bytes},
+            {"estimated_step_seconds", p.estimated_step_seconds},
+            {"estimated_samples_per_second", p.estimated_samples_per_second}};
+  // Only from a profile that measured it: other run files read and write back unchanged.
+  if (p.device_core_round_trip_seconds > 0)
+    j["device_core_round_trip_seconds"] = p.device_core_round_trip_seconds;
+  return j;
 }
 
 PlanSummary plan_summary_from_json(const JsonReader& r) {
@@ -116,6 +120,8 @@ PlanSummary plan_summary_from_json(const JsonReader& r) {
   p.streaming_bytes = r.bytes("streaming_bytes");
   p.estimated_step_seconds = r.number("estimated_step_seconds");
   p.estimated_samples_per_second = r.number("estimated_samples_per_second");
+  if (r.has("device_core_round_trip_seconds"))
+    p.device_core_round_trip_seconds = r.number("device_core_round_trip_seconds");
   return p;
 }
 
@@ -171,6 +177,7 @@ PlanSummary plan_summary(const planner::Plan& plan) {
   p.sharding_threshold = plan.sharding_threshold;
   p.device_profile = plan.device_profile;
   p.device_kind = plan.device_kind;
+  p.device_core_round_trip_seconds = plan.device_core_round_trip_seconds;
   p.memory_per_replica = plan.memory_per_replica;
   p.fits = plan.fits;
   p.peak_bytes = plan.peak_bytes;
@@ -366,6 +373,9 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
   // Run files from before kernels were recorded have none: written only when known, so
   // such a file reads and writes back unchanged.
   if (!e.kernels.empty()) out["environment"]["kernels"] = e.kernels;
+  if (e.core_round_trip_start_seconds > 0 || e.core_round_trip_end_seconds > 0)
+    out["environment"]["core_round_trip_seconds"] = {{"start", e.core_round_trip_start_seconds},
+                                                     {"end", e.core_round_trip_end_seconds}};
   if (r.eval) out["eval"] = eval_to_json(*r.eval);
   // Written only when set, so run files from before run folders read and write back
   // unchanged.
@@ -469,6 +479,11 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
       e.integer("n_threads"),     e.string("compiler"),
       e.string("build_type"),     e.string("git_revision"),
       e.string("popkit_version"), e.has("kernels") ? e.string("kernels") : std::string()};
+  if (e.has("core_round_trip_seconds")) {
+    const JsonReader trip = e.object("core_round_trip_seconds");
+    r.environment.core_round_trip_start_seconds = trip.number("start");
+    r.environment.core_round_trip_end_seconds = trip.number("end");
+  }
   return r;
 }
 

@@ -112,6 +112,11 @@ struct Environment {
   // The engine's kernel level (engine/kernels): "x86-64-v4 (AVX-512), chosen from
   // cpuid". Empty in run files written before it was recorded.
   std::string kernels;
+  // Where the machine had put its CPUs as the steps began and as they ended: a cache
+  // line's round trip between two of them (runner/placement.h). 0: not measured (one
+  // CPU, or a run file from before).
+  double core_round_trip_start_seconds = 0.0;
+  double core_round_trip_end_seconds = 0.0;
 };
 
 // A run over several processes (mpirun -np N): which rank hosted each replica, and the
@@ -145,7 +150,8 @@ struct PlanSummary {
   std::string io_mode;                  // "compute" | "io" | "io_overlapped"
   std::int64_t sharding_threshold = 0;  // 0 = sharding off
   std::string device_profile;
-  std::string device_kind = "ipu";  // the plan's: "cpu" when the profile is a CPU's
+  std::string device_kind = "ipu";              // the plan's: "cpu" when the profile is a CPU's
+  double device_core_round_trip_seconds = 0.0;  // the plan's (planner/plan.h); 0: none
   std::uint64_t memory_per_replica = 0;
   bool fits = true;
   std::uint64_t peak_bytes = 0;

@@ -26,6 +26,7 @@
 #include "planner/calibrate.h"
 #include "planner/workspace.h"
 #include "reports/run_record.h"
+#include "runner/placement.h"
 
 namespace popkit::runner {
 namespace {
@@ -662,17 +663,56 @@ double op_overhead(Machine& machine) {
       batch);
 }
 
-constexpr int kRounds = 3;
+// Every figure is measured once a pass, the passes one after another, and is the median
+// of its kPasses values: on a shared machine a burst of someone else's work spoils one
+// pass of a figure, not the figure; and a virtual machine that moves its CPUs for a few
+// seconds (runner/placement.h) moves a pass or two, not all of one figure's rounds.
+constexpr int kPasses = 5;
 // The least accumulate_seconds written: a profile's 0 means "not measured".
 constexpr double kAccumulateFloor = 1e-15;
 
-// The median of f(0), ..., f(kRounds - 1).
+// The median of f(0), ..., f(kPasses - 1).
 template <typename F>
 double median_of(F&& f) {
   std::vector<double> v;
-  for (int r = 0; r < kRounds; ++r) v.push_back(f(r));
+  for (int r = 0; r < kPasses; ++r) v.push_back(f(r));
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// One pass: every figure once.
+struct Pass {
+  std::vector<GemmTiming> gemms;
+  CacheSweep cache, small_rows_cache, copy_cache;
+  double vector = 0.0, cold_vector = 0.0, accumulate = 0.0;
+  Link streaming, host, collectives;
+  double op_overhead = 0.0, barrier = 0.0, pool_run = 0.0, spread = 0.0;
+  double round_trip = 0.0;
+};
+
+Pass measure_pass(Machine& machine) {
+  Pass s;
+  s.round_trip = core_round_trip_seconds();
+  for (const auto& [in, out] : kLayers)
+    for (const std::int64_t rows : kRows) time_layer(machine, rows, in, out, s.gemms);
+  s.cache = cache_sweep(machine, {16, 64});
+  s.small_rows_cache = cache_sweep(machine, {planner::kSmallRows});
+  s.vector = vector_rate(machine);
+  s.accumulate = accumulate_seconds(machine);
+  s.streaming = streaming(machine);
+  s.copy_cache = copy_sweep(machine);
+  s.cold_vector = cold_vector_rate(machine);
+  s.host = host(machine);
+  s.collectives = collectives(machine);
+  s.op_overhead = op_overhead(machine);
+  // Between a step's segments the pool's threads have slept; between a lone replica's
+  // spread GEMMs they still spin.
+  s.barrier = pool_run(machine, 200e-6, 100);
+  s.pool_run = pool_run(machine, 0.0, 1000);
+  // Priced from this pass's own GEMMs and pool run: measured minutes apart, the two
+  // sides of the ratio could be on differently placed CPUs.
+  if (machine.threads > 1) s.spread = spread_efficiency(machine, s.gemms, s.pool_run);
+  return s;
 }
 
 std::string si(double v, const char* unit) {
@@ -682,6 +722,11 @@ std::string si(double v, const char* unit) {
 }
 
 }  // namespace
+
+bool MachineCalibration::moved() const {
+  const auto [lo, hi] = std::minmax_element(round_trips.begin(), round_trips.end());
+  return lo != round_trips.end() && config::placement_differs(*lo, *hi);
+}
 
 MachineCalibration calibrate_machine(const CalibrateOptions& options) {
   const auto t0 = Clock::now();
@@ -702,76 +747,65 @@ MachineCalibration calibrate_machine(const CalibrateOptions& options) {
   p.host_threads = threads;
   Machine machine(threads, options.seconds_per_batch);
 
-  // Each figure is the median of kRounds rounds, the GEMM sweep's rounds one after
-  // another: on a shared machine, a burst of someone else's work then spoils one round
-  // of a shape, not the shape.
-  std::vector<std::vector<GemmTiming>> rounds(kRounds);
-  for (auto& round : rounds)
-    for (const auto& [in, out] : kLayers)
-      for (const std::int64_t rows : kRows) time_layer(machine, rows, in, out, round);
-  c.gemms = rounds.front();
-  for (std::size_t i = 0; i < c.gemms.size(); ++i)
-    c.gemms[i].seconds =
-        median_of([&](int r) { return rounds[static_cast<std::size_t>(r)][i].seconds; });
-  c.gemm_fit_rms = fit_gemms(c.gemms, p);
-  // A sweep's median set by set over kRounds rounds.
-  const auto sweep = [&](auto&& measure) {
-    std::vector<CacheSweep> sweeps;
-    for (int r = 0; r < kRounds; ++r) sweeps.push_back(measure());
-    CacheSweep median = sweeps.front();
-    for (std::size_t i = 0; i < median.points.size(); ++i)
-      median.points[i].seconds =
-          median_of([&](int r) { return sweeps[static_cast<std::size_t>(r)].points[i].seconds; });
-    return median;
+  std::vector<Pass> passes;
+  for (int i = 0; i < kPasses; ++i) passes.push_back(measure_pass(machine));
+  // The median over the passes of a figure, given how to read it from one.
+  const auto median = [&](auto&& figure) {
+    return median_of([&](int i) { return figure(passes[static_cast<std::size_t>(i)]); });
   };
-  c.cache = sweep([&] { return cache_sweep(machine, {16, 64}); });
+  c.gemms = passes.front().gemms;
+  for (std::size_t i = 0; i < c.gemms.size(); ++i)
+    c.gemms[i].seconds = median([&](const Pass& s) { return s.gemms[i].seconds; });
+  c.gemm_fit_rms = fit_gemms(c.gemms, p);
+  // A sweep's median set by set.
+  const auto sweep = [&](CacheSweep Pass::*member) {
+    CacheSweep m = passes.front().*member;
+    for (std::size_t i = 0; i < m.points.size(); ++i)
+      m.points[i].seconds = median([&](const Pass& s) { return (s.*member).points[i].seconds; });
+    return m;
+  };
+  c.cache = sweep(&Pass::cache);
   const ColdRamp gemm = fit_ramp(c.cache);
   p.cache_warm_bytes = gemm.warm_bytes;
   p.cache_cold_bytes = gemm.cold_bytes;
   p.cold_gemm_bytes_per_second = cold_operand_rate(c.cache, gemm);
-  c.small_rows_cache = sweep([&] { return cache_sweep(machine, {planner::kSmallRows}); });
+  c.small_rows_cache = sweep(&Pass::small_rows_cache);
   const ColdRamp small = fit_ramp(c.small_rows_cache);
   p.small_rows_warm_bytes = small.warm_bytes;
   p.small_rows_cold_bytes = small.cold_bytes;
   p.small_rows_cold_bytes_per_second = cold_operand_rate(c.small_rows_cache, small);
 
-  p.vector_flops_per_second = median_of([&](int) { return vector_rate(machine); });
+  p.vector_flops_per_second = median([](const Pass& s) { return s.vector; });
   // Within noise of nothing (or below), the fold is priced as nothing, not as FLOPs.
   p.accumulate_seconds =
-      std::max(kAccumulateFloor, median_of([&](int) { return accumulate_seconds(machine); }));
-  const auto link = [&](Link (*measure)(Machine&)) {
-    std::vector<Link> l;
-    for (int r = 0; r < kRounds; ++r) l.push_back(measure(machine));
-    const double bandwidth =
-        median_of([&](int r) { return l[static_cast<std::size_t>(r)].bytes_per_second; });
-    const double latency =
-        median_of([&](int r) { return l[static_cast<std::size_t>(r)].latency_seconds; });
+      std::max(kAccumulateFloor, median([](const Pass& s) { return s.accumulate; }));
+  const auto link = [&](Link Pass::*member) {
+    const double bandwidth = median([&](const Pass& s) { return (s.*member).bytes_per_second; });
+    const double latency = median([&](const Pass& s) { return (s.*member).latency_seconds; });
     return config::LinkProfile{bandwidth, latency, 1.0, 1.0};
   };
-  p.streaming = link(streaming);
-  c.copy_cache = sweep([&] { return copy_sweep(machine); });
+  p.streaming = link(&Pass::streaming);
+  c.copy_cache = sweep(&Pass::copy_cache);
   const ColdRamp copies = fit_ramp(c.copy_cache);
   p.copy_warm_bytes = copies.warm_bytes;
   p.copy_cold_bytes = copies.cold_bytes;
   p.cold_copy_bytes_per_second =
       copies.extra_seconds > 0.0 ? 2.0 * kCopyEntry / c.copy_cache.points.back().seconds : 0.0;
-  p.cold_vector_flops_per_second = median_of([&](int) { return cold_vector_rate(machine); });
-  p.host = link(host);
-  p.ipu_link = link(collectives);
-  p.op_overhead_seconds = median_of([&](int) { return op_overhead(machine); });
-  // Between a step's segments the pool's threads have slept; between a lone replica's
-  // spread GEMMs they still spin.
-  p.barrier_seconds = median_of([&](int) { return pool_run(machine, 200e-6, 100); });
-  p.pool_run_seconds = median_of([&](int) { return pool_run(machine, 0.0, 1000); });
+  p.cold_vector_flops_per_second = median([](const Pass& s) { return s.cold_vector; });
+  p.host = link(&Pass::host);
+  p.ipu_link = link(&Pass::collectives);
+  p.op_overhead_seconds = median([](const Pass& s) { return s.op_overhead; });
+  p.barrier_seconds = median([](const Pass& s) { return s.barrier; });
+  p.pool_run_seconds = median([](const Pass& s) { return s.pool_run; });
   // With one thread nothing is spread: 0, priced as 1. Spread blocks measured faster than
   // beside other threads' GEMMs are within the noise: at most 1, as an efficiency is.
   if (threads > 1)
-    p.gemm_spread_efficiency = std::min(
-        1.0,
-        median_of([&](int) { return spread_efficiency(machine, c.gemms, p.pool_run_seconds); }));
+    p.gemm_spread_efficiency = std::min(1.0, median([](const Pass& s) { return s.spread; }));
   // Host and remote transfers are copies on the replica's own thread: nothing
   // synchronises beyond what the links' latencies measured.
   p.sync_overhead_seconds = 0.0;
+  p.core_round_trip_seconds = median([](const Pass& s) { return s.round_trip; });
+  for (const Pass& s : passes) c.round_trips.push_back(s.round_trip);
 
   c.measured = {
       {"element-wise (Adam, GELU gradient)", p.vector_flops_per_second, "FLOP/s"},
@@ -785,6 +819,7 @@ MachineCalibration calibrate_machine(const CalibrateOptions& options) {
       {"compute op overhead", p.op_overhead_seconds * 1e6, "µs"},
       {"thread pool barrier (threads asleep)", p.barrier_seconds * 1e6, "µs"},
       {"thread pool run (threads spinning)", p.pool_run_seconds * 1e6, "µs"},
+      {"core round trip (where the CPUs are)", p.core_round_trip_seconds * 1e9, "ns"},
   };
   c.seconds = since(t0);
   return c;
@@ -841,9 +876,17 @@ void print_machine_calibration(std::ostream& out, const MachineCalibration& c) {
   print_sweep(c.copy_cache, p.copy_warm_bytes, p.copy_cold_bytes, p.cold_copy_bytes_per_second);
   for (const auto& m : c.measured)
     fmt::print(out, "{:<42} {}\n", m.what,
-               m.unit == "µs" || m.unit == "ps" || m.unit == "%"
+               m.unit == "µs" || m.unit == "ns" || m.unit == "ps" || m.unit == "%"
                    ? fmt::format("{:.2f} {}", m.value, m.unit)
                    : si(m.value, m.unit.c_str()));
+  if (c.moved()) {
+    std::vector<long> ns;
+    for (const double t : c.round_trips) ns.push_back(std::lround(t * 1e9));
+    fmt::print(out,
+               "note: the machine moved its CPUs during the calibration (the passes' core round "
+               "trips: {} ns); each figure is the median of its passes'\n",
+               fmt::join(ns, " "));
+  }
   fmt::print(out, "calibration took {:.1f} s\n", c.seconds);
 }
 

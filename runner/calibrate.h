@@ -2,7 +2,9 @@
 // turns the measurements into a device profile (config/device_profile.h) for the cost
 // model (planner/cost.h), so `popplan plan` estimates what `poprun train` will measure.
 // Each measurement times what a replica's thread does in a step, with every thread busy
-// at once as replicas keep them, and is the median of three rounds:
+// at once as replicas keep them, and is the median of five passes, each of which measures
+// every figure once (so a few seconds of a moved or busy machine spoil a pass, not a
+// figure), and records where the machine had its CPUs (runner/placement.h):
 //  - caches: one layer's kernels with each thread cycling through 1 to 16 sets of
 //    operands (micro-batches 16 and 64, and 8 for the small-batch kernels), and the
 //    remote store's copies through stores of 2 to 64 MiB: what cold data adds and the
@@ -92,11 +94,14 @@ struct MachineCalibration {
   CacheSweep small_rows_cache;  // the small-batch kernels, micro-batch 8
   CacheSweep copy_cache;        // the remote store's copies
   std::vector<Measured> measured;
-  double gemm_fit_rms = 0.0;  // root mean square of log(fitted / measured rate)
-  double seconds = 0.0;       // the calibration's wall time
+  double gemm_fit_rms = 0.0;        // root mean square of log(fitted / measured rate)
+  std::vector<double> round_trips;  // each pass's core round trip (runner/placement.h)
+  // Whether the machine moved its CPUs between passes: two passes a placement apart.
+  [[nodiscard]] bool moved() const;
+  double seconds = 0.0;  // the calibration's wall time
 };
 
-// Measures and fits (about 15 seconds). Throws popkit::Error when a measurement fails.
+// Measures and fits (about 30 seconds). Throws popkit::Error when a measurement fails.
 MachineCalibration calibrate_machine(const CalibrateOptions& options);
 
 // The profile file: a header saying how, where and when it was measured, then the

@@ -19,6 +19,7 @@
 #include "runner/checkpoint.h"
 #include "runner/metrics_log.h"
 #include "runner/outputs.h"
+#include "runner/placement.h"
 #include "runner/resolved_config.h"
 #include "runner/run_dir.h"
 
@@ -483,6 +484,8 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   std::int64_t last_eval_step = -1;
   const std::int64_t n_epochs = limits.epochs.value_or(
       last_epoch(state.data.epoch, state.data.position / g, total - state.step, steps_per_epoch));
+  // Where the machine has the CPUs as the steps begin and end (runner/placement.h).
+  const double round_trip_start = core_round_trip_seconds();
   const auto t0 = Clock::now();
   while (true) {
     if (limits.steps && state.step >= *limits.steps) break;
@@ -525,6 +528,7 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
     }
   }
   result.seconds = seconds_since(t0);
+  const double round_trip_end = core_round_trip_seconds();
   progress.finish();
 
   if (last_checkpoint_step != state.step) checkpoint();
@@ -538,6 +542,8 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
                           evaluations);
   }
   add_measurements(record, engine, losses, history);
+  record.environment.core_round_trip_start_seconds = round_trip_start;
+  record.environment.core_round_trip_end_seconds = round_trip_end;
   result.measured_peak_bytes = engine.memory_report().peak_bytes;
   if (!run_file.empty() && writer) {
     try {

@@ -1,6 +1,7 @@
 // The comparison's rows and the CI gate: parsing, both directions, the messages.
 #include "reports/compare.h"
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 
 #include "reports/input_error.h"
@@ -181,6 +182,39 @@ BOOST_AUTO_TEST_CASE(a_cpu_estimate_compares_with_a_cpu_run) {
   BOOST_TEST(c.rows[0].time_basis == "estimate for CPU (cpu-calibrated)");
   BOOST_TEST(r::times_comparable(c.rows[0], c.rows[1]));
   BOOST_TEST(r::check_gates(c, {r::parse_gate("throughput < -5%")}).size() == 1u);
+}
+
+// A run on CPUs placed otherwise than when the estimate's profile was measured (a
+// virtual machine moved them between the host's caches: a round trip 2x or more away) is
+// named in a note, against the baseline plan's profile or else its own; within 2x, or
+// unmeasured, nothing is said.
+BOOST_AUTO_TEST_CASE(a_run_on_cpus_placed_otherwise_is_named) {
+  auto sources = fixtures({"quick_plan.json", "base.json", "fast.json"});
+  sources[0].record.plan.device_kind = "cpu";
+  sources[0].record.plan.device_core_round_trip_seconds = 60e-9;
+  const auto notes = [&] { return r::placement_notes(r::compare(sources, {}, "")); };
+  BOOST_TEST(notes().empty());  // the runs measured nothing
+  sources[1].record.environment.core_round_trip_start_seconds = 58e-9;
+  sources[1].record.environment.core_round_trip_end_seconds = 331e-9;  // moved during the run
+  sources[2].record.environment.core_round_trip_start_seconds = 70e-9;
+  sources[2].record.environment.core_round_trip_end_seconds = 110e-9;  // within 2x
+  auto n = notes();
+  BOOST_TEST_REQUIRE(n.size() == 1u);
+  BOOST_TEST(n[0].find("run \"base\" ran with its CPUs placed otherwise") == 0u, n[0]);
+  BOOST_TEST(n[0].find("58 ns as its steps began and 331 ns as they ended, against 60 ns") !=
+                 std::string::npos,
+             n[0]);
+  BOOST_TEST(n[0].find("the baseline's (\"quick_plan\")") != std::string::npos, n[0]);
+  // The report carries it.
+  const auto report = r::compare_report(r::compare(sources, {}, ""));
+  BOOST_TEST(std::count(report.tables[0].notes.begin(), report.tables[0].notes.end(), n[0]) == 1);
+  // Without a measured baseline, each run against the profile it ran with.
+  sources[0].record.plan.device_core_round_trip_seconds = 0;
+  sources[2].record.plan.device_core_round_trip_seconds = 330e-9;
+  n = notes();
+  BOOST_TEST_REQUIRE(n.size() == 1u);
+  BOOST_TEST(n[0].find("run \"fast\"") == 0u, n[0]);
+  BOOST_TEST(n[0].find("when its profile was measured") != std::string::npos, n[0]);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -117,6 +117,29 @@ BOOST_AUTO_TEST_CASE(resumed_run_fields_round_trip_and_are_optional) {
   BOOST_TEST(error_of_run(j) == "x.json: first_step: -1 is negative");
 }
 
+// Where the CPUs were (runner/placement.h): the run's round trips at its start and end and
+// its profile's, written only when measured and read back as written; a run file from
+// before has none and reads as 0 (not measured).
+BOOST_AUTO_TEST_CASE(core_round_trips_round_trip_and_are_optional) {
+  r::RunRecord rec = sample_record();
+  nlohmann::json j = r::run_record_to_json(rec);
+  BOOST_TEST(!j["environment"].contains("core_round_trip_seconds"));
+  BOOST_TEST(!j["plan"].contains("device_core_round_trip_seconds"));
+  rec.environment.core_round_trip_start_seconds = 58e-9;
+  rec.environment.core_round_trip_end_seconds = 331e-9;
+  rec.plan.device_core_round_trip_seconds = 60e-9;
+  j = r::run_record_to_json(rec);
+  BOOST_TEST(j["environment"]["core_round_trip_seconds"]["start"] == 58e-9);
+  BOOST_TEST(j["environment"]["core_round_trip_seconds"]["end"] == 331e-9);
+  BOOST_TEST(j["plan"]["device_core_round_trip_seconds"] == 60e-9);
+  const r::RunRecord back = r::run_record_from_json(j, "x.json");
+  BOOST_TEST(r::run_record_to_json(back) == j);
+  BOOST_TEST(back.environment.core_round_trip_end_seconds == 331e-9);
+  BOOST_TEST(back.plan.device_core_round_trip_seconds == 60e-9);
+  j["environment"]["core_round_trip_seconds"].erase("end");
+  BOOST_TEST(error_of_run(j) != "(no error)");
+}
+
 BOOST_AUTO_TEST_CASE(fixtures_match_their_own_writer) {
   for (const char* name : {"base.json", "nosharding.json", "fast.json"}) {
     const nlohmann::json j = r::read_json_file(data_dir() + "/" + name);
@@ -147,6 +170,11 @@ BOOST_AUTO_TEST_CASE(written_run_files_follow_the_schema) {
   rec.run_dir = "runs/x/20261125-174501-2";
   rec.resumed_from = r::ResumedFrom{"runs/x/20261125-174501", "runs/x/20261125-174501/run.json",
                                     "runs/x/20261125-174501/checkpoint-step6.safetensors", 6};
+  r::write_run_file(rec, path);
+  BOOST_TEST(validate_with_schema(path) == 0);
+  rec.environment.core_round_trip_start_seconds = 58e-9;
+  rec.environment.core_round_trip_end_seconds = 61e-9;
+  rec.plan.device_core_round_trip_seconds = 60e-9;
   r::write_run_file(rec, path);
   BOOST_TEST(validate_with_schema(path) == 0);
   BOOST_TEST(!std::filesystem::exists(path + ".tmp"));

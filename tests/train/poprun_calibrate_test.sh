@@ -65,7 +65,11 @@ for prefix, rate_key in (("", "gemm"), ("small_rows_", "small_rows_gemm"), ("cop
     assert rate == 0 if cold == 0 else 1e7 < rate < 1e12, (prefix, rate)
 for l in re.findall(r"latency_seconds:\s*([-+.\deE]+)", text):
     assert 0 <= float(l) < 1e-2, l
+# Where the CPUs were: a cache line's round trip between two of them, above 0 with two
+# CPUs (0 means "not measured"), below 100 us.
+assert 0 < get("core_round_trip_seconds") < 1e-4
 PY
+grep -q "^core round trip (where the CPUs are) " <<<"$out" || fail "no core round trip line: $out"
 
 # It loads as a profile: popplan validates and plans with it, as a CPU's.
 popplan validate "$config" --set device.profile=./cpu.yaml >/dev/null 2>err.txt ||
@@ -78,10 +82,20 @@ p = json.load(open("plan.json"))
 assert p["device_profile"] == "this-cpu", p["device_profile"]
 assert p["device_kind"] == "cpu", p["device_kind"]
 assert p["estimated_samples_per_second"] > 0
+assert 0 < p["device_core_round_trip_seconds"] < 1e-4
 ' || fail "plan.json: $(head -c 400 plan.json)"
 
 # popreport compare: the estimate beside a CPU run gets ratios; an ipu-mk2 plan does not.
 poprun train "$config" --steps 3 --out run/run.json -q 2>err.txt || fail "train: $(cat err.txt)"
+# The run records where its CPUs were as its steps began and ended; on one CPU, nothing.
+/usr/bin/python3 -c '
+import json
+e = json.load(open("run/run.json"))["environment"]["core_round_trip_seconds"]
+assert 0 < e["start"] < 1e-4 and 0 < e["end"] < 1e-4, e
+' || fail "run.json: no core round trips: $(grep -A3 core_round_trip run/run.json)"
+taskset -c 0 poprun train "$config" --steps 3 --out one-cpu/run.json -q 2>err.txt ||
+  fail "train on one CPU: $(cat err.txt)"
+grep -q core_round_trip_seconds one-cpu/run.json && fail "one CPU, yet a core round trip"
 popplan plan "$config" --set device.profile=ipu-mk2 --format json -o ipu.json 2>err.txt ||
   fail "plan for ipu-mk2: $(cat err.txt)"
 cmp=$(popreport compare plan.json run/run.json --names estimate,measured 2>&1) ||

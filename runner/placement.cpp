@@ -1,0 +1,78 @@
+// The cache line's round trip between two CPUs (runner/placement.h).
+#include "runner/placement.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace popkit::runner {
+namespace {
+
+bool pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
+constexpr int kBatches = 5;
+constexpr int kTrips = 5000;
+constexpr double kGiveUp = 0.1;  // seconds a batch: 20 us a trip
+
+}  // namespace
+
+double core_round_trip_seconds() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return 0.0;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  if (cpus.size() < 2) return 0.0;
+
+  // One line, written in turn: the pinger writes odd values, the ponger answers each
+  // with the next even one. Two threads that cannot both run (one CPU in fact, or a
+  // neighbour's work on it) would take a time slice a trip: past kGiveUp, no figure.
+  alignas(64) std::atomic<std::int64_t> line{0};
+  std::atomic<bool> failed{false};
+  constexpr std::int64_t kTotal = std::int64_t{kBatches} * kTrips;
+  std::thread ponger([&] {
+    if (!pin_to(cpus[1])) failed.store(true);
+    for (std::int64_t i = 0; i < kTotal && !failed.load(std::memory_order_relaxed); ++i) {
+      while (line.load(std::memory_order_acquire) != 2 * i + 1)
+        if (failed.load(std::memory_order_relaxed)) return;
+      line.store(2 * i + 2, std::memory_order_release);
+    }
+  });
+  std::vector<double> per_trip;
+  std::thread pinger([&] {
+    if (!pin_to(cpus[0])) failed.store(true);
+    for (int b = 0; b < kBatches && !failed.load(); ++b) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto elapsed = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      };
+      for (std::int64_t i = std::int64_t{b} * kTrips; i < std::int64_t{b + 1} * kTrips; ++i) {
+        line.store(2 * i + 1, std::memory_order_release);
+        for (std::int64_t spins = 1; line.load(std::memory_order_acquire) != 2 * i + 2; ++spins)
+          if (spins % 4096 == 0 && elapsed() > kGiveUp) {
+            failed.store(true);
+            return;
+          }
+      }
+      per_trip.push_back(elapsed() / kTrips);
+    }
+  });
+  pinger.join();
+  ponger.join();
+  if (failed.load()) return 0.0;  // not where it was asked, or not in time: no figure
+  std::sort(per_trip.begin(), per_trip.end());
+  return per_trip[per_trip.size() / 2];
+}
+
+}  // namespace popkit::runner
