@@ -10,11 +10,11 @@
 
 namespace popkit::runner {
 
-// The median over a few batches of round trips of one cache line between the first two
+// The fastest of a few batches of round trips of one cache line between the first two
 // CPUs this process may run on, each side on a thread of its own pinned to its CPU; 0
-// when the process has fewer than two CPUs. Takes a few milliseconds; the engine's
-// threads are not moved.
+// when the process has fewer than two CPUs, or the two could not run within a quarter
+// second. Takes a few milliseconds; the engine's threads are not moved. Whether two
+// round trips are a placement apart: config::placement_differs.
 double core_round_trip_seconds();
-// Whether two round trips are a placement apart: config::placement_differs.
 
 }  // namespace popkit::runner
