@@ -53,7 +53,8 @@ done
 
 poprun="$build/cli/poprun"
 popplan="$build/cli/popplan"
-for t in "$poprun" "$popplan"; do
+popreport="$build/cli/popreport"
+for t in "$poprun" "$popplan" "$popreport"; do
   [[ -x "$t" ]] || { echo "estimate.sh: $t not built (bash scripts/build.sh release)" >&2; exit 2; }
 done
 bash "$root/scripts/fetch_data.sh" >/dev/null
@@ -76,15 +77,13 @@ calibrate() {  # calibrate ROUND [AGAIN]
   sed -n '/^fit:/p;/^element-wise/,/^calibration/p' "$work/calibrate-$1.log" | sed 's/^/  /' >&2
 }
 
-# Whether a run file's CPUs were placed as its profile's were measured (config::
-# placement_differs: the round trips within 2x at the run's start and end); prints the
-# three round trips in ns.
+# Whether a run file's CPUs were placed as its profile's were measured: popreport compare
+# says when they were not (config::placement_differs). Prints the three round trips in ns
+# (profile, the run's start, its end).
 placed_alike() {  # placed_alike RUN_JSON
   jq -r '[.plan.device_core_round_trip_seconds // 0, .environment.core_round_trip_seconds.start // 0,
-          .environment.core_round_trip_seconds.end // 0] | @tsv' "$1" |
-    awk '{ printf "%.0f %.0f %.0f\n", $1 * 1e9, $2 * 1e9, $3 * 1e9
-           for (i = 2; i <= 3; ++i)
-             if ($1 > 0 && $i > 0 && ($1 >= 2 * $i || $i >= 2 * $1)) exit 1 }'
+          .environment.core_round_trip_seconds.end // 0] | map(. * 1e9 | round) | join(" ")' "$1"
+  ! grep -q "ran with its CPUs placed otherwise" <<<"$("$popreport" compare "$1")"
 }
 plan_all() {  # plans every row with the round's profile (its own variables: a run's are set)
   local row name sets steps args

@@ -158,8 +158,6 @@ struct DeviceProfile {
   }
 };
 
-// A numeric parameter of a profile file: its key (a dotted path in the YAML file), the
-// member, and whether it must be given (others default to the member's default).
 // Whether two core round trips (DeviceProfile::core_round_trip_seconds, a run's) are a
 // placement apart: one at least kPlacementRatio times the other. On the virtual machine
 // measured, a cache line's round trip took 50-90 ns with the CPUs on one last-level cache
@@ -167,6 +165,8 @@ struct DeviceProfile {
 inline constexpr double kPlacementRatio = 2.0;
 [[nodiscard]] bool placement_differs(double a_seconds, double b_seconds);
 
+// A numeric parameter of a profile file: its key (a dotted path in the YAML file), the
+// member, and whether it must be given (others default to the member's default).
 struct ProfileParameter {
   std::string_view key;
   double DeviceProfile::*member = nullptr;

@@ -168,8 +168,8 @@ std::vector<std::string> placement_notes(const Comparison& c) {
   std::vector<std::string> notes;
   if (c.rows.empty()) return notes;
   const CompareRow& base = c.rows[c.baseline];
+  const bool from_base = base.kind == SourceKind::kPlan && base.profile_round_trip > 0;
   for (const CompareRow& r : c.rows) {
-    const bool from_base = base.kind == SourceKind::kPlan && base.profile_round_trip > 0;
     const double measured = from_base ? base.profile_round_trip : r.profile_round_trip;
     if (!config::placement_differs(measured, r.round_trip_start) &&
         !config::placement_differs(measured, r.round_trip_end))

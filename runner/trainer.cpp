@@ -484,8 +484,11 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   std::int64_t last_eval_step = -1;
   const std::int64_t n_epochs = limits.epochs.value_or(
       last_epoch(state.data.epoch, state.data.position / g, total - state.step, steps_per_epoch));
-  // Where the machine has the CPUs as the steps begin and end (runner/placement.h).
-  const double round_trip_start = core_round_trip_seconds();
+  // Where the machine has the CPUs as the steps begin and end (runner/placement.h), for
+  // the run file: measured by the rank that writes it only, so ranks sharing a host do
+  // not pin their probes to the same two CPUs at once.
+  const auto round_trip = [&] { return writer ? core_round_trip_seconds() : 0.0; };
+  const double round_trip_start = round_trip();
   const auto t0 = Clock::now();
   while (true) {
     if (limits.steps && state.step >= *limits.steps) break;
@@ -528,7 +531,7 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
     }
   }
   result.seconds = seconds_since(t0);
-  const double round_trip_end = core_round_trip_seconds();
+  const double round_trip_end = round_trip();
   progress.finish();
 
   if (last_checkpoint_step != state.step) checkpoint();
