@@ -10,8 +10,6 @@
 //
 //   build/native/bench/cross_core_bench --benchmark_repetitions=20 --benchmark_format=csv
 #include <benchmark/benchmark.h>
-#include <pthread.h>
-#include <sched.h>
 
 #include <chrono>
 #include <cstddef>
@@ -28,29 +26,11 @@
 
 namespace {
 
-// The two CPUs the round trip is measured between: the first two this process may use.
-std::vector<int> first_two_cpus() {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
-    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-  return cpus;
-}
-
-void pin_to(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
-
 // f() on a thread of its own pinned to `cpu`, waited for.
 template <typename F>
 void on_cpu(int cpu, F&& f) {
   std::thread t([&] {
-    pin_to(cpu);
+    popkit::runner::pin_this_thread(cpu);
     f();
   });
   t.join();
@@ -89,7 +69,8 @@ void BM_Copy(benchmark::State& state) {
   const auto before = static_cast<Before>(state.range(0));
   const bool streaming = state.range(1) != 0;
   const auto bytes = static_cast<std::size_t>(state.range(2));
-  const std::vector<int> cpus = first_two_cpus();
+  // The two the round trip is measured between.
+  const std::vector<int> cpus = popkit::runner::allowed_cpus(2);
   if (cpus.size() < 2) {
     state.SkipWithError("needs two CPUs");
     return;

@@ -13,13 +13,6 @@
 namespace popkit::runner {
 namespace {
 
-bool pin_to(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-}
-
 // Batches short enough to fit in one time slice of a CPU shared with other work: a
 // thread that is preempted mid-batch makes that batch slow, not the figure.
 constexpr int kBatches = 11;
@@ -28,13 +21,25 @@ constexpr double kGiveUp = 0.25;  // seconds for all of them
 
 }  // namespace
 
-double core_round_trip_seconds() {
+std::vector<int> allowed_cpus(int n) {
+  std::vector<int> cpus;
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return 0.0;
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE && std::ssize(cpus) < n; ++c)
     if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  return cpus;
+}
+
+bool pin_this_thread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
+double core_round_trip_seconds() {
+  const std::vector<int> cpus = allowed_cpus(2);
   if (cpus.size() < 2) return 0.0;
 
   // One line, written in turn: the pinger writes odd values, the ponger answers each
@@ -44,7 +49,7 @@ double core_round_trip_seconds() {
   std::atomic<bool> failed{false};
   constexpr std::int64_t kTotal = std::int64_t{kBatches} * kTrips;
   std::thread ponger([&] {
-    if (!pin_to(cpus[1])) failed.store(true);
+    if (!pin_this_thread(cpus[1])) failed.store(true);
     for (std::int64_t i = 0; i < kTotal && !failed.load(std::memory_order_relaxed); ++i) {
       while (line.load(std::memory_order_acquire) != 2 * i + 1)
         if (failed.load(std::memory_order_relaxed)) return;
@@ -53,7 +58,7 @@ double core_round_trip_seconds() {
   });
   std::vector<double> per_trip;
   std::thread pinger([&] {
-    if (!pin_to(cpus[0])) failed.store(true);
+    if (!pin_this_thread(cpus[0])) failed.store(true);
     const auto start = std::chrono::steady_clock::now();
     const auto since = [](std::chrono::steady_clock::time_point t) {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();

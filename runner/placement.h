@@ -8,7 +8,14 @@
 // bench/estimate.sh).
 #pragma once
 
+#include <vector>
+
 namespace popkit::runner {
+
+// The first `n` CPUs this process may run on (fewer when it may use fewer), lowest first.
+std::vector<int> allowed_cpus(int n);
+// Pins the calling thread to `cpu`; false when the system refuses.
+bool pin_this_thread(int cpu);
 
 // The fastest of a few batches of round trips of one cache line between the first two
 // CPUs this process may run on, each side on a thread of its own pinned to its CPU; 0
