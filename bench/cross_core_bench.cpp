@@ -26,14 +26,17 @@
 
 namespace {
 
-// f() on a thread of its own pinned to `cpu`, waited for.
+// f() on a thread of its own pinned to `cpu`, waited for; false (f not run) when the
+// thread could not be pinned there.
 template <typename F>
-void on_cpu(int cpu, F&& f) {
+bool on_cpu(int cpu, F&& f) {
+  bool pinned = false;
   std::thread t([&] {
-    popkit::runner::pin_this_thread(cpu);
-    f();
+    pinned = popkit::runner::pin_this_thread(cpu);
+    if (pinned) f();
   });
   t.join();
+  return pinned;
 }
 
 // Streaming stores where the CPU has them (SSE2: every x86-64); memcpy elsewhere.
@@ -81,43 +84,33 @@ void BM_Copy(benchmark::State& state) {
   const auto write = [&](std::vector<std::byte>& v) {
     std::memset(v.data(), ++fill & 0xff, v.size());
   };
+  // Who last touched what before the copy: cpus[0] copies, cpus[1] is the other.
+  const int src_writer = cpus[before == kOtherWroteSrc ? 1 : 0];
+  const int dst_writer = cpus[before == kOtherWroteDst ? 1 : 0];
+  const bool other_reads_dst = before == kOtherReadDst;
+  double seconds = 0.0;
+  const auto read_dst = [&] {
+    std::uint64_t sum = 0;
+    for (std::size_t i = 0; i < bytes; i += 64) sum += static_cast<std::uint64_t>(dst[i]);
+    benchmark::DoNotOptimize(sum);
+  };
+  const auto copy = [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (streaming)
+      stream_copy(dst.data(), src.data(), bytes);
+    else
+      std::memcpy(dst.data(), src.data(), bytes);
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
   for (auto _ : state) {
-    switch (before) {
-      case kOwn:
-        on_cpu(cpus[0], [&] {
-          write(src);
-          write(dst);
-        });
-        break;
-      case kOtherWroteDst:
-        on_cpu(cpus[0], [&] { write(src); });
-        on_cpu(cpus[1], [&] { write(dst); });
-        break;
-      case kOtherReadDst:
-        on_cpu(cpus[0], [&] {
-          write(src);
-          write(dst);
-        });
-        on_cpu(cpus[1], [&] {
-          std::uint64_t sum = 0;
-          for (std::size_t i = 0; i < bytes; i += 64) sum += static_cast<std::uint64_t>(dst[i]);
-          benchmark::DoNotOptimize(sum);
-        });
-        break;
-      case kOtherWroteSrc:
-        on_cpu(cpus[0], [&] { write(dst); });
-        on_cpu(cpus[1], [&] { write(src); });
-        break;
+    bool pinned =
+        on_cpu(src_writer, [&] { write(src); }) && on_cpu(dst_writer, [&] { write(dst); });
+    if (pinned && other_reads_dst) pinned = on_cpu(cpus[1], read_dst);
+    pinned = pinned && on_cpu(cpus[0], copy);
+    if (!pinned) {
+      state.SkipWithError("could not pin a thread to its CPU");
+      break;
     }
-    double seconds = 0.0;
-    on_cpu(cpus[0], [&] {
-      const auto t0 = std::chrono::steady_clock::now();
-      if (streaming)
-        stream_copy(dst.data(), src.data(), bytes);
-      else
-        std::memcpy(dst.data(), src.data(), bytes);
-      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    });
     benchmark::DoNotOptimize(dst.data());
     state.SetIterationTime(seconds);
   }
@@ -127,7 +120,8 @@ void BM_Copy(benchmark::State& state) {
   state.counters["trip_end_ns"] = popkit::runner::core_round_trip_seconds() * 1e9;
 }
 
-// 800 KiB: a shard of fc1's weight over two replicas, what phased R 2 x 8 x 4 gathers.
+// 800 KiB: about a shard of fc1's weight (784 x 512 floats) over two replicas, what phased
+// R 2 x 8 x 4 gathers.
 BENCHMARK(BM_Copy)
     ->ArgNames({"before", "streaming", "bytes"})
     ->ArgsProduct({{kOwn, kOtherWroteDst, kOtherReadDst, kOtherWroteSrc}, {0, 1}, {800 << 10}})
