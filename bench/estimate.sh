@@ -11,12 +11,15 @@
 # and counted; the exit code is 1 when any is.
 #
 # Like with like: a virtual machine moves its CPUs between the host's caches as its load
-# changes, for seconds at a time, and a run on CPUs placed otherwise than when the profile
-# was measured runs on another machine than the one the estimate is for (runner/placement.h:
-# poprun records a cache line's round trip between two CPUs in the profile and in the run
-# file; popreport compare says when they differ). Such a run is made again; after two, the
-# round calibrates again (the machine has moved since) and plans again; after four, the
-# last is kept and marked. Every run made again is counted and listed with the table.
+# changes, for seconds at a time, and other work on the host takes more or less of the
+# last-level cache it shares, for tens of seconds; a run on CPUs placed otherwise, or with
+# another share of the cache, than when the profile was measured runs on another machine
+# than the one the estimate is for (poprun records a cache line's round trip between two
+# CPUs, runner/placement.h, and a cache probe, runner/calibrate.h, in the profile and in
+# the run file; popreport compare says when they differ). Such a run is made again; after
+# two, the round calibrates again (the machine has changed since) and plans again; after
+# four, the last is kept and marked. Every run made again is counted and listed with the
+# table.
 #
 #   bench/estimate.sh [--build DIR] [--profile FILE] [--tolerance 0.15] [--rounds 3] [--quick]
 #
@@ -77,13 +80,25 @@ calibrate() {  # calibrate ROUND [AGAIN]
   sed -n '/^fit:/p;/^element-wise/,/^calibration/p' "$work/calibrate-$1.log" | sed 's/^/  /' >&2
 }
 
-# Whether a run file's CPUs were placed as its profile's were measured: popreport compare
-# says when they were not (config::placement_differs). Prints the three round trips in ns
-# (profile, the run's start, its end).
-placed_alike() {  # placed_alike RUN_JSON
-  jq -r '[.plan.device_core_round_trip_seconds // 0, .environment.core_round_trip_seconds.start // 0,
-          .environment.core_round_trip_seconds.end // 0] | map(. * 1e9 | round) | join(" ")' "$1"
-  ! grep -q "ran with its CPUs placed otherwise" <<<"$("$popreport" compare "$1")"
+# Whether a run ran on the machine its profile measured: popreport compare says when its
+# CPUs were placed otherwise (config::placement_differs) or it had another share of the
+# cache (config::caches_differ). Prints the three round trips in ns (profile, the run's
+# start, its end), the cache probes in us (profile, the run's least, its most, how many),
+# then what differed.
+machine_alike() {  # machine_alike RUN_JSON
+  local notes differed=""
+  jq -r '([.plan.device_core_round_trip_seconds // 0, .environment.core_round_trip_seconds.start // 0,
+           .environment.core_round_trip_seconds.end // 0] | map(. * 1e9 | round)) +
+         ([.plan.device_cache_probe_seconds // 0, .environment.cache_probe_seconds.min // 0,
+           .environment.cache_probe_seconds.max // 0] | map(. * 1e6 | round)) +
+         [.environment.cache_probe_seconds.probes // 0] | join(" ")' "$1" |
+    tr '\n' ' '
+  notes=$("$popreport" compare "$1")
+  grep -q "ran with its CPUs placed otherwise" <<<"$notes" && differed+="placed"
+  grep -q "ran with another share of the host's last-level cache" <<<"$notes" &&
+    differed+="${differed:+,}cache"
+  echo "${differed:-alike}"
+  [[ -z "$differed" ]]
 }
 plan_all() {  # plans every row with the round's profile (its own variables: a run's are set)
   local row name sets steps args
@@ -122,7 +137,7 @@ args_of() {  # args_of SETS: the --set arguments of a row
   for s in $1; do args+=(--set "$s"); done
 }
 results="$work/results.tsv"
-moved="$work/moved.tsv"  # the runs made again: round, row, round trips (profile, start, end)
+moved="$work/moved.tsv"  # the runs made again: round, row, machine_alike's line, samples/s
 : >"$results"
 : >"$moved"
 # Each round starts one row further on, so whatever a row's place in the order costs
@@ -139,9 +154,9 @@ for ((round = 1; round <= rounds; round++)); do
       "$poprun" train "$root/examples/mnist.yaml" -q "${args[@]}" --steps $((steps * scale)) \
         --out "$work/$name.run.json" --force >"$work/$name.run.log" 2>&1 ||
         { echo "estimate.sh: poprun train failed for $name:" >&2; cat "$work/$name.run.log" >&2; exit 1; }
-      trips=$(placed_alike "$work/$name.run.json") && { alike=yes; break; }
+      machine=$(machine_alike "$work/$name.run.json") && { alike=yes; break; }
       alike=no
-      printf '%s\t%s\t%s\t%s\n' "$round" "$name" "$trips" \
+      printf '%s\t%s\t%s\t%s\n' "$round" "$name" "$machine" \
         "$(jq -r .throughput.median "$work/$name.run.json")" >>"$moved"
       ((attempt < 4)) || break
       if ((attempt == 2)); then
@@ -189,12 +204,15 @@ print(f"samples/s, the median over {len(next(iter(rows.values()))['runs'])} roun
 print(f"{len(rows) - len(outside)} of {len(rows)} within; outside: {', '.join(outside) or 'none'}")
 moved = [l.rstrip("\n").split("\t") for l in open(sys.argv[5]) if l.strip()]
 kept = sum(not a for r in rows.values() for a in r["alike"])
-print(f"runs made again, their CPUs placed otherwise than when the round's profile was "
-      f"measured: {len(moved)}; kept so placed after four (* above): {kept}")
-for rnd, name, trips, meas in moved:
-    profile_ns, start_ns, end_ns = trips.split()
-    print(f"  round {rnd} {name}: core round trip {start_ns} ns at the start, {end_ns} ns at "
-          f"the end, {profile_ns} ns in the profile; {float(meas):,.0f} samples/s")
+why = [m[2].split()[-1] for m in moved]
+print(f"runs made again, on another machine than the round's profile measured: {len(moved)} "
+      f"(CPUs placed otherwise: {sum('placed' in w for w in why)}; another share of the "
+      f"cache: {sum('cache' in w for w in why)}); kept so after four (* above): {kept}")
+for rnd, name, machine, meas in moved:
+    trip_p, trip_s, trip_e, probe_p, probe_lo, probe_hi, probes, _ = machine.split()
+    print(f"  round {rnd} {name}: core round trip {trip_s} ns at the start, {trip_e} ns at "
+          f"the end, {trip_p} ns in the profile; cache probe {probe_lo} to {probe_hi} us "
+          f"({probes} probes), {probe_p} us in the profile; {float(meas):,.0f} samples/s")
 print(f"load before: {sys.argv[3].split('load average:')[-1].strip()}; "
       f"after: {sys.argv[4].split('load average:')[-1].strip()}")
 print()

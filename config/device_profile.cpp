@@ -65,6 +65,9 @@ constexpr std::array kParameters = {
     value("caches.core_round_trip_seconds", &P::core_round_trip_seconds, false, false,
           "a CPU: a cache line's round trip between two of its cores when measured (not priced: "
           "runs are checked against it)"),
+    value("caches.probe_seconds", &P::cache_probe_seconds, false, false,
+          "a CPU: the cache probe's time when measured, 8 MiB of a layer's operands a thread (not "
+          "priced: runs are checked against it)"),
     link("links.ipu_link.bytes_per_second", &P::ipu_link, &L::bytes_per_second, true, true,
          "collectives, per replica"),
     link("links.ipu_link.latency_seconds", &P::ipu_link, &L::latency_seconds, false, false,
@@ -103,6 +106,11 @@ constexpr std::array kParameters = {
 bool placement_differs(double a_seconds, double b_seconds) {
   if (a_seconds <= 0.0 || b_seconds <= 0.0) return false;
   return std::max(a_seconds, b_seconds) >= kPlacementRatio * std::min(a_seconds, b_seconds);
+}
+
+bool caches_differ(double a_seconds, double b_seconds) {
+  if (a_seconds <= 0.0 || b_seconds <= 0.0) return false;
+  return std::max(a_seconds, b_seconds) >= kCacheProbeRatio * std::min(a_seconds, b_seconds);
 }
 
 std::span<const ProfileParameter> profile_parameters() {

@@ -100,6 +100,14 @@ struct DeviceProfile {
   // a placement away from it ran on another machine than the one measured (popreport
   // compare says so). 0: not measured.
   double core_round_trip_seconds = 0.0;
+  // How much of the last-level cache the machine left its threads when the profile was
+  // measured: the cache probe's seconds (runner/calibrate.h cache_probe_seconds, a layer's
+  // small-batch kernels cycling through 8.3 MiB of operands a thread). Not priced; other
+  // work on the host that shares the cache slows it, and the plans whose data lives in
+  // that cache (standard mode's weights and gradients) with it: a run whose probe is
+  // kCacheProbeRatio away ran on another machine than the one measured (popreport compare
+  // says so). 0: not measured.
+  double cache_probe_seconds = 0.0;
 
   LinkProfile ipu_link;   // collectives between replicas, per replica
   LinkProfile streaming;  // remote buffers in streaming memory
@@ -164,6 +172,14 @@ struct DeviceProfile {
 // and 320-370 ns across two. 0 (not measured) is apart from nothing.
 inline constexpr double kPlacementRatio = 2.0;
 [[nodiscard]] bool placement_differs(double a_seconds, double b_seconds);
+
+// Whether two cache probes (DeviceProfile::cache_probe_seconds, a run's) are a cache's
+// share apart: one at least kCacheProbeRatio times the other. On the virtual machine
+// measured, a run's probes at its start and end took 126-145 us when standard R 2 x 8 x 4
+// ran at 20-23k samples/s (but for one, 239), and in every run at 11-18k the slower of
+// them took 200-363 us. 0 (not measured) is apart from nothing.
+inline constexpr double kCacheProbeRatio = 1.3;
+[[nodiscard]] bool caches_differ(double a_seconds, double b_seconds);
 
 // A numeric parameter of a profile file: its key (a dotted path in the YAML file), the
 // member, and whether it must be given (others default to the member's default).

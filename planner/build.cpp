@@ -1420,6 +1420,7 @@ class Builder {
     p_.device_profile = profile->name;
     p_.device_kind = profile->is_cpu() ? "cpu" : "ipu";
     p_.device_core_round_trip_seconds = profile->core_round_trip_seconds;
+    p_.device_cache_probe_seconds = profile->cache_probe_seconds;
     p_.memory_per_replica =
         c_.device.memory_per_replica != 0 ? c_.device.memory_per_replica : profile->memory_bytes;
     p_.io_tiles = c_.execution.io_tiles;

@@ -392,6 +392,9 @@ struct Plan {
   // The CPU profile's core_round_trip_seconds (config/device_profile.h): where the machine
   // had put its CPUs when measured. 0: not a CPU's, or not measured.
   double device_core_round_trip_seconds = 0.0;
+  // The CPU profile's cache_probe_seconds: how much of the last-level cache the host left
+  // its threads when measured. 0: not a CPU's, or not measured.
+  double device_cache_probe_seconds = 0.0;
   double estimated_step_seconds = 0.0;
   double estimated_samples_per_second = 0.0;
   // Set when the plan was priced with a network profile; the estimates above then

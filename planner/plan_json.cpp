@@ -231,6 +231,8 @@ nlohmann::json plan_to_json(const Plan& plan) {
   // Only from a profile that measured it: other plans stay as they were.
   if (plan.device_core_round_trip_seconds > 0)
     j["device_core_round_trip_seconds"] = plan.device_core_round_trip_seconds;
+  if (plan.device_cache_probe_seconds > 0)
+    j["device_cache_probe_seconds"] = plan.device_cache_probe_seconds;
   j["estimated_step_seconds"] = plan.estimated_step_seconds;
   j["estimated_samples_per_second"] = plan.estimated_samples_per_second;
   if (plan.network) {  // only when priced with a network profile: other plans stay as they were

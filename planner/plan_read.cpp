@@ -516,6 +516,8 @@ Plan Reader::plan(const json& j) const {
                                               : "ipu";
   if (j.contains("device_core_round_trip_seconds"))
     p.device_core_round_trip_seconds = number(j, "", "device_core_round_trip_seconds");
+  if (j.contains("device_cache_probe_seconds"))
+    p.device_cache_probe_seconds = number(j, "", "device_cache_probe_seconds");
   p.estimated_step_seconds = number(j, "", "estimated_step_seconds");
   p.estimated_samples_per_second = number(j, "", "estimated_samples_per_second");
   if (j.contains("network")) {  // only plans priced with a network profile hold it

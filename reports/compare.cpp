@@ -145,9 +145,11 @@ Comparison compare(const std::vector<Source>& sources, const std::vector<std::st
     row.peak_memory = peak_memory(s);
     row.streaming_memory = streaming_memory(s);
     row.profile_round_trip = s.record.plan.device_core_round_trip_seconds;
+    row.profile_cache_probe = s.record.plan.device_cache_probe_seconds;
     if (s.kind == SourceKind::kRun) {
       row.round_trip_start = s.record.environment.core_round_trip_start_seconds;
       row.round_trip_end = s.record.environment.core_round_trip_end_seconds;
+      row.cache_probes = s.record.environment.cache_probes;
     }
     c.rows.push_back(std::move(row));
   }
@@ -164,24 +166,42 @@ Comparison compare(const std::vector<Source>& sources, const std::vector<std::st
   return c;
 }
 
-std::vector<std::string> placement_notes(const Comparison& c) {
+std::vector<std::string> machine_notes(const Comparison& c) {
   std::vector<std::string> notes;
   if (c.rows.empty()) return notes;
   const CompareRow& base = c.rows[c.baseline];
-  const bool from_base = base.kind == SourceKind::kPlan && base.profile_round_trip > 0;
+  const std::string base_profile = fmt::format("the baseline's (\"{}\")", base.name);
   for (const CompareRow& r : c.rows) {
-    const double measured = from_base ? base.profile_round_trip : r.profile_round_trip;
-    if (!config::placement_differs(measured, r.round_trip_start) &&
-        !config::placement_differs(measured, r.round_trip_end))
-      continue;
-    notes.push_back(fmt::format(
-        "run \"{}\" ran with its CPUs placed otherwise than when {} profile was measured: a "
-        "cache line's round trip between two of them took {:.0f} ns as its steps began and "
-        "{:.0f} ns as they ended, against {:.0f} ns then (a virtual machine moves its CPUs "
-        "between the host's caches); its time is not one the estimate is for: calibrate "
-        "again, or run again",
-        r.name, from_base ? fmt::format("the baseline's (\"{}\")", base.name) : "its",
-        r.round_trip_start * 1e9, r.round_trip_end * 1e9, measured * 1e9));
+    // A figure of the baseline plan's profile, when it has one; else of the run's own.
+    struct Then {
+      double figure;
+      std::string whose;
+    };
+    const auto then = [&](double base_figure, double own_figure) {
+      return base.kind == SourceKind::kPlan && base_figure > 0 ? Then{base_figure, base_profile}
+                                                               : Then{own_figure, "its"};
+    };
+    const Then trip = then(base.profile_round_trip, r.profile_round_trip);
+    if (config::placement_differs(trip.figure, r.round_trip_start) ||
+        config::placement_differs(trip.figure, r.round_trip_end))
+      notes.push_back(fmt::format(
+          "run \"{}\" ran with its CPUs placed otherwise than when {} profile was measured: a "
+          "cache line's round trip between two of them took {:.0f} ns as its steps began and "
+          "{:.0f} ns as they ended, against {:.0f} ns then (a virtual machine moves its CPUs "
+          "between the host's caches); its time is not one the estimate is for: calibrate "
+          "again, or run again",
+          r.name, trip.whose, r.round_trip_start * 1e9, r.round_trip_end * 1e9, trip.figure * 1e9));
+    const Then probe = then(base.profile_cache_probe, r.profile_cache_probe);
+    const CacheProbes& probes = r.cache_probes;
+    if (probes.n > 0 && (config::caches_differ(probe.figure, probes.min_seconds) ||
+                         config::caches_differ(probe.figure, probes.max_seconds)))
+      notes.push_back(fmt::format(
+          "run \"{}\" ran with another share of the host's last-level cache than when {} "
+          "profile was measured: the cache probe took {:.0f} to {:.0f} µs over its steps ({} "
+          "probes), against {:.0f} µs then (other work on the host shares the cache); its "
+          "time is not one the estimate is for: calibrate again, or run again",
+          r.name, probe.whose, probes.min_seconds * 1e6, probes.max_seconds * 1e6, probes.n,
+          probe.figure * 1e6));
   }
   return notes;
 }
@@ -204,7 +224,7 @@ Report compare_report(const Comparison& c) {
           "another measures neither; memory compares across all rows (a run allocates what "
           "its plan lists)",
           base.time_basis));
-    for (std::string& note : placement_notes(c)) t.notes.push_back(std::move(note));
+    for (std::string& note : machine_notes(c)) t.notes.push_back(std::move(note));
   }
   t.columns = {{"case", "Case", false},
                {"source", "Source", false},

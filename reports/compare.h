@@ -32,6 +32,10 @@ struct CompareRow {
   // or the one a run ran with), and a run's as its steps began and ended. 0: not known.
   double profile_round_trip = 0.0;
   double round_trip_start = 0.0, round_trip_end = 0.0;
+  // How much of the last-level cache the host left the threads (runner/calibrate.h
+  // cache_probe_seconds), likewise. 0: not known.
+  double profile_cache_probe = 0.0;
+  CacheProbes cache_probes{};
   [[nodiscard]] double metric(Metric m) const;
 };
 
@@ -50,13 +54,15 @@ struct Comparison {
 Comparison compare(const std::vector<Source>& sources, const std::vector<std::string>& names,
                    const std::string& baseline);
 
-// A run set beside an estimate made for CPUs placed otherwise (config::placement_differs)
-// ran on another machine than the one measured: one line per such run, saying so; empty
-// when none did. The estimate: the baseline plan's profile, else the run's own.
-std::vector<std::string> placement_notes(const Comparison& comparison);
+// A run set beside an estimate made for CPUs placed otherwise (config::placement_differs),
+// or for another share of the host's last-level cache (config::caches_differ), ran on
+// another machine than the one measured: a line for each, saying so; empty when none
+// did. The estimate: the baseline plan's profile where it measured the figure, else the
+// run's own.
+std::vector<std::string> machine_notes(const Comparison& comparison);
 
 // The table: columns equal in every row are folded into header lines; "case" stays; the
-// placement notes are among its notes.
+// machine notes are among its notes.
 Report compare_report(const Comparison& comparison);
 
 // `METRIC < PERCENT` or `METRIC > PERCENT`: the row fails when its change against the

@@ -96,6 +96,8 @@ json plan_summary_to_json(const PlanSummary& p) {
   // Only from a profile that measured it: other run files read and write back unchanged.
   if (p.device_core_round_trip_seconds > 0)
     j["device_core_round_trip_seconds"] = p.device_core_round_trip_seconds;
+  if (p.device_cache_probe_seconds > 0)
+    j["device_cache_probe_seconds"] = p.device_cache_probe_seconds;
   return j;
 }
 
@@ -122,6 +124,8 @@ PlanSummary plan_summary_from_json(const JsonReader& r) {
   p.estimated_samples_per_second = r.number("estimated_samples_per_second");
   if (r.has("device_core_round_trip_seconds"))
     p.device_core_round_trip_seconds = r.number("device_core_round_trip_seconds");
+  if (r.has("device_cache_probe_seconds"))
+    p.device_cache_probe_seconds = r.number("device_cache_probe_seconds");
   return p;
 }
 
@@ -178,6 +182,7 @@ PlanSummary plan_summary(const planner::Plan& plan) {
   p.device_profile = plan.device_profile;
   p.device_kind = plan.device_kind;
   p.device_core_round_trip_seconds = plan.device_core_round_trip_seconds;
+  p.device_cache_probe_seconds = plan.device_cache_probe_seconds;
   p.memory_per_replica = plan.memory_per_replica;
   p.fits = plan.fits;
   p.peak_bytes = plan.peak_bytes;
@@ -376,6 +381,12 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
   if (e.core_round_trip_start_seconds > 0 || e.core_round_trip_end_seconds > 0)
     out["environment"]["core_round_trip_seconds"] = {{"start", e.core_round_trip_start_seconds},
                                                      {"end", e.core_round_trip_end_seconds}};
+  if (e.cache_probes.n > 0)
+    out["environment"]["cache_probe_seconds"] = {{"start", e.cache_probes.start_seconds},
+                                                 {"end", e.cache_probes.end_seconds},
+                                                 {"min", e.cache_probes.min_seconds},
+                                                 {"max", e.cache_probes.max_seconds},
+                                                 {"probes", e.cache_probes.n}};
   if (r.eval) out["eval"] = eval_to_json(*r.eval);
   // Written only when set, so run files from before run folders read and write back
   // unchanged.
@@ -483,6 +494,15 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
     const JsonReader trip = e.object("core_round_trip_seconds");
     r.environment.core_round_trip_start_seconds = trip.number("start");
     r.environment.core_round_trip_end_seconds = trip.number("end");
+  }
+  if (e.has("cache_probe_seconds")) {
+    const JsonReader probe = e.object("cache_probe_seconds");
+    reports::CacheProbes& c = r.environment.cache_probes;
+    c.start_seconds = probe.number("start");
+    c.end_seconds = probe.number("end");
+    c.min_seconds = probe.number("min");
+    c.max_seconds = probe.number("max");
+    c.n = probe.integer("probes");
   }
   return r;
 }

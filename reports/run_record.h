@@ -5,6 +5,7 @@
 // name says otherwise.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
@@ -58,6 +59,21 @@ struct BytesMoved {
 
 // samples/s of each step = global_batch_size / step seconds; median, min and max over
 // the steps after the first `warmup_steps`.
+// The cache probes of a run: as its steps began and as they ended, and the least and
+// the most of every probe, those between its steps included; n of them.
+struct CacheProbes {
+  double start_seconds = 0.0, end_seconds = 0.0;
+  double min_seconds = 0.0, max_seconds = 0.0;
+  std::int64_t n = 0;
+  void add(double seconds) {
+    if (n == 0) start_seconds = min_seconds = max_seconds = seconds;
+    min_seconds = std::min(min_seconds, seconds);
+    max_seconds = std::max(max_seconds, seconds);
+    end_seconds = seconds;
+    ++n;
+  }
+};
+
 struct Throughput {
   double median = 0.0;
   double min = 0.0;
@@ -117,6 +133,10 @@ struct Environment {
   // CPU, or a run file from before).
   double core_round_trip_start_seconds = 0.0;
   double core_round_trip_end_seconds = 0.0;
+  // How much of the last-level cache the host left the threads while the steps ran: the
+  // cache probe's seconds (runner/calibrate.h). Not measured (n == 0) when the plan's
+  // profile had no probe to compare with, or in a run file from before.
+  CacheProbes cache_probes{};
 };
 
 // A run over several processes (mpirun -np N): which rank hosted each replica, and the
@@ -152,6 +172,7 @@ struct PlanSummary {
   std::string device_profile;
   std::string device_kind = "ipu";              // the plan's: "cpu" when the profile is a CPU's
   double device_core_round_trip_seconds = 0.0;  // the plan's (planner/plan.h); 0: none
+  double device_cache_probe_seconds = 0.0;      // the plan's (planner/plan.h); 0: none
   std::uint64_t memory_per_replica = 0;
   bool fits = true;
   std::uint64_t peak_bytes = 0;

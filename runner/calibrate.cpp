@@ -275,41 +275,66 @@ double accumulate_seconds(Machine& machine) {
   return extra / weights;
 }
 
-// The caches (config/device_profile.h gemm_cold_fraction): one layer's three kernels
-// (512 x 512, as fc2 and fc3) timed on every thread at once, each thread cycling through
-// `copies` sets of the layer's operands, as a step cycles through its layers' and its
-// replicas' data; the micro-batches' timings summed, so one's noise moves the fit less.
+// One layer's three kernels (width -> width on `rows` rows) timed on every thread at once,
+// each thread cycling through `copies` sets of the layer's operands, as a step cycles
+// through its layers' and its replicas' data: seconds per call, and one thread's sets'
+// bytes.
+struct CycleTiming {
+  double seconds = 0.0;
+  double working_set_bytes = 0.0;
+};
+CycleTiming time_cycle(Machine& machine, std::int64_t rows, std::int64_t width,
+                       std::int64_t copies) {
+  const engine::Kernels& k = engine::kernels();
+  struct Sets {
+    std::vector<LayerData> sets;
+    std::size_t next = 0;
+  };
+  std::vector<Sets> data(static_cast<std::size_t>(machine.threads));
+  for (auto& d : data)
+    for (std::int64_t c = 0; c < copies; ++c) d.sets.emplace_back(rows, width, width);
+  CycleTiming cycle;
+  cycle.working_set_bytes = static_cast<double>(copies * data[0].sets[0].bytes());
+  cycle.seconds = machine.per_call_on_all(data, [&](Sets& s) {
+    const LayerData& d = s.sets[s.next];
+    s.next = (s.next + 1) % s.sets.size();
+    d.forward(k);
+    d.weight_grad(k);
+    d.input_grad(k);
+  });
+  return cycle;
+}
+
+// The caches (config/device_profile.h gemm_cold_fraction): time_cycle of a 512 x 512
+// layer (as fc2 and fc3) through 1 to 16 sets of operands; the micro-batches' timings
+// summed, so one's noise moves the fit less.
 constexpr std::int64_t kSweepCopies[] = {1, 2, 4, 8, 16};
 constexpr std::int64_t kSweepWidth = 512;
 
 CacheSweep cache_sweep(Machine& machine, std::vector<std::int64_t> micro_batches) {
-  const engine::Kernels& k = engine::kernels();
   CacheSweep sweep;
   sweep.rows = std::move(micro_batches);
   for (const std::int64_t copies : kSweepCopies) {
     CacheSweep::Point point;
     for (const std::int64_t rows : sweep.rows) {
-      const std::int64_t w = kSweepWidth;
-      struct Sets {
-        std::vector<LayerData> sets;
-        std::size_t next = 0;
-      };
-      std::vector<Sets> data(static_cast<std::size_t>(machine.threads));
-      for (auto& d : data)
-        for (std::int64_t c = 0; c < copies; ++c) d.sets.emplace_back(rows, w, w);
-      point.working_set_bytes += static_cast<double>(copies * data[0].sets[0].bytes()) /
-                                 static_cast<double>(sweep.rows.size());
-      point.seconds += machine.per_call_on_all(data, [&](Sets& s) {
-        const LayerData& d = s.sets[s.next];
-        s.next = (s.next + 1) % s.sets.size();
-        d.forward(k);
-        d.weight_grad(k);
-        d.input_grad(k);
-      });
+      const CycleTiming cycle = time_cycle(machine, rows, kSweepWidth, copies);
+      point.working_set_bytes += cycle.working_set_bytes / static_cast<double>(sweep.rows.size());
+      point.seconds += cycle.seconds;
     }
     sweep.points.push_back(point);
   }
   return sweep;
+}
+
+// The cache probe (cache_probe_seconds): the small-batch kernels of a 512 x 512 layer
+// through 4 sets of operands, 8.3 MiB a thread. The small-batch kernels read the
+// weight unpacked, at the rate the cache serves it: when other work on the host takes
+// the shared last-level cache, this slows as standard mode's steps do.
+constexpr std::int64_t kProbeCopies = 4;
+constexpr double kProbeBatchSeconds = 0.004;
+
+double cache_probe(Machine& machine) {
+  return time_cycle(machine, planner::kSmallRows, kSweepWidth, kProbeCopies).seconds;
 }
 
 }  // namespace
@@ -688,11 +713,13 @@ struct Pass {
   Link streaming, host, collectives;
   double op_overhead = 0.0, barrier = 0.0, pool_run = 0.0, spread = 0.0;
   double round_trip = 0.0;
+  double cache_probe = 0.0;
 };
 
 Pass measure_pass(Machine& machine) {
   Pass s;
   s.round_trip = core_round_trip_seconds();
+  s.cache_probe = cache_probe(machine);
   for (const auto& [in, out] : kLayers)
     for (const std::int64_t rows : kRows) time_layer(machine, rows, in, out, s.gemms);
   s.cache = cache_sweep(machine, {16, 64});
@@ -722,6 +749,11 @@ std::string si(double v, const char* unit) {
 }
 
 }  // namespace
+
+double cache_probe_seconds(int n_threads) {
+  Machine machine(std::max(1, n_threads), kProbeBatchSeconds);
+  return cache_probe(machine);
+}
 
 bool MachineCalibration::moved() const {
   const auto [lo, hi] = std::minmax_element(round_trips.begin(), round_trips.end());
@@ -806,6 +838,7 @@ MachineCalibration calibrate_machine(const CalibrateOptions& options) {
   p.sync_overhead_seconds = 0.0;
   p.core_round_trip_seconds = median([](const Pass& s) { return s.round_trip; });
   for (const Pass& s : passes) c.round_trips.push_back(s.round_trip);
+  p.cache_probe_seconds = median([](const Pass& s) { return s.cache_probe; });
 
   c.measured = {
       {"element-wise (Adam, GELU gradient)", p.vector_flops_per_second, "FLOP/s"},
@@ -820,6 +853,7 @@ MachineCalibration calibrate_machine(const CalibrateOptions& options) {
       {"thread pool barrier (threads asleep)", p.barrier_seconds * 1e6, "µs"},
       {"thread pool run (threads spinning)", p.pool_run_seconds * 1e6, "µs"},
       {"core round trip (where the CPUs are)", p.core_round_trip_seconds * 1e9, "ns"},
+      {"cache probe (8.3 MiB a thread)", p.cache_probe_seconds * 1e6, "µs"},
   };
   c.seconds = since(t0);
   return c;

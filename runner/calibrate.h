@@ -21,7 +21,8 @@
 //  - collectives: the in-process all-reduce and all-gather on the engine's thread pool,
 //    each followed by a pool run of the replicas (a segment), as the engine runs them;
 //  - the thread pool: a run once its threads have gone to sleep, and one right after
-//    another, its threads still spinning.
+//    another, its threads still spinning;
+//  - the cache probe (cache_probe_seconds below): not priced, a run is checked against it.
 //
 //   MachineCalibration c = calibrate_machine({});
 //   std::string yaml = calibrated_profile_yaml(c);  // config::load_profile_string reads it
@@ -100,6 +101,13 @@ struct MachineCalibration {
   [[nodiscard]] bool moved() const;
   double seconds = 0.0;  // the calibration's wall time
 };
+
+// The cache probe: how much of the shared last-level cache the host leaves this
+// process's threads now. Seconds per call of a 512 x 512 layer's three small-batch
+// kernels (8 rows), each of `n_threads` threads cycling through 4 sets of operands of its
+// own (8.3 MiB), the median of 5 batches (some tens of milliseconds in all). The profile records it
+// (config::DeviceProfile::cache_probe_seconds) and poprun train at a run's start and end.
+double cache_probe_seconds(int n_threads);
 
 // Measures and fits (about 30 seconds). Throws popkit::Error when a measurement fails.
 MachineCalibration calibrate_machine(const CalibrateOptions& options);

@@ -16,6 +16,7 @@
 #include "planner/build.h"
 #include "planner/host_memory.h"
 #include "runner/agreement.h"
+#include "runner/calibrate.h"
 #include "runner/checkpoint.h"
 #include "runner/metrics_log.h"
 #include "runner/outputs.h"
@@ -489,6 +490,19 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   // not pin their probes to the same two CPUs at once.
   const auto round_trip = [&] { return writer ? core_round_trip_seconds() : 0.0; };
   const double round_trip_start = round_trip();
+  // And how much of the last-level cache the host leaves the threads (runner/calibrate.h),
+  // when the profile has a probe of its own to compare with: at each end, and between
+  // steps 0.5, 1, 2, 4, ... seconds in, so a run of a few seconds is watched closely and
+  // a long one pays a probe (tens of milliseconds, outside the steps' times) a doubling.
+  // Not over several processes: the other ranks' threads, running or waiting on the next
+  // collective, would share the CPUs with the probe, and it would measure them.
+  const bool probe = writer && world.size() == 1 && engine.plan().device_cache_probe_seconds > 0;
+  reports::CacheProbes cache_probes;
+  double next_probe = 0.5;
+  const auto cache = [&] {
+    if (probe) cache_probes.add(cache_probe_seconds(engine.n_threads()));
+  };
+  cache();
   const auto t0 = Clock::now();
   while (true) {
     if (limits.steps && state.step >= *limits.steps) break;
@@ -513,6 +527,10 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
         progress.note(fmt::format("warning: {}", why));
     progress.update(
         {epoch + 1, n_epochs, state.step, total, first_step, seconds_since(t0), g, loss});
+    if (probe && seconds_since(t0) >= next_probe) {
+      cache();
+      next_probe *= 2;
+    }
     if (state.data.epoch != epoch && config.eval.every > 0 &&
         state.data.epoch % config.eval.every == 0) {
       last_eval = evaluate();
@@ -532,6 +550,7 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   }
   result.seconds = seconds_since(t0);
   const double round_trip_end = round_trip();
+  cache();
   progress.finish();
 
   if (last_checkpoint_step != state.step) checkpoint();
@@ -547,6 +566,7 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   add_measurements(record, engine, losses, history);
   record.environment.core_round_trip_start_seconds = round_trip_start;
   record.environment.core_round_trip_end_seconds = round_trip_end;
+  record.environment.cache_probes = cache_probes;
   result.measured_peak_bytes = engine.memory_report().peak_bytes;
   if (!run_file.empty() && writer) {
     try {

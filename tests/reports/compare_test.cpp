@@ -192,7 +192,7 @@ BOOST_AUTO_TEST_CASE(a_run_on_cpus_placed_otherwise_is_named) {
   auto sources = fixtures({"quick_plan.json", "base.json", "fast.json"});
   sources[0].record.plan.device_kind = "cpu";
   sources[0].record.plan.device_core_round_trip_seconds = 60e-9;
-  const auto notes = [&] { return r::placement_notes(r::compare(sources, {}, "")); };
+  const auto notes = [&] { return r::machine_notes(r::compare(sources, {}, "")); };
   BOOST_TEST(notes().empty());  // the runs measured nothing
   sources[1].record.environment.core_round_trip_start_seconds = 58e-9;
   sources[1].record.environment.core_round_trip_end_seconds = 331e-9;  // moved during the run
@@ -214,6 +214,47 @@ BOOST_AUTO_TEST_CASE(a_run_on_cpus_placed_otherwise_is_named) {
   n = notes();
   BOOST_TEST_REQUIRE(n.size() == 1u);
   BOOST_TEST(n[0].find("run \"fast\"") == 0u, n[0]);
+  BOOST_TEST(n[0].find("when its profile was measured") != std::string::npos, n[0]);
+}
+
+// Likewise a run with another share of the host's last-level cache than when the
+// estimate's profile was measured: any of its cache probes (at its start, between its
+// steps, at its end) 1.3x or more away, slower or faster; within 1.3x, or unmeasured,
+// nothing is said.
+BOOST_AUTO_TEST_CASE(a_run_with_another_share_of_the_cache_is_named) {
+  auto sources = fixtures({"quick_plan.json", "base.json", "fast.json"});
+  sources[0].record.plan.device_kind = "cpu";
+  sources[0].record.plan.device_cache_probe_seconds = 130e-6;
+  const auto notes = [&] { return r::machine_notes(r::compare(sources, {}, "")); };
+  const auto probed = [&](std::size_t i, std::initializer_list<double> probes) {
+    sources[i].record.environment.cache_probes = {};
+    for (const double p : probes) sources[i].record.environment.cache_probes.add(p);
+  };
+  BOOST_TEST(notes().empty());          // the runs measured nothing
+  probed(1, {128e-6, 250e-6, 131e-6});  // the cache taken between its steps
+  probed(2, {140e-6, 105e-6});          // within 1.3x
+  auto n = notes();
+  BOOST_TEST_REQUIRE(n.size() == 1u);
+  BOOST_TEST(n[0].find("run \"base\" ran with another share of the host's last-level cache") == 0u,
+             n[0]);
+  BOOST_TEST(
+      n[0].find("128 to 250 µs over its steps (3 probes), against 130 µs") != std::string::npos,
+      n[0]);
+  const auto report = r::compare_report(r::compare(sources, {}, ""));
+  BOOST_TEST(std::count(report.tables[0].notes.begin(), report.tables[0].notes.end(), n[0]) == 1);
+  // A probe faster than the profile's: the profile was measured with less of the cache.
+  probed(1, {128e-6, 131e-6});
+  probed(2, {90e-6, 105e-6});
+  n = notes();
+  BOOST_TEST_REQUIRE(n.size() == 1u);
+  BOOST_TEST(n[0].find("run \"fast\"") == 0u, n[0]);
+  // The baseline plan's profile has no probe: each run against its own profile's.
+  sources[0].record.plan.device_cache_probe_seconds = 0;
+  BOOST_TEST(notes().empty());
+  sources[1].record.plan.device_cache_probe_seconds = 95e-6;
+  n = notes();
+  BOOST_TEST_REQUIRE(n.size() == 1u);
+  BOOST_TEST(n[0].find("run \"base\"") == 0u, n[0]);
   BOOST_TEST(n[0].find("when its profile was measured") != std::string::npos, n[0]);
 }
 

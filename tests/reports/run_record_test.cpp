@@ -117,27 +117,45 @@ BOOST_AUTO_TEST_CASE(resumed_run_fields_round_trip_and_are_optional) {
   BOOST_TEST(error_of_run(j) == "x.json: first_step: -1 is negative");
 }
 
-// Where the CPUs were (runner/placement.h): the run's round trips at its start and end and
-// its profile's, written only when measured and read back as written; a run file from
-// before has none and reads as 0 (not measured).
-BOOST_AUTO_TEST_CASE(core_round_trips_round_trip_and_are_optional) {
+// Where the CPUs were (runner/placement.h) and how much of the last-level cache the host
+// left the threads (runner/calibrate.h cache_probe_seconds): the run's figures at its
+// start and end and its profile's, written only when measured and read back as written;
+// a run file from before has none and reads as 0 (not measured).
+BOOST_AUTO_TEST_CASE(machine_figures_round_trip_and_are_optional) {
   r::RunRecord rec = sample_record();
   nlohmann::json j = r::run_record_to_json(rec);
-  BOOST_TEST(!j["environment"].contains("core_round_trip_seconds"));
-  BOOST_TEST(!j["plan"].contains("device_core_round_trip_seconds"));
+  for (const char* key : {"core_round_trip_seconds", "cache_probe_seconds"})
+    BOOST_TEST(!j["environment"].contains(key), key);
+  for (const char* key : {"device_core_round_trip_seconds", "device_cache_probe_seconds"})
+    BOOST_TEST(!j["plan"].contains(key), key);
   rec.environment.core_round_trip_start_seconds = 58e-9;
   rec.environment.core_round_trip_end_seconds = 331e-9;
   rec.plan.device_core_round_trip_seconds = 60e-9;
+  for (const double probe : {131e-6, 290e-6, 120e-6, 262e-6})
+    rec.environment.cache_probes.add(probe);
+  rec.plan.device_cache_probe_seconds = 128e-6;
   j = r::run_record_to_json(rec);
   BOOST_TEST(j["environment"]["core_round_trip_seconds"]["start"] == 58e-9);
   BOOST_TEST(j["environment"]["core_round_trip_seconds"]["end"] == 331e-9);
   BOOST_TEST(j["plan"]["device_core_round_trip_seconds"] == 60e-9);
+  const nlohmann::json& probes = j["environment"]["cache_probe_seconds"];
+  BOOST_TEST(probes["start"] == 131e-6);
+  BOOST_TEST(probes["end"] == 262e-6);
+  BOOST_TEST(probes["min"] == 120e-6);
+  BOOST_TEST(probes["max"] == 290e-6);
+  BOOST_TEST(probes["probes"] == 4);
+  BOOST_TEST(j["plan"]["device_cache_probe_seconds"] == 128e-6);
   const r::RunRecord back = r::run_record_from_json(j, "x.json");
   BOOST_TEST(r::run_record_to_json(back) == j);
   BOOST_TEST(back.environment.core_round_trip_end_seconds == 331e-9);
   BOOST_TEST(back.plan.device_core_round_trip_seconds == 60e-9);
-  j["environment"]["core_round_trip_seconds"].erase("end");
-  BOOST_TEST(error_of_run(j) != "(no error)");
+  BOOST_TEST(back.environment.cache_probes.max_seconds == 290e-6);
+  BOOST_TEST(back.plan.device_cache_probe_seconds == 128e-6);
+  for (const char* key : {"core_round_trip_seconds", "cache_probe_seconds"}) {
+    nlohmann::json bad = j;
+    bad["environment"][key].erase("end");
+    BOOST_TEST(error_of_run(bad) != "(no error)", key);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(fixtures_match_their_own_writer) {

@@ -69,8 +69,12 @@ for l in re.findall(r"latency_seconds:\s*([-+.\deE]+)", text):
 # CPUs (0 means "not measured", as on one), below 100 us.
 trip = get("core_round_trip_seconds")
 assert (0 < trip < 1e-4) if int(os.environ["CPUS"]) >= 2 else trip == 0, trip
+# How much of the last-level cache the host left the threads: the cache probe, a call of
+# a layer's kernels, between 1 us and 100 ms.
+assert 1e-6 < get("probe_seconds") < 0.1, get("probe_seconds")
 PY
 grep -q "^core round trip (where the CPUs are) " <<<"$out" || fail "no core round trip line: $out"
+grep -q "^cache probe (8.3 MiB a thread) " <<<"$out" || fail "no cache probe line: $out"
 
 # It loads as a profile: popplan validates and plans with it, as a CPU's.
 popplan validate "$config" --set device.profile=./cpu.yaml >/dev/null 2>err.txt ||
@@ -88,10 +92,13 @@ if int(os.environ["CPUS"]) >= 2:
     assert 0 < p["device_core_round_trip_seconds"] < 1e-4
 else:
     assert "device_core_round_trip_seconds" not in p
+# And its cache probe, for the same.
+assert 1e-6 < p["device_cache_probe_seconds"] < 0.1, p["device_cache_probe_seconds"]
 ' || fail "plan.json: $(head -c 400 plan.json)"
 
 # popreport compare: the estimate beside a CPU run gets ratios; an ipu-mk2 plan does not.
-poprun train "$config" --steps 3 --out run/run.json -q 2>err.txt || fail "train: $(cat err.txt)"
+poprun train "$config" --set device.profile=./cpu.yaml --steps 3 --out run/run.json -q \
+  2>err.txt || fail "train: $(cat err.txt)"
 # The run records where its CPUs were as its steps began and ended; on one CPU, nothing.
 if [ "$(nproc)" -ge 2 ]; then
   /usr/bin/python3 -c '
@@ -100,9 +107,18 @@ e = json.load(open("run/run.json"))["environment"]["core_round_trip_seconds"]
 assert 0 < e["start"] < 1e-4 and 0 < e["end"] < 1e-4, e
 ' || fail "run.json: no core round trips: $(grep -A3 core_round_trip run/run.json)"
 fi
+# And, its profile having a cache probe, the probe at both ends (3 steps: none between).
+/usr/bin/python3 -c '
+import json
+e = json.load(open("run/run.json"))["environment"]["cache_probe_seconds"]
+assert 1e-6 < e["min"] <= min(e["start"], e["end"]) <= max(e["start"], e["end"]) <= e["max"] < 0.1, e
+assert e["probes"] >= 2, e
+' || fail "run.json: no cache probes: $(grep -A6 cache_probe run/run.json)"
 taskset -c 0 poprun train "$config" --steps 3 --out one-cpu/run.json -q 2>err.txt ||
   fail "train on one CPU: $(cat err.txt)"
 grep -q core_round_trip_seconds one-cpu/run.json && fail "one CPU, yet a core round trip"
+# Its profile (the built-in cpu) has no probe to compare with: none taken.
+grep -q cache_probe_seconds one-cpu/run.json && fail "no probe in the profile, yet one in the run"
 popplan plan "$config" --set device.profile=ipu-mk2 --format json -o ipu.json 2>err.txt ||
   fail "plan for ipu-mk2: $(cat err.txt)"
 cmp=$(popreport compare plan.json run/run.json --names estimate,measured 2>&1) ||
