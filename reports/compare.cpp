@@ -171,16 +171,16 @@ std::vector<std::string> machine_notes(const Comparison& c) {
   if (c.rows.empty()) return notes;
   const CompareRow& base = c.rows[c.baseline];
   const std::string base_profile = fmt::format("the baseline's (\"{}\")", base.name);
+  // A figure of the baseline plan's profile, when it has one; else of the run's own.
+  struct Then {
+    double figure;
+    std::string whose;
+  };
+  const auto then = [&](double base_figure, double own_figure) {
+    return base.kind == SourceKind::kPlan && base_figure > 0 ? Then{base_figure, base_profile}
+                                                             : Then{own_figure, "its"};
+  };
   for (const CompareRow& r : c.rows) {
-    // A figure of the baseline plan's profile, when it has one; else of the run's own.
-    struct Then {
-      double figure;
-      std::string whose;
-    };
-    const auto then = [&](double base_figure, double own_figure) {
-      return base.kind == SourceKind::kPlan && base_figure > 0 ? Then{base_figure, base_profile}
-                                                               : Then{own_figure, "its"};
-    };
     const Then trip = then(base.profile_round_trip, r.profile_round_trip);
     if (config::placement_differs(trip.figure, r.round_trip_start) ||
         config::placement_differs(trip.figure, r.round_trip_end))
