@@ -17,7 +17,14 @@ namespace {
 // thread that is preempted mid-batch makes that batch slow, not the figure.
 constexpr int kBatches = 11;
 constexpr int kTrips = 1000;
-constexpr double kGiveUp = 0.25;  // seconds for all of them
+constexpr double kGiveUp = 0.25;  // seconds for all of them, in one attempt
+// A machine busy with other work can keep one of the two threads off its CPU for a whole
+// attempt; a fresh attempt a moment later usually finds both running.
+constexpr int kAttempts = 4;
+
+// One attempt: the fastest batch's round trip, or 0 when the threads could not be pinned
+// or did not finish within kGiveUp.
+double one_attempt(const std::vector<int>& cpus);
 
 }  // namespace
 
@@ -41,7 +48,16 @@ bool pin_this_thread(int cpu) {
 double core_round_trip_seconds() {
   const std::vector<int> cpus = allowed_cpus(2);
   if (cpus.size() < 2) return 0.0;
+  for (int a = 0; a < kAttempts; ++a) {
+    if (a > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (const double seconds = one_attempt(cpus); seconds > 0) return seconds;
+  }
+  return 0.0;
+}
 
+namespace {
+
+double one_attempt(const std::vector<int>& cpus) {
   // One line, written in turn: the pinger writes odd values, the ponger answers each
   // with the next even one. Two threads that cannot both run (one CPU in fact) would
   // take a time slice a trip: past kGiveUp, no figure.
@@ -82,5 +98,7 @@ double core_round_trip_seconds() {
   // The fastest batch: where the CPUs are, without the time another thread took them.
   return *std::min_element(per_trip.begin(), per_trip.end());
 }
+
+}  // namespace
 
 }  // namespace popkit::runner

@@ -19,8 +19,10 @@ bool pin_this_thread(int cpu);
 
 // The fastest of a few batches of round trips of one cache line between the first two
 // CPUs this process may run on, each side on a thread of its own pinned to its CPU; 0
-// when the process has fewer than two CPUs, or the two could not run within a quarter
-// second. Takes a few milliseconds; the engine's threads are not moved. Whether two
+// when the process has fewer than two CPUs, or the two could not run together within a
+// quarter second in any of four attempts (a busy machine can keep one thread off its CPU
+// for a whole attempt). Takes a few milliseconds, about a second at most; the engine's
+// threads are not moved. Whether two
 // round trips are a placement apart: config::placement_differs.
 double core_round_trip_seconds();
 
