@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/evaluate.h"
 #include "runner/trainer.h"
 
 namespace popkit::runner {

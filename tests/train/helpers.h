@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "config/yaml/load.h"
+#include "runner/evaluate.h"
 #include "runner/progress.h"
 #include "runner/trainer.h"
 
