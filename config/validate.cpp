@@ -67,11 +67,25 @@ SyncPattern sync_pattern(const Config& config) {
 
 namespace {
 
+// A config's name names its run folders (runs/<name>/): at most this many characters.
+constexpr std::size_t kMaxRunNameLength = 128;
+
 bool is_name(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
   });
+}
+
+// `s` as a message may show it: printable ASCII as is, other bytes (a NUL, a terminal's
+// escape sequence) as \xNN, so an error never prints what the terminal would obey.
+std::string shown(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    const auto b = static_cast<unsigned char>(c);
+    out += b >= 0x20 && b < 0x7f ? std::string(1, c) : fmt::format("\\x{:02x}", b);
+  }
+  return out;
 }
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
@@ -98,6 +112,7 @@ class Checker final : public RuleChecks {
       error("version", fmt::format("unsupported schema version {}; this popkit reads version {}",
                                    c_.version, kSchemaVersion));
     }
+    check_name();
     check_model();
     check_replication();
     check_variables_and_sharding();
@@ -163,6 +178,29 @@ class Checker final : public RuleChecks {
                             : hint.empty() ? fmt::format(" (defined: {})", fmt::join(names, ", "))
                                            : hint));
     return false;
+  }
+
+  // The name is a folder's (runs/<name>/): ASCII letters, digits, '-', '_' and '.', not
+  // '.' or '..' alone (this folder and its parent), at most kMaxRunNameLength characters.
+  void check_name() {
+    const std::string& n = c_.name;
+    if (!ok("name") || n.empty()) return;
+    const auto bad = std::find_if_not(n.begin(), n.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' || c == '.';
+    });
+    constexpr const char* kRule =
+        "a run's name names its folder runs/<name>/, so it is ASCII letters, digits, '-', '_' "
+        "and '.'";
+    if (bad != n.end())
+      error("name",
+            fmt::format("'{}' holds '{}': {}", shown(n), shown(std::string(1, *bad)), kRule));
+    else if (n == "." || n == "..")
+      error("name", fmt::format("'{}' names a folder that exists already, not a run: {}, but not "
+                                "'.' or '..' alone",
+                                n, kRule));
+    else if (n.size() > kMaxRunNameLength)
+      error("name",
+            fmt::format("{} characters; a run's name is at most {}", n.size(), kMaxRunNameLength));
   }
 
   void check_model() {

@@ -332,14 +332,33 @@ std::vector<std::string> builtin_profile_names() {
   return {names.begin(), names.end()};
 }
 
+namespace {
+
+bool has_profile_extension(std::string_view spec) {
+  return spec.ends_with(".yaml") || spec.ends_with(".yml") || spec.ends_with(".json");
+}
+
+}  // namespace
+
 bool is_profile_path(std::string_view spec) {
-  return spec.find('/') != std::string_view::npos || spec.ends_with(".yaml") ||
-         spec.ends_with(".yml") || spec.ends_with(".json");
+  return spec.find('/') != std::string_view::npos || has_profile_extension(spec);
 }
 
 ProfileLoad resolve_profile(const std::string& spec, const std::string& base_dir,
                             const Location& where) {
   if (is_profile_path(spec)) {
+    // A file that is not a profile's is not read: its errors would show its lines (a
+    // config could name any file the user can read, and a log would show it).
+    if (!has_profile_extension(spec)) {
+      ProfileLoad refused;
+      refused.diagnostics.push_back(
+          {Severity::kError, where.file, where.line, where.column,
+           fmt::format("device.profile: '{}' is not a profile file: a profile file's name ends "
+                       "in .yaml, .yml or .json (or give a built-in profile's name); it was not "
+                       "read",
+                       spec)});
+      return refused;
+    }
     const fs::path p(spec);
     return load_profile_file(p.is_absolute() || base_dir.empty()
                                  ? spec

@@ -42,7 +42,9 @@ bool is_profile_path(std::string_view spec);
 
 // Loads what `spec` names: a built-in profile, or a file whose relative path is taken
 // from `base_dir` (the config file's directory; "" = the working directory). An unknown
-// name is an error at `where` with "did you mean" and the names known.
+// name is an error at `where` with "did you mean" and the names known; so is a path
+// whose name does not end in .yaml, .yml or .json, which is not read (its lines would
+// show in the errors).
 ProfileLoad resolve_profile(const std::string& spec, const std::string& base_dir,
                             const Location& where);
 

@@ -202,8 +202,9 @@ BOOST_AUTO_TEST_CASE(invalid_utf8_is_reported_at_its_byte) {
   BOOST_TEST(result.diagnostics[0].column == 10);
   BOOST_TEST(result.diagnostics[0].message ==
              "byte 0xE9 is not valid UTF-8; a config must be UTF-8 text");
-  BOOST_TEST(
-      load("version: 1\nname: caf\xC3\xA9\nmodel: {layers: [{name: a, out_features: 10}]}\n").ok());
+  BOOST_TEST(load("version: 1\nmodel: {init_from: caf\xC3\xA9.safetensors, layers: [{name: a, "
+                  "out_features: 10}]}\n")
+                 .ok());
 }
 
 BOOST_AUTO_TEST_CASE(syntax_errors_point_at_the_problem) {

@@ -26,6 +26,33 @@ BOOST_AUTO_TEST_CASE(version_must_be_1) {
              tt::per_element());
 }
 
+// The name names the run's folder (runs/<name>/): nothing that leaves runs/, climbs out
+// of it or shows as anything but itself.
+BOOST_AUTO_TEST_CASE(name_is_a_folder_name) {
+  const std::string rule =
+      ": a run's name names its folder runs/<name>/, so it is ASCII letters, digits, '-', "
+      "'_' and '.'";
+  BOOST_TEST(
+      errors(kBase + "name: ../../escaped\n") == Messages{"name: '../../escaped' holds '/'" + rule},
+      tt::per_element());
+  BOOST_TEST(errors(kBase + "name: /abs/dir\n") == Messages{"name: '/abs/dir' holds '/'" + rule},
+             tt::per_element());
+  BOOST_TEST(errors(kBase + "name: \"a\\0b\\x1b[2J\"\n") ==
+                 Messages{"name: 'a\\x00b\\x1b[2J' holds '\\x00'" + rule},
+             tt::per_element());
+  for (const std::string dots : {".", ".."})
+    BOOST_TEST(errors(kBase + "name: '" + dots + "'\n") ==
+                   Messages{"name: '" + dots + "' names a folder that exists already, not a run" +
+                            rule + ", but not '.' or '..' alone"},
+               tt::per_element());
+  BOOST_TEST(errors(kBase + "name: " + std::string(129, 'a') + "\n") ==
+                 Messages{"name: 129 characters; a run's name is at most 128"},
+             tt::per_element());
+  for (const std::string& good :
+       std::vector<std::string>{"mnist", "a.b-c_D9", "...", std::string(128, 'a')})
+    BOOST_TEST(errors(kBase + "name: '" + good + "'\n").empty(), good);
+}
+
 BOOST_AUTO_TEST_CASE(factor_at_least_1_and_bounded) {
   BOOST_TEST(errors(kBase + "replication: {factor: 0}\n") ==
                  Messages{"replication.factor: must be >= 1, got 0"},
