@@ -37,7 +37,9 @@ void write_to(const std::string& output, const std::function<void(std::ostream&)
 }
 
 void add_common(CLI::App* sub, ReportOptions& o) {
-  sub->add_option("files", o.files, "plan files (popplan plan --format json) or run files (poprun)")
+  sub->add_option("files", o.files,
+                  "plan files (popplan plan --format json), run files (poprun) or run folders "
+                  "(their run.json)")
       ->required();
   std::vector<std::string> formats;
   for (const std::string_view name : enum_names<reports::Format>()) formats.emplace_back(name);

@@ -70,6 +70,9 @@ void add_run_verbs(Tool& tool) {
                [train, steps, epochs, launch, &tool] {
                  return here_or_ranks(tool, *launch, [&] {
                    train->quiet = tool.quiet();
+                   train->options.command = {tool.name()};
+                   train->options.command.insert(train->options.command.end(),
+                                                 tool.arguments().begin(), tool.arguments().end());
                    if (*steps > 0) train->options.steps = *steps;
                    if (*epochs > 0) train->options.epochs = *epochs;
                    return runner::run_train_command(*train, std::cout, std::cerr);
@@ -91,8 +94,9 @@ void add_run_verbs(Tool& tool) {
                     "the run file (JSON); default RUN_DIR/run.json. Without --run-dir, the "
                     "run folder is this file's folder (checkpoints and metrics.jsonl beside it)");
   t->add_flag("--force", train->options.force,
-              "write into a run folder that holds an earlier run (its run file, metrics.jsonl "
-              "and checkpoints of the same steps are replaced); refused without it (exit 2)");
+              "write into a run folder that holds an earlier run: its run file, metrics.jsonl, "
+              "config.yaml and checkpoints are removed once this run has started; refused "
+              "without it (exit 2). A folder another run is writing is refused even so");
   t->add_option("--format", train->format, "the summary as text or json")
       ->check(CLI::IsMember({"text", "json"}));
   t->add_option("--checkpoint-dir", train->options.checkpoint_dir,
@@ -129,9 +133,12 @@ void add_run_verbs(Tool& tool) {
         return here_or_ranks(tool, *launch,
                              [&] { return runner::run_eval_command(*eval, std::cout, std::cerr); });
       });
-  e->add_option("config", eval->config, "the config file (YAML)")->required();
-  e->add_option("--checkpoint", eval->options.checkpoint, "the checkpoint (safetensors)")
+  e->add_option("config", eval->config,
+                "the config file (YAML), or a run folder: its config.yaml, and its newest "
+                "checkpoint unless --checkpoint names one")
       ->required();
+  e->add_option("--checkpoint", eval->options.checkpoint,
+                "the checkpoint (safetensors), or a run folder: its newest checkpoint");
   add_output_option(e, eval->options.run_file, "also write the result to this run file");
   e->add_option("--format", eval->format, "the result as text or json")
       ->check(CLI::IsMember({"text", "json"}));

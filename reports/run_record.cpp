@@ -391,6 +391,8 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
   // Written only when set, so run files from before run folders read and write back
   // unchanged.
   if (!r.run_dir.empty()) out["run_dir"] = r.run_dir;
+  if (!r.command.empty()) out["command"] = r.command;
+  if (!r.config_hash.empty()) out["config_hash"] = r.config_hash;
   if (r.first_step != 0) out["first_step"] = r.first_step;
   if (r.resumed_from)
     out["resumed_from"] = {
@@ -461,6 +463,12 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
   r.step_seconds = top.numbers("step_seconds");
   r.loss = top.numbers("loss");
   if (top.has("run_dir")) r.run_dir = top.string("run_dir");
+  if (top.has("command"))
+    for (const JsonReader& arg : top.array("command")) {
+      if (!arg.json().is_string()) top.fail("command", "holds a value that is not a string");
+      r.command.push_back(arg.json().get<std::string>());
+    }
+  if (top.has("config_hash")) r.config_hash = top.string("config_hash");
   if (top.has("first_step")) {
     r.first_step = top.integer("first_step");
     if (r.first_step < 0) top.fail("first_step", fmt::format("{} is negative", r.first_step));
@@ -518,7 +526,8 @@ void write_run_file(const RunRecord& record, const std::string& path) {
   // than losing the run file.
   const std::string text =
       run_record_to_json(record).dump(2, ' ', false, json::error_handler_t::replace) + '\n';
-  AtomicFile out(path, TemporaryName::kSuffix);
+  // A name of its own per process: two processes writing one path never share one.
+  AtomicFile out(path, TemporaryName::kHiddenPerProcess);
   out.write(text.data(), text.size());
   out.commit();
 }

@@ -196,6 +196,10 @@ struct RunRecord {
   std::vector<double> loss;     // mean over micro-batches and replicas
   std::int64_t first_step = 0;  // > 0 only when a resumed run found no earlier history
   std::string run_dir;          // the run's folder; "" in older files and for poprun eval
+  // The command line that started the run (the tool's name first) and the config's hash
+  // (runner/resolved_config.h, as its checkpoints carry it); empty in older files.
+  std::vector<std::string> command;
+  std::string config_hash;
   std::optional<ResumedFrom> resumed_from;  // absent for a run started from scratch
   Throughput throughput;
   std::optional<TestResult> test;
@@ -255,8 +259,8 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
 // A run file's text; throws InputError, "FILE:LINE:COLUMN: ..." for text that is not JSON.
 RunRecord run_record_from_text(std::string_view text, const std::string& filename);
 
-// Writes the run file atomically ("PATH.tmp", fsync, then rename); throws popkit::Error
-// with the reason, and removes the temporary, when any step fails.
+// Writes the run file atomically (".NAME.tmp-<pid>" beside it, fsync, then rename); throws
+// popkit::Error with the reason, and removes the temporary, when any step fails.
 void write_run_file(const RunRecord& record, const std::string& path);
 
 }  // namespace popkit::reports

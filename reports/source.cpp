@@ -48,6 +48,22 @@ struct Splits {
   RunSplit run;
 };
 
+// The run file in a run folder, as poprun names it (runner/run_dir.h: kRunFileName).
+constexpr const char* kRunFolderFile = "run.json";
+
+// A run folder (poprun's runs/<name>/<stamp>/ or --run-dir) stands for its run file.
+std::string run_file_of(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return path;
+  const std::filesystem::path file = std::filesystem::path(path) / kRunFolderFile;
+  if (!std::filesystem::exists(file, ec))
+    throw InputError(
+        "{}: a folder without {}: give a plan or run file, or a run folder whose run has "
+        "ended (a run writes {} at its end; its metrics.jsonl holds the steps so far)",
+        path, kRunFolderFile, kRunFolderFile);
+  return file.string();
+}
+
 }  // namespace
 
 Source source_from_text(std::string_view text, const std::string& filename) {
@@ -56,7 +72,8 @@ Source source_from_text(std::string_view text, const std::string& filename) {
   return source_from_json(dom, filename, &splits.plan, &splits.run);
 }
 
-Source load_source(const std::string& filename) {
+Source load_source(const std::string& path) {
+  const std::string filename = run_file_of(path);
   Splits splits(filename);
   std::string text = read_input_file(filename);
   const nlohmann::json dom = parse_input_json(text, filename, {&splits.plan, &splits.run});

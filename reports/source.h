@@ -30,9 +30,10 @@ Source source_from_json(const nlohmann::json& json, const std::string& filename,
                         planner::PlanSplit* plan_split = nullptr, RunSplit* run_split = nullptr);
 // A plan or run file's text, parsed once with both splits.
 Source source_from_text(std::string_view text, const std::string& filename);
-// The file as source_from_text reads its text; the text is released before the plan is
-// built, so memory peaks near twice the file (the text, then the plan's structs).
-Source load_source(const std::string& filename);
+// The file as source_from_text reads its text, or a run folder's run.json; the text is
+// released before the plan is built, so memory peaks near twice the file (the text, then
+// the plan's structs).
+Source load_source(const std::string& path);
 std::vector<Source> load_sources(const std::vector<std::string>& filenames);
 
 // Whole-program figures of a source, per replica: the planned ones for a plan, the

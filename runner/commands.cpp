@@ -4,16 +4,23 @@
 
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include "base/units.h"
 #include "config/yaml/load.h"
+#include "reports/json_reader.h"
 #include "runner/agreement.h"
 #include "runner/resolved_config.h"
+#include "runner/run_dir.h"
 #include "runner/stop_signal.h"
 
 namespace popkit::runner {
 namespace {
+
+namespace fs = std::filesystem;
 
 constexpr int kExitOk = 0;
 constexpr int kExitInvalid = 2;
@@ -57,6 +64,53 @@ std::optional<config::Config> load_config_on_every_rank(const std::string& path,
     }
   if (!differing.empty()) throw AgreedError(differing, world.rank() == 0, kExitInvalid);
   return config;
+}
+
+// Input refused before any rank depends on another: every rank finds it, rank 0 says it.
+template <typename... Args>
+[[noreturn]] void refuse(fmt::format_string<Args...> format, Args&&... args) {
+  throw AgreedError(fmt::format(format, std::forward<Args>(args)...),
+                    engine::process_world().rank() == 0, kExitInvalid);
+}
+
+// `poprun eval RUN_DIR` and `--checkpoint RUN_DIR`: a run folder stands for its
+// config.yaml and its newest checkpoint (else the last its run file lists).
+EvalCommand with_run_folder(EvalCommand command) {
+  std::error_code ec;
+  std::string folder;
+  if (fs::is_directory(command.config, ec)) {
+    folder = command.config;
+    command.config = (fs::path(folder) / kConfigFileName).string();
+    if (!fs::exists(command.config, ec))
+      refuse(
+          "{}: a run folder without {} (a run of an older poprun, or not a run folder): give "
+          "the config file, and the checkpoint with --checkpoint",
+          folder, kConfigFileName);
+    if (command.options.checkpoint.empty()) command.options.checkpoint = folder;
+  }
+  std::string& checkpoint = command.options.checkpoint;
+  if (checkpoint.empty())
+    refuse(
+        "no checkpoint to evaluate: give --checkpoint CHECKPOINT, or a run folder instead of "
+        "{}",
+        command.config);
+  if (fs::is_directory(checkpoint, ec)) {
+    if (const auto newest = newest_checkpoint(checkpoint)) {
+      checkpoint = newest->string();
+    } else {
+      const std::string run_file = (fs::path(checkpoint) / kRunFileName).string();
+      std::optional<reports::RunRecord> run;
+      if (fs::exists(run_file, ec))
+        run = reports::run_record_from_text(reports::read_input_file(run_file), run_file);
+      if (!run || run->checkpoints.empty())
+        refuse(
+            "{} holds no checkpoint (checkpoint-step<N>.safetensors), and no run file "
+            "listing one: give the checkpoint's path",
+            checkpoint);
+      checkpoint = run->checkpoints.back().path;
+    }
+  }
+  return command;
 }
 
 }  // namespace
@@ -168,8 +222,8 @@ int run_train_command(const TrainCommand& command, std::ostream& out_stream,
   return kExitOk;
 }
 
-int run_eval_command(const EvalCommand& command, std::ostream& out_stream,
-                     std::ostream& err_stream) {
+int run_eval_command(const EvalCommand& given, std::ostream& out_stream, std::ostream& err_stream) {
+  const EvalCommand command = with_run_folder(given);
   RankStreams streams;
   streams.speaks = engine::process_world().rank() == 0 || command.verbose;
   std::ostream& out = streams.out(out_stream);

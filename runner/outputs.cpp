@@ -45,13 +45,14 @@ std::optional<std::int64_t> parse_count(const std::string& s) {
   return v;
 }
 
-// ".checkpoint-step12.safetensors.tmp-4711" -> 4711 (temporary_path(kHiddenPerProcess)
-// of "checkpoint-step12.safetensors", as engine::write_safetensors writes it).
-std::optional<std::int64_t> checkpoint_temporary_pid(const std::string& name) {
+// ".NAME.tmp-4711" -> 4711 when NAME passes `is_target` (temporary_path(kHiddenPerProcess)
+// of NAME, as engine::write_safetensors and reports::write_run_file write it).
+template <typename Target>
+std::optional<std::int64_t> temporary_pid(const std::string& name, Target&& is_target) {
   static const std::string kTmp = ".tmp-";
   const auto tmp = name.rfind(kTmp);
   if (!name.starts_with(".") || tmp == std::string::npos) return std::nullopt;
-  if (!checkpoint_step(name.substr(1, tmp - 1))) return std::nullopt;
+  if (!is_target(name.substr(1, tmp - 1))) return std::nullopt;
   return parse_count(name.substr(tmp + kTmp.size()));
 }
 
@@ -113,7 +114,7 @@ void check_run_file_path(const std::string& path) {
         "file or nothing",
         path, why);
   // The temporary is opened without following links (reports::write_run_file).
-  const std::string tmp = temporary_path(path, TemporaryName::kSuffix);
+  const std::string tmp = temporary_path(path, TemporaryName::kHiddenPerProcess);
   if (const std::string why = in_the_way(tmp, /*follow=*/false); !why.empty())
     throw Error("{}: {}, but the run file is written there first: remove it", tmp, why);
   ensure_writable_dir(p.parent_path(), "run file");
@@ -136,19 +137,26 @@ void check_checkpoint_paths(const fs::path& dir, std::int64_t first_step) {
 std::vector<std::string> remove_stale_temporaries(const std::optional<fs::path>& checkpoint_dir,
                                                   const std::string& run_file) {
   std::vector<std::string> removed;
-  const auto remove = [&](const fs::path& path) {
-    if (is_regular_not_link(path) && ::unlink(path.c_str()) == 0) removed.push_back(path.string());
+  // Removed after the listing, which must not see the folder change under it.
+  const auto remove_stale = [&](const fs::path& dir, const auto& is_target) {
+    std::error_code ec;
+    std::vector<fs::path> stale;
+    for (const auto& entry : fs::directory_iterator(dir.empty() ? fs::path(".") : dir, ec)) {
+      const auto pid = temporary_pid(entry.path().filename().string(), is_target);
+      if (pid && process_gone(*pid)) stale.push_back(entry.path());
+    }
+    for (const auto& path : stale)
+      if (is_regular_not_link(path) && ::unlink(path.c_str()) == 0)
+        removed.push_back(path.string());
   };
-  if (!run_file.empty()) remove(temporary_path(run_file, TemporaryName::kSuffix));
-  if (!checkpoint_dir) return removed;
-  std::error_code ec;
-  const fs::path dir = checkpoint_dir->empty() ? fs::path(".") : *checkpoint_dir;
-  std::vector<fs::path> stale;  // removed after the listing, which must not see it change
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const auto pid = checkpoint_temporary_pid(entry.path().filename().string());
-    if (pid && process_gone(*pid)) stale.push_back(entry.path());
+  if (!run_file.empty()) {
+    const fs::path file(run_file);
+    remove_stale(file.parent_path(),
+                 [name = file.filename().string()](const std::string& n) { return n == name; });
   }
-  for (const auto& path : stale) remove(path);
+  if (checkpoint_dir)
+    remove_stale(*checkpoint_dir,
+                 [](const std::string& n) { return checkpoint_step(n).has_value(); });
   return removed;
 }
 

@@ -1,7 +1,8 @@
 // The files a run writes, checked before its first step, and the temporaries that runs
-// killed while writing left behind. A run writes its run file through "<run file>.tmp"
-// (reports::write_run_file) and its checkpoints "checkpoint-step<N>.safetensors"
-// through ".checkpoint-step<N>.safetensors.tmp-<pid>" (engine::write_safetensors), each
+// killed while writing left behind. A run writes its run file through
+// ".<run file>.tmp-<pid>" (reports::write_run_file) and its checkpoints
+// "checkpoint-step<N>.safetensors" through ".checkpoint-step<N>.safetensors.tmp-<pid>"
+// (engine::write_safetensors), each
 // renamed into place when whole; so a path that rename cannot replace, or a folder that
 // cannot be written, would otherwise fail only after the training it was meant to keep.
 #pragma once
@@ -32,10 +33,10 @@ void check_run_file_path(const std::string& path);
 // other non-regular file: "DIR/checkpoint-step5.safetensors: is a directory, but ...".
 void check_checkpoint_paths(const std::filesystem::path& dir, std::int64_t first_step);
 
-// Removes the temporaries a killed run left: "<run file>.tmp" (when run_file is not
-// "") and, in the checkpoint folder (when given), ".checkpoint-step<N>.safetensors.tmp-<pid>"
-// whose process is gone. Only regular files with exactly these names; returns the paths
-// removed.
+// Removes the temporaries a killed run left, those whose process is gone: beside the
+// run file (when run_file is not ""), ".<its name>.tmp-<pid>", and in the checkpoint
+// folder (when given), ".checkpoint-step<N>.safetensors.tmp-<pid>". Only regular files
+// with exactly these names; returns the paths removed.
 std::vector<std::string> remove_stale_temporaries(
     const std::optional<std::filesystem::path>& checkpoint_dir, const std::string& run_file);
 

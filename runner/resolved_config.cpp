@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <filesystem>
 #include <string>
 
 #include "config/layer_kinds.h"
 #include "config/names.h"
+#include "config/yaml/profile.h"
 #include "planner/plan_json.h"
 
 namespace popkit::runner {
@@ -27,6 +30,59 @@ json phases_json(const config::Execution& e) {
     phases.push_back(items);
   }
   return phases;
+}
+
+// A string YAML reads back as that string without quotes: a name or a path, but not one
+// of YAML's words for a boolean or null.
+bool plain_scalar(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (const char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ||
+          c == '/'))
+      return false;
+  std::string lower;
+  for (const char c : s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* word : {"true", "false", "yes", "no", "on", "off", "null", "y", "n"})
+    if (lower == word) return false;
+  return true;
+}
+
+// A value in YAML's flow style: JSON's, with plain keys and strings where they read back.
+std::string flow(const json& v) {
+  if (v.is_string()) {
+    const std::string& text = v.get_ref<const std::string&>();
+    return plain_scalar(text) ? text : v.dump();
+  }
+  if (v.is_array()) {
+    std::string out;
+    for (const auto& item : v) out += (out.empty() ? "" : ", ") + flow(item);
+    return "[" + out + "]";
+  }
+  if (v.is_object()) {
+    std::string out;
+    for (const auto& [key, item] : v.items())
+      out += (out.empty() ? "" : ", ") + flow(json(key)) + ": " + flow(item);
+    return "{" + out + "}";
+  }
+  return v.dump();
+}
+
+// A mapping in block style, `indent` spaces in: a section per map, a list of maps with
+// an item per line, anything else on its key's line.
+void block(std::string& out, const json& map, int indent) {
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  for (const auto& [key, value] : map.items()) {
+    out += pad + flow(json(key)) + ":";
+    if (value.is_object() && !value.empty()) {
+      out += "\n";
+      block(out, value, indent + 2);
+    } else if (value.is_array() && !value.empty() && value.front().is_object()) {
+      out += "\n";
+      for (const auto& item : value) out += pad + "  - " + flow(item) + "\n";
+    } else {
+      out += " " + flow(value) + "\n";
+    }
+  }
 }
 
 }  // namespace
@@ -122,6 +178,26 @@ std::string config_hash(const config::Config& config) {
     h *= 0x100000001B3ull;
   }
   return fmt::format("{:016x}", h);
+}
+
+std::string resolved_config_yaml(const config::Config& config, const std::string& command) {
+  json resolved = resolved_config_json(config);
+  if (config::is_profile_path(config.device.profile) && config.device.resolved &&
+      !config.device.resolved->source.empty())
+    resolved["device"]["profile"] =
+        std::filesystem::absolute(config.device.resolved->source).lexically_normal().string();
+  // The keys in the order a config is written (json sorts them).
+  std::string out = fmt::format(
+      "# The config of this run as resolved (defaults and --set applied): popplan, poprun\n"
+      "# and popreport load it as any config (`poprun eval RUN_DIR` takes it from here).\n"
+      "# command: {}\n"
+      "# config hash: {}\n",
+      command.empty() ? std::string("(not recorded)") : command, config_hash(config));
+  for (const char* section :
+       {"version", "name", "model", "replication", "variables", "sharding", "remote", "execution",
+        "pipeline", "training", "data", "eval", "device"})
+    if (resolved.contains(section)) block(out, json{{section, resolved[section]}}, 0);
+  return out;
 }
 
 }  // namespace popkit::runner

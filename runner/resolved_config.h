@@ -1,5 +1,6 @@
 // The config as resolved (defaults and --set applied) in the shape of the YAML file, for
-// the run file, and its hash, which checkpoints carry so a resume can tell whether it
+// the run file and as a YAML file of its own in the run folder (config.yaml, loadable by
+// every tool), and its hash, which checkpoints carry so a resume can tell whether it
 // continues under the same config.
 #pragma once
 
@@ -15,5 +16,12 @@ nlohmann::json resolved_config_json(const config::Config& config);
 
 // FNV-1a 64 of resolved_config_json(config).dump(), as 16 hex digits.
 std::string config_hash(const config::Config& config);
+
+// resolved_config_json as a YAML config file, opened by comments saying what it is, the
+// command line that ran it and the config's hash. Loading it gives the same config (the
+// same hash), but for a profile file given by a relative path, which is written as an
+// absolute one: the file it is read from sits elsewhere than the config it came from.
+// Data paths are the working directory's, as in any config.
+std::string resolved_config_yaml(const config::Config& config, const std::string& command);
 
 }  // namespace popkit::runner

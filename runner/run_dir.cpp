@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <string_view>
 #include <system_error>
+#include <utility>
 
 #include "base/error.h"
 #include "reports/json_reader.h"
@@ -46,6 +49,56 @@ std::string earlier_outputs(const RunPaths& p) {
   return fmt::format("{}", fmt::join(found, ", "));
 }
 
+// Creates `dir` and the folders above it that are missing, adding each it created to
+// `created` (outermost first).
+void create_folders(const fs::path& dir, const char* what, std::vector<fs::path>& created) {
+  std::vector<fs::path> missing;
+  std::error_code ec;
+  for (fs::path d = dir; !d.empty() && !fs::exists(d, ec); d = d.parent_path()) {
+    missing.push_back(d);
+    if (d == d.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (!fs::create_directory(*it, ec) && ec)
+      throw Error("{}: cannot create the {} folder: {}", it->string(), what, ec.message());
+    if (!ec) created.push_back(*it);
+  }
+  if (!fs::is_directory(dir, ec))
+    throw Error("{}: cannot create the {} folder: {}", dir.string(), what,
+                std::make_error_code(std::errc::not_a_directory).message());
+}
+
+// Unless --force: a folder that holds an earlier run's outputs is refused.
+void refuse_earlier_run(const RunFolderRequest& request, const RunPaths& p) {
+  const std::string found = earlier_outputs(p);
+  if (found.empty()) return;
+  const bool by_dir = !request.run_dir.empty();
+  throw AgreedError(
+      fmt::format("{} holds an earlier run ({}); poprun does not overwrite a run: give "
+                  "{}, leave out --run-dir and -o for a new folder under {}/, or give "
+                  "--force to write over it",
+                  by_dir
+                      ? fmt::format("--run-dir {}", p.dir.string())
+                      : fmt::format("{} (the folder of -o {})", p.dir.string(), request.run_file),
+                  found, by_dir ? "another --run-dir" : "-o a file in another folder",
+                  runs_folder(request.config_name).string()),
+      true, kExitInvalid);
+}
+
+// Why `link` is not poprun's `latest`, which it may replace: "" when nothing is there or
+// a symbolic link to a name in its own folder (a stamp) is.
+std::string not_our_link(const fs::path& link) {
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(link, ec);
+  if (ec || status.type() == fs::file_type::not_found) return "";
+  if (status.type() != fs::file_type::symlink)
+    return status.type() == fs::file_type::directory ? "is a folder" : "is not a symbolic link";
+  const fs::path target = fs::read_symlink(link, ec);
+  if (ec || target.empty() || target.has_parent_path() || target == "." || target == "..")
+    return fmt::format("is a link to {}, not to a run beside it", target.string());
+  return "";
+}
+
 }  // namespace
 
 fs::path runs_folder(const std::string& config_name) {
@@ -60,8 +113,23 @@ std::string run_stamp(std::time_t when) {
   return text;
 }
 
-RunPaths make_run_paths(const RunFolderRequest& request, std::time_t now) {
-  RunPaths p;
+RunFolder::RunFolder(RunFolder&& other) noexcept
+    : paths(std::move(other.paths)),
+      lock_(std::move(other.lock_)),
+      created_(std::exchange(other.created_, {})),
+      kept_(std::exchange(other.kept_, true)) {}
+
+RunFolder::~RunFolder() {
+  lock_.release();
+  if (kept_) return;
+  std::error_code ec;
+  for (auto it = created_.rbegin(); it != created_.rend(); ++it)
+    if (fs::is_empty(*it, ec) && !ec) fs::remove(*it, ec);
+}
+
+RunFolder make_run_paths(const RunFolderRequest& request, std::time_t now) {
+  RunFolder folder;
+  RunPaths& p = folder.paths;
   if (!request.run_dir.empty()) {
     p.dir = request.run_dir;
   } else if (!request.run_file.empty()) {
@@ -75,57 +143,67 @@ RunPaths make_run_paths(const RunFolderRequest& request, std::time_t now) {
   p.checkpoint_dir = request.checkpoint_dir;
   if (!p.dir.empty()) {
     if (p.checkpoint_dir.empty()) p.checkpoint_dir = p.dir;
-    if (!request.force) {
-      const std::string found = earlier_outputs(p);
-      if (!found.empty()) {
-        const bool by_dir = !request.run_dir.empty();
-        throw AgreedError(
-            fmt::format(
-                "{} holds an earlier run ({}); poprun does not overwrite a run: give "
-                "{}, leave out --run-dir and -o for a new folder under {}/, or give "
-                "--force to write over it",
-                by_dir ? fmt::format("--run-dir {}", p.dir.string())
-                       : fmt::format("{} (the folder of -o {})", p.dir.string(), request.run_file),
-                found, by_dir ? "another --run-dir" : "-o a file in another folder",
-                runs_folder(request.config_name).string()),
-            true, kExitInvalid);
-      }
-    }
-    return p;
+    create_folders(p.dir, request.run_dir.empty() ? "run file" : "run", folder.created_);
+    // Locked before it is looked at: of two runs started on it at once, one finds it
+    // held, not the other's first files.
+    folder.lock_ = RunLock::acquire(p.dir, request.command);
+    if (!request.force) refuse_earlier_run(request, p);
+    create_folders(p.checkpoint_dir, "checkpoint", folder.created_);
+    return folder;
   }
   // A new folder under runs/<name>/: mkdir either creates it or finds it taken.
   const fs::path base = runs_folder(request.config_name);
-  std::error_code ec;
-  fs::create_directories(base, ec);
-  if (ec) throw Error("{}: cannot create the runs folder: {}", base.string(), ec.message());
+  create_folders(base, "runs", folder.created_);
   const std::string stamp = run_stamp(now);
+  std::error_code ec;
   for (int n = 1; n < 10000; ++n) {
     const fs::path dir = base / (n == 1 ? stamp : fmt::format("{}-{}", stamp, n));
     if (fs::create_directory(dir, ec)) {
+      folder.created_.push_back(dir);
       p.dir = dir;
       p.stamped = true;
+      folder.lock_ = RunLock::acquire(p.dir, request.command);
       if (request.write_run_file) p.run_file = (dir / kRunFileName).string();
       if (p.checkpoint_dir.empty()) {
         p.checkpoint_dir = dir;
-      } else if (!request.force && count_checkpoints(p.checkpoint_dir) > 0) {
-        fs::remove(dir, ec);
-        throw AgreedError(fmt::format("--checkpoint-dir {} holds checkpoints of an earlier run; "
-                                      "poprun does not mix runs' checkpoints: give another "
-                                      "folder, leave out --checkpoint-dir, or give --force",
-                                      p.checkpoint_dir.string()),
-                          true, kExitInvalid);
+      } else {
+        if (!request.force && count_checkpoints(p.checkpoint_dir) > 0)
+          throw AgreedError(fmt::format("--checkpoint-dir {} holds checkpoints of an earlier run; "
+                                        "poprun does not mix runs' checkpoints: give another "
+                                        "folder, leave out --checkpoint-dir, or give --force",
+                                        p.checkpoint_dir.string()),
+                            true, kExitInvalid);
+        create_folders(p.checkpoint_dir, "checkpoint", folder.created_);
       }
-      return p;
+      return folder;
     }
     if (ec) throw Error("{}: cannot create the run folder: {}", dir.string(), ec.message());
   }
   throw Error("{}: 9999 runs started in the second {}: give --run-dir", base.string(), stamp);
 }
 
+std::vector<std::string> remove_earlier_run(const RunPaths& p) {
+  std::vector<fs::path> earlier;
+  if (!p.run_file.empty()) earlier.emplace_back(p.run_file);
+  earlier.push_back(p.dir / kMetricsFileName);
+  earlier.push_back(p.dir / kConfigFileName);
+  std::error_code ec;
+  const fs::path checkpoints = p.checkpoint_dir.empty() ? fs::path(".") : p.checkpoint_dir;
+  for (const auto& entry : fs::directory_iterator(checkpoints, ec))
+    if (checkpoint_step(entry.path().filename().string())) earlier.push_back(entry.path());
+  std::vector<std::string> removed;
+  for (const fs::path& path : earlier)
+    if (is_regular(path) && fs::remove(path, ec)) removed.push_back(path.string());
+  return removed;
+}
+
 std::string point_latest(const RunPaths& paths) {
   if (!paths.stamped) return "";
   const fs::path base = paths.dir.parent_path();
   const fs::path link = base / kLatestName;
+  if (const std::string why = not_our_link(link); !why.empty())
+    return fmt::format("{} {}, so it was left as it is, not pointed at {}", link.string(), why,
+                       paths.dir.filename().string());
   const fs::path tmp = base / fmt::format(".{}.tmp-{}", kLatestName, ::getpid());
   std::error_code ec;
   fs::remove(tmp, ec);
@@ -137,11 +215,6 @@ std::string point_latest(const RunPaths& paths) {
                        ec.message());
   }
   return "";
-}
-
-void remove_if_empty(const RunPaths& paths) {
-  std::error_code ec;
-  if (paths.stamped && fs::is_empty(paths.dir, ec) && !ec) fs::remove(paths.dir, ec);
 }
 
 std::optional<fs::path> newest_checkpoint(const fs::path& dir) {
@@ -236,22 +309,55 @@ RunHistory earlier_history(const std::string& run_dir, std::int64_t step) {
   return h;
 }
 
-nlohmann::json to_json(const RunPaths& paths, const ResumePoint& resume) {
-  return {{"dir", paths.dir.string()},
-          {"run_file", paths.run_file},
-          {"checkpoint_dir", paths.checkpoint_dir.string()},
-          {"stamped", paths.stamped},
-          {"resume", resume.checkpoint},
-          {"resume_run_dir", resume.run_dir}};
+std::string command_line_text(const std::vector<std::string>& arguments) {
+  std::string out;
+  for (const std::string& arg : arguments) {
+    const auto is = [&](auto&& test) { return std::all_of(arg.begin(), arg.end(), test); };
+    std::string shown;
+    if (!arg.empty() && is([](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+                 std::string_view("-_./=:,+@%").find(c) != std::string_view::npos;
+        })) {
+      shown = arg;
+    } else if (is([](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; })) {
+      shown = "'";
+      for (const char c : arg) shown += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      shown += "'";
+    } else {  // bash's $'...', so the line stays one line of printable text
+      shown = "$'";
+      for (const char c : arg) {
+        const auto b = static_cast<unsigned char>(c);
+        shown += b < 0x20 || b == 0x7f || c == '\'' || c == '\\' ? fmt::format("\\x{:02x}", b)
+                                                                 : std::string(1, c);
+      }
+      shown += "'";
+    }
+    out += (out.empty() ? "" : " ") + shown;
+  }
+  return out;
 }
 
-void from_json(const nlohmann::json& j, RunPaths& paths, ResumePoint& resume) {
+void to_json(nlohmann::json& j, const RunPaths& paths) {
+  j = {{"dir", paths.dir.string()},
+       {"run_file", paths.run_file},
+       {"checkpoint_dir", paths.checkpoint_dir.string()},
+       {"stamped", paths.stamped}};
+}
+
+void from_json(const nlohmann::json& j, RunPaths& paths) {
   paths.dir = j.at("dir").get<std::string>();
   paths.run_file = j.at("run_file").get<std::string>();
   paths.checkpoint_dir = j.at("checkpoint_dir").get<std::string>();
   paths.stamped = j.at("stamped").get<bool>();
-  resume.checkpoint = j.at("resume").get<std::string>();
-  resume.run_dir = j.at("resume_run_dir").get<std::string>();
+}
+
+void to_json(nlohmann::json& j, const ResumePoint& resume) {
+  j = {{"checkpoint", resume.checkpoint}, {"run_dir", resume.run_dir}};
+}
+
+void from_json(const nlohmann::json& j, ResumePoint& resume) {
+  resume.checkpoint = j.at("checkpoint").get<std::string>();
+  resume.run_dir = j.at("run_dir").get<std::string>();
 }
 
 }  // namespace popkit::runner

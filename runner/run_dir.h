@@ -20,11 +20,14 @@
 #include <string>
 #include <vector>
 
+#include "runner/run_lock.h"
+
 namespace popkit::runner {
 
 inline constexpr const char* kRunFileName = "run.json";
 inline constexpr const char* kMetricsFileName = "metrics.jsonl";
 inline constexpr const char* kLatestName = "latest";
+inline constexpr const char* kConfigFileName = "config.yaml";
 
 struct RunFolderRequest {
   std::string config_name;
@@ -33,6 +36,7 @@ struct RunFolderRequest {
   bool write_run_file = true;       // false: no run file at all
   std::string checkpoint_dir = {};  // --checkpoint-dir; "" = the run folder
   bool force = false;               // --force: write into a folder that holds a run
+  std::string command = {};         // the command line, for the folder's lock
 };
 
 struct RunPaths {
@@ -48,24 +52,49 @@ std::filesystem::path runs_folder(const std::string& config_name);
 // "20261125-174501" (UTC, so names sort in time order whatever the time zone or DST).
 std::string run_stamp(std::time_t when);
 
-// Decides the run's folders and creates them:
+// The run folder as the process that writes the run holds it: its paths, its lock
+// (runner/run_lock.h), and the folders it created. Until keep() (the run's set-up
+// succeeded), destroying it removes the folders it created that are still empty, so a
+// refused start leaves the file system as it found it; the lock is released either way.
+class RunFolder {
+ public:
+  RunFolder() = default;
+  RunFolder(RunFolder&& other) noexcept;
+  RunFolder& operator=(RunFolder&&) = delete;
+  ~RunFolder();
+
+  RunPaths paths;
+  void keep() { kept_ = true; }
+
+ private:
+  friend RunFolder make_run_paths(const RunFolderRequest& request, std::time_t now);
+  RunLock lock_;
+  std::vector<std::filesystem::path> created_;  // in the order created
+  bool kept_ = false;
+};
+
+// Decides the run's folders, creates them and locks the run folder:
 // - --run-dir DIR: DIR (the run file DIR/run.json unless -o names another);
 // - else -o FILE: FILE's folder, as before run folders existed (checkpoints and
 //   metrics.jsonl beside the run file);
 // - else a new runs/<config name>/<stamp>/, with "-2", "-3", ... after the stamp when
 //   that folder exists (created with mkdir, so two runs starting in the same second
 //   get two folders).
+// A folder another run holds is refused (InputRefused, exit 2, naming the holder).
 // Unless `force`, a run file that exists, or a run folder or checkpoint folder that holds
 // metrics.jsonl or checkpoints, is refused: AgreedError, exit code 2, naming --force.
-RunPaths make_run_paths(const RunFolderRequest& request, std::time_t now);
+RunFolder make_run_paths(const RunFolderRequest& request, std::time_t now);
+
+// What --force writes over: the earlier run's run file, metrics.jsonl and config.yaml in
+// the run folder and every checkpoint-step<N>.safetensors in the checkpoint folder, so
+// that no checkpoint of it is left for a later --resume to take. Returns what it removed.
+std::vector<std::string> remove_earlier_run(const RunPaths& paths);
 
 // Points runs/<name>/latest at a stamped folder (a relative symbolic link, replaced
-// atomically through rename). Returns "" or why it could not (the run goes on).
+// atomically through rename). Only a link poprun made (to a folder beside it) is
+// replaced: a file, a folder or another link there is left as it is. Returns "" or why
+// it was not pointed (the run goes on).
 std::string point_latest(const RunPaths& paths);
-
-// Removes a stamped folder that is still empty: a run whose set-up failed leaves no
-// trace for --resume latest to trip over.
-void remove_if_empty(const RunPaths& paths);
 
 // What --resume names: "latest" (the newest checkpoint in runs/<name>/latest), a run
 // folder (its newest checkpoint-step<N>.safetensors) or a checkpoint file. `run_dir` is
@@ -93,8 +122,15 @@ struct RunHistory {
 };
 RunHistory earlier_history(const std::string& run_dir, std::int64_t step);
 
+// A command line as a shell takes it back, on one line: each argument that holds
+// anything but letters, digits and -_./=:,+@% in single quotes ("poprun train 'my
+// config.yaml'"), or, holding a control character, as $'...' with \xNN escapes.
+std::string command_line_text(const std::vector<std::string>& arguments);
+
 // RunPaths and ResumePoint as JSON: rank 0 decides them and sends them to every rank.
-nlohmann::json to_json(const RunPaths& paths, const ResumePoint& resume);
-void from_json(const nlohmann::json& j, RunPaths& paths, ResumePoint& resume);
+void to_json(nlohmann::json& j, const RunPaths& paths);
+void from_json(const nlohmann::json& j, RunPaths& paths);
+void to_json(nlohmann::json& j, const ResumePoint& resume);
+void from_json(const nlohmann::json& j, ResumePoint& resume);
 
 }  // namespace popkit::runner

@@ -5,9 +5,11 @@
 #include <ctime>
 #include <filesystem>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <span>
 
 #include "base/error.h"
+#include "base/output_file.h"
 #include "engine/runtime/world.h"
 #include "runner/agreement.h"
 #include "runner/calibrate.h"
@@ -60,71 +62,38 @@ std::int64_t total_steps(const Limits& l, std::int64_t step, DataPosition data,
   return std::max(total, step);
 }
 
-// Rank 0 decides the run's folders (and creates them: no other rank touches the outputs)
-// and what --resume names, before any new folder exists; every rank receives the same.
-// A failure there is every rank's, printed once by rank 0 with its exit code.
-void decide_outputs(engine::World& world, const config::Config& config, const TrainOptions& options,
-                    RunPaths& paths, ResumePoint& resume) {
-  const auto decide = [&] {
-    ResumePoint r;
-    if (!options.resume.empty()) r = resolve_resume(options.resume, config.name);
-    const RunFolderRequest request{config.name,
-                                   options.run_dir,
-                                   options.run_file,
-                                   options.write_run_file,
-                                   options.checkpoint_dir,
-                                   options.force};
-    return to_json(make_run_paths(request, std::time(nullptr)), r);
-  };
-  if (world.size() == 1) {
-    from_json(decide(), paths, resume);
-    return;
-  }
-  int code = 0;
-  std::string text;
-  if (world.rank() == 0) {
-    try {
-      text = decide().dump();
-    } catch (const AgreedError& e) {
-      text = e.what();
-      code = e.exit_code();
-    } catch (const std::exception& e) {
-      text = e.what();
-      code = 1;
-    }
-  }
-  const std::string mine = static_cast<char>(code) + text;
-  const auto parts = world.all_gather(std::as_bytes(std::span(mine.data(), mine.size())));
-  POPKIT_ASSERT(!parts.empty() && !parts[0].empty());
-  const std::string decided(reinterpret_cast<const char*>(parts[0].data()) + 1,
-                            parts[0].size() - 1);
-  if (const int failed = static_cast<int>(parts[0][0]); failed != 0)
-    throw AgreedError(decided, world.rank() == 0, failed);
-  from_json(nlohmann::json::parse(decided), paths, resume);
-}
-
-// A stamped run folder that a failed set-up leaves empty is removed (rank 0).
-struct EmptyFolderGuard {
-  const RunPaths* paths = nullptr;
-  ~EmptyFolderGuard() {
-    if (paths) remove_if_empty(*paths);
-  }
-};
-
-// What a run decides and reads before its ranks work together: its plans, folders and
-// starting point, its checkpoints and its data. A failure while it is filled leaves no
-// new empty run folder behind (the guard).
+// What a run decides and reads before its ranks work together: its plans, what it
+// continues from, its folders (rank 0 holds them: `folder`; every rank knows `paths`),
+// its checkpoints and its data. Until the run's set-up has succeeded, destroying it
+// leaves no folder the run created (RunFolder).
 struct Prepared {
   planner::Plan eval_planned;
   planner::Plan planned;
-  RunPaths paths;
   ResumePoint resume_point;
-  EmptyFolderGuard empty_guard;
   std::string init_from;
   std::optional<LoadedCheckpoint> resumed, initial;
+  std::optional<RunFolder> folder;
+  RunPaths paths;
   engine::Dataset train_set, test_set;
   std::int64_t steps_per_epoch = 0;
 };
+
+// Rank 0 decides the run's folders, creates and locks them (no other rank touches the
+// outputs); every rank receives their paths.
+void decide_outputs(engine::World& world, const config::Config& config, const TrainOptions& options,
+                    Prepared& p) {
+  p.paths = decided_on_rank_0(world, [&] {
+              const RunFolderRequest request{config.name,
+                                             options.run_dir,
+                                             options.run_file,
+                                             options.write_run_file,
+                                             options.checkpoint_dir,
+                                             options.force,
+                                             command_line_text(options.command)};
+              p.folder.emplace(make_run_paths(request, std::time(nullptr)));
+              return nlohmann::json(p.folder->paths);
+            }).get<RunPaths>();
+}
 
 void prepare(Prepared& p, engine::World& world, const config::Config& config,
              const TrainOptions& options, Progress& progress) {
@@ -132,28 +101,29 @@ void prepare(Prepared& p, engine::World& world, const config::Config& config,
   p.eval_planned = plan_of(config, planner::Program::kEval);
   p.planned = plan_of(config, planner::Program::kTrain, &p.eval_planned);
   (void)engine::hosted_replicas(p.planned.replication_factor, world.rank(), world.size());
-
-  // Outputs first: a path that cannot be written fails before any data is read.
-  decide_outputs(world, config, options, p.paths, p.resume_point);
-  p.empty_guard.paths = writer ? &p.paths : nullptr;
-  const std::string& run_file = p.paths.run_file;
-  const fs::path& checkpoint_dir = p.paths.checkpoint_dir;
-  const std::string& resume = p.resume_point.checkpoint;
-  if (writer) {
-    if (!run_file.empty()) check_run_file_path(run_file);
-    ensure_writable_dir(p.paths.dir, "run");
-    ensure_writable_dir(checkpoint_dir, "checkpoint");
-  }
   check_host_memory(p.planned, &p.eval_planned, config);
 
-  // Checkpoints next: a bad one fails before the data is read.
+  // What to continue from, and its checkpoint: a bad one fails before any folder is made.
+  if (!options.resume.empty())
+    p.resume_point = decided_on_rank_0(world, [&] {
+                       return nlohmann::json(resolve_resume(options.resume, config.name));
+                     }).get<ResumePoint>();
+  const std::string& resume = p.resume_point.checkpoint;
   p.init_from = !options.init_from.empty() ? options.init_from : config.model.init_from;
   if (!resume.empty())
     p.resumed = read_checkpoint(resume, p.planned, Restore::kEverything);
   else if (!p.init_from.empty())
     p.initial = read_checkpoint(p.init_from, p.planned, Restore::kWeights);
-  // The checkpoints this run writes: none may be blocked by a folder of the same name.
+
+  // Outputs next: a path that cannot be written fails before any data is read.
+  decide_outputs(world, config, options, p);
+  const std::string& run_file = p.paths.run_file;
+  const fs::path& checkpoint_dir = p.paths.checkpoint_dir;
   if (writer) {
+    if (!run_file.empty()) check_run_file_path(run_file);
+    ensure_writable_dir(p.paths.dir, "run");
+    ensure_writable_dir(checkpoint_dir, "checkpoint");
+    // The checkpoints this run writes: none may be blocked by a folder of the same name.
     check_checkpoint_paths(checkpoint_dir, p.resumed ? p.resumed->state.step : 0);
     for (const std::string& stale : remove_stale_temporaries(checkpoint_dir, run_file))
       progress.note(
@@ -181,6 +151,24 @@ void prepare(Prepared& p, engine::World& world, const config::Config& config,
         "batch of {} ({} x {} x {}) and are dropped",
         p.steps_per_epoch * g, train_set.n, dropped, g, planned.micro_batch_size,
         planned.gradient_accumulation, planned.replication_factor));
+}
+
+// Rank 0, once the engines exist and the run will start: the folders stay, --force's
+// earlier run goes, `latest` points at the run, and its config.yaml is written and its
+// metrics.jsonl begun.
+void open_outputs(Prepared& p, const config::Config& config, const TrainOptions& options,
+                  Progress& progress, MetricsLog& metrics) {
+  p.folder->keep();
+  if (options.force)
+    for (const std::string& removed : remove_earlier_run(p.paths))
+      progress.note(fmt::format("removed {}, the earlier run's (--force)", removed));
+  if (const std::string why = point_latest(p.paths); !why.empty())
+    progress.note(fmt::format("warning: {}", why));
+  const std::string yaml = resolved_config_yaml(config, command_line_text(options.command));
+  AtomicFile file((p.paths.dir / kConfigFileName).string(), TemporaryName::kHiddenPerProcess);
+  file.write(yaml.data(), yaml.size());
+  file.commit();
+  metrics = MetricsLog(p.paths.dir / kMetricsFileName);
 }
 
 // The training loop and what it keeps: the run's state (what a checkpoint holds), its
@@ -312,6 +300,8 @@ void Steps::begin() {
   record_ = reports::record_from_plan(engine_.plan());
   record_.config = resolved_config_json(config_);
   record_.run_dir = p_.paths.dir.string();
+  record_.command = options_.command;
+  record_.config_hash = state_.config_hash;
   if (!resume.empty())
     record_.resumed_from =
         reports::ResumedFrom{p_.resume_point.run_dir, history_.run_file, resume, first_step_};
@@ -451,13 +441,6 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
 
   // From here the ranks work together: a failure ends them all (poprun's MPI_Abort).
   agreement.reached();
-  p.empty_guard.paths = nullptr;
-  MetricsLog metrics;
-  if (writer) {
-    if (const std::string why = point_latest(p.paths); !why.empty())
-      progress.note(fmt::format("warning: {}", why));
-    metrics = MetricsLog(p.paths.dir / kMetricsFileName);
-  }
   // The engine keeps the plan (it is the program it runs): moved, not copied.
   engine::Engine engine(std::move(p.planned),
                         engine_options(config, options.n_threads, options.io_overlap));
@@ -466,8 +449,10 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   engine::Engine eval_engine(std::move(p.eval_planned),
                              engine_options(config, options.n_threads, options.io_overlap));
 
+  MetricsLog metrics;
   Steps steps(config, options, progress, world, p, engine, eval_engine, metrics);
   steps.restore();
+  if (writer) open_outputs(p, config, options, progress, metrics);
   steps.begin();
   steps.run();
   return steps.finish();

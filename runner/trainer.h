@@ -45,7 +45,9 @@ struct TrainOptions {
   // "latest" (the newest checkpoint of runs/<config name>/latest).
   std::string resume;
   std::string init_from;  // starting weights; "" = the config's model.init_from
-  int n_threads = 0;      // engine threads; 0 = the machine's
+  // The command line that started the run (the tool's name first), for the run folder.
+  std::vector<std::string> command;
+  int n_threads = 0;                                        // engine threads; 0 = the machine's
   engine::IoOverlap io_overlap = engine::IoOverlap::kAuto;  // who moves io_overlapped's data
   // Polled after every step: true finishes there, writes a checkpoint and returns with
   // `interrupted` set (poprun wires SIGINT/SIGTERM to it).

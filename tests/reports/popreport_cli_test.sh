@@ -42,7 +42,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # Only regular files are read, by every verb and wherever the file stands in the list: a
-# FIFO or a device would block or never end (timeout stops the hang that was).
+# FIFO or a device would block or never end (timeout stops the hang that was); a folder
+# is a run folder, read for its run.json.
 mkfifo "$tmp/fifo"
 hint="; give the path of a plan or run file"
 for verb in memory throughput compare; do
@@ -50,7 +51,8 @@ for verb in memory throughput compare; do
     -- timeout 20 popreport "$verb" /dev/zero
   expect 2 "popreport: error: $tmp/fifo: is not a regular file (a FIFO)$hint" \
     -- timeout 20 popreport "$verb" base.json "$tmp/fifo"
-  expect 2 "popreport: error: $tmp: is a directory$hint" -- timeout 20 popreport "$verb" "$tmp"
+  expect 2 "popreport: error: $tmp: a folder without run.json: give a plan or run file, or a run folder whose run has ended" \
+    -- timeout 20 popreport "$verb" "$tmp"
 done
 # A file too large to report on is refused before it is read (a sparse file: no disk used).
 truncate -s 5G "$tmp/huge.json"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What poprun writes: every output path is checked before the first step (a run file
-# path that is a folder, a FIFO, a blocked temporary or checkpoint fails at once, exit 1,
-# nothing written); temporaries that killed runs left are removed, others kept; a run
-# file that cannot be written says why and leaves no temporary.
+# path that is a folder, a FIFO or a blocked checkpoint fails at once, exit 1,
+# nothing written; another writer's temporary blocks nothing); temporaries that killed
+# runs left are removed, others kept; a run file that cannot be written says why and
+# leaves no temporary.
 set -uo pipefail
 . "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 config="$POPKIT_SOURCE_DIR/tests/train/data/tiny.yaml"
@@ -39,11 +40,11 @@ expect 1 "poprun: error: o3/run.json: is not a regular file (a FIFO): the run fi
   -- poprun train "$config" --steps 1 --out o3/run.json
 [ -p o3/run.json ] || fail "--out FIFO: the FIFO was replaced"
 nothing_written o3 "--out o3/run.json (a FIFO)"
-# The run file's temporary is a folder.
-mkdir -p o4/run.json.tmp
-expect 1 "poprun: error: o4/run.json.tmp: is a directory, but the run file is written there first: remove it" \
-  -- poprun train "$config" --steps 1 --out o4/run.json
-[ ! -e o4/run.json ] && [ ! -e o4/checkpoint-step1.safetensors ] || fail "o4: a run was written"
+# Another writer's temporary of the run file (here a folder, so it cannot be replaced):
+# each process writes through a name of its own, so the run is not stopped by it.
+mkdir -p o4/run.json.tmp o4/.run.json.tmp-1
+poprun train "$config" --steps 1 --out o4/run.json -q 2>o4.err || fail "o4: $(cat o4.err)"
+[ -f o4/run.json ] && [ -d o4/run.json.tmp ] && [ -d o4/.run.json.tmp-1 ] || fail "o4: $(ls -a o4)"
 # A checkpoint the run will write is a folder.
 mkdir -p o5/checkpoint-step2.safetensors
 expect 1 "poprun: error: o5/checkpoint-step2.safetensors: is a directory, but this run may write its checkpoint of step 2 there: remove it or choose another --checkpoint-dir" \
@@ -61,18 +62,19 @@ nothing_written o6 "eval --out o6/dir"
 mkdir -p s/.checkpoint-step4.safetensors.tmp-99999998
 for f in .checkpoint-step3.safetensors.tmp-99999999 .checkpoint-step3.safetensors.tmp-1 \
   .checkpoint-step3.safetensors.tmp-x checkpoint-step3.safetensors.tmp-99999999 \
-  .other-step3.safetensors.tmp-99999999 notes.txt run.json.tmp; do
+  .other-step3.safetensors.tmp-99999999 notes.txt .run.json.tmp-99999999 .run.json.tmp-1 \
+  .other.json.tmp-99999999; do
   echo stale >"s/$f"
 done
 poprun train "$config" --steps 1 --out s/run.json 2>s.err >/dev/null || fail "train s/: $(cat s.err)"
-for gone in .checkpoint-step3.safetensors.tmp-99999999 run.json.tmp; do
+for gone in .checkpoint-step3.safetensors.tmp-99999999 .run.json.tmp-99999999; do
   [ ! -e "s/$gone" ] || fail "stale s/$gone was kept"
   grep -qF "removed s/$gone, left by an earlier run that did not finish writing it" s.err ||
     fail "no note that s/$gone was removed: $(cat s.err)"
 done
 for kept in .checkpoint-step3.safetensors.tmp-1 .checkpoint-step3.safetensors.tmp-x \
   checkpoint-step3.safetensors.tmp-99999999 .other-step3.safetensors.tmp-99999999 notes.txt \
-  .checkpoint-step4.safetensors.tmp-99999998; do
+  .checkpoint-step4.safetensors.tmp-99999998 .run.json.tmp-1 .other.json.tmp-99999999; do
   [ -e "s/$kept" ] || fail "s/$kept was removed"
 done
 
@@ -80,10 +82,15 @@ done
 mkdir -p full
 if mount -t tmpfs -o size=64k tmpfs full 2>/dev/null; then
   dd if=/dev/zero of=full/filler bs=4k 2>/dev/null
-  expect 1 "poprun: error: full/run.json.tmp: cannot write: No space left on device (the checkpoint of step 1 is ck/checkpoint-step1.safetensors)" \
-    -- poprun train "$config" --steps 1 --out full/run.json --checkpoint-dir ck
-  [ ! -e full/run.json.tmp ] || fail "a failed run file write left full/run.json.tmp"
+  expect 1 ": cannot write: No space left on device (the checkpoint of step 1 is ck/checkpoint-step1.safetensors)" \
+    -- poprun train "$config" --steps 1 --run-dir rd --out full/run.json --checkpoint-dir ck
+  [ -z "$(find full -name '.run.json.tmp-*')" ] || fail "a failed run file write left $(ls -a full)"
   [ -f ck/checkpoint-step1.safetensors ] || fail "no checkpoint beside the failed run file"
+  # The run folder itself on the full disk: its config.yaml fails before the first step.
+  expect 1 ": cannot write: No space left on device" \
+    -- poprun train "$config" --steps 1 --run-dir full/rd2 --checkpoint-dir ck2
+  [ -z "$(find full -name '.*.tmp-*')" ] && [ ! -e ck2/checkpoint-step1.safetensors ] ||
+    fail "a run with its folder on a full disk: $(find full ck2)"
   umount full
 else
   echo "skipped: the full-disk case (mount -t tmpfs is not allowed here)"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Run folders and metrics.jsonl as a user meets them: each `poprun train` gets its own
-# runs/<name>/<stamp>/ with runs/<name>/latest pointing at it; nothing is overwritten
-# without --force (exit 2); --resume latest | RUN_DIR | CKPT; a resumed run's file starts
-# with the earlier run's losses and its summary counts this process's steps; and
-# metrics.jsonl, read with `tail -f` while the run trains, has one valid line per step
-# whose losses are the run file's.
+# runs/<name>/<stamp>/ with runs/<name>/latest pointing at it, holding its config.yaml
+# (with the command line and the config's hash) that every tool loads, and `poprun eval`
+# and popreport take the folder; nothing is overwritten without --force (exit 2); a
+# folder in use by another run is refused (exit 2) naming it; --resume latest | RUN_DIR |
+# CKPT; a resumed run's file starts with the earlier run's losses and its summary counts
+# this process's steps; and metrics.jsonl, read with `tail -f` while the run trains, has
+# one valid line per step whose losses are the run file's.
 set -uo pipefail
 . "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 config="$POPKIT_SOURCE_DIR/tests/train/data/tiny.yaml"
@@ -42,6 +44,26 @@ grep -qF "  run file              runs/tiny/$first/run.json" <<<"$out" || fail "
 grep -qF "  metrics               runs/tiny/$first/metrics.jsonl" <<<"$out" || fail "summary: $out"
 [ -f "runs/tiny/$first/checkpoint-step6.safetensors" ] || fail "no checkpoint in runs/tiny/$first"
 check_metrics "runs/tiny/$first" 0
+
+# The folder describes its run: the config as resolved, loadable by every tool, with the
+# command line and the config's hash; eval and the reports take the folder itself.
+run1="runs/tiny/$first"
+grep -qxF "# command: poprun train $config --steps 6" "$run1/config.yaml" || fail "command: $(head -4 "$run1/config.yaml")"
+hash=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["config_hash"])' "$run1/run.json")
+grep -qxF "# config hash: $hash" "$run1/config.yaml" || fail "hash $hash: $(head -4 "$run1/config.yaml")"
+popplan validate "$run1/config.yaml" -q || fail "popplan validate $run1/config.yaml"
+cmp -s <(popplan plan "$config" --format json) <(popplan plan "$run1/config.yaml" --format json) \
+  || fail "the run folder's config plans otherwise than the config"
+out=$(poprun eval "$run1" 2>&1) || fail "poprun eval RUN_DIR: $out"
+grep -qE "^$run1/checkpoint-step6.safetensors on the 128 test samples: loss" <<<"$out" || fail "eval RUN_DIR: $out"
+out=$(poprun eval "$config" --checkpoint "$run1" 2>&1) || fail "poprun eval --checkpoint RUN_DIR: $out"
+grep -qF "$run1/checkpoint-step6.safetensors on the 128 test samples" <<<"$out" || fail "eval --checkpoint RUN_DIR: $out"
+expect 2 "poprun: error: no checkpoint to evaluate: give --checkpoint CHECKPOINT, or a run folder instead of $config" \
+  -- poprun eval "$config"
+for verb in memory throughput; do
+  popreport "$verb" "$run1" >/dev/null || fail "popreport $verb RUN_DIR"
+done
+expect 2 "popreport: error: runs: a folder without run.json" -- popreport memory runs
 
 # The same command again: a second folder, the first untouched.
 sum=$(md5sum "runs/tiny/$first/run.json")
@@ -89,6 +111,38 @@ expect 2 "or give --force" -- poprun train "$config" --steps 2 -o from-dir/run.j
 poprun train "$config" --steps 2 --run-dir from-dir --force -q || fail "--force"
 expect 1 "poprun: error: --resume latest: runs/other/latest does not exist" \
   -- poprun train "$config" --set name=other --resume latest
+
+# One run per folder: a run on a folder that another run writes is refused at once (exit 2),
+# naming the holder, --force or not; when the holder ends, the folder is free.
+poprun train "$config" --steps 100000000 --run-dir busy -q 2>busy.err &
+pid=$!
+for _ in $(seq 100); do [ -s busy/metrics.jsonl ] && break; sleep 0.1; done
+start=$SECONDS
+for force in "" --force; do
+  expect 2 "poprun: error: busy is in use by another run: pid $pid on host $(hostname) since " \
+    -- poprun train "$config" --steps 2 --run-dir busy $force
+  expect 2 " UTC: poprun train $config --steps 100000000 --run-dir busy -q; two runs in one folder would mix their checkpoints and metrics" \
+    -- poprun train "$config" --steps 2 --run-dir busy $force
+done
+[ $((SECONDS - start)) -le 10 ] || fail "four refusals took $((SECONDS - start)) s"
+kill -TERM $pid
+wait $pid
+[ $? = 130 ] || fail "the holder: $(cat busy.err)"
+[ ! -e busy/.poprun.lock ] || fail "the lock file outlived its run"
+# Two runs started together on one new folder: one runs, the other is refused.
+for try in 1 2 3; do
+  poprun train "$config" --steps 20 --run-dir "race$try" -q 2>"race$try.a" &
+  a=$!
+  poprun train "$config" --steps 20 --run-dir "race$try" -q 2>"race$try.b" &
+  b=$!
+  wait $a
+  rc_a=$?
+  wait $b
+  rc_b=$?
+  [ "$(printf '%s\n' $rc_a $rc_b | sort | tr '\n' ' ')" = "0 2 " ] ||
+    fail "race $try: exit codes $rc_a and $rc_b, want 0 and 2: $(cat "race$try.a" "race$try.b")"
+  [ "$(wc -l <"race$try/metrics.jsonl")" = 20 ] || fail "race $try: $(wc -l <"race$try/metrics.jsonl") metrics lines"
+done
 
 # tail -f while the run trains: the lines arrive before it ends (flushed each step).
 poprun train "$config" --steps 100000000 --run-dir long -q 2>long.err &

@@ -8,9 +8,12 @@
 #include <boost/test/unit_test.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "base/error.h"
 #include "helpers.h"
+#include "runner/agreement.h"
+#include "runner/resolved_config.h"
 
 using namespace popkit;
 using namespace popkit::runner;
@@ -55,9 +58,14 @@ BOOST_AUTO_TEST_CASE(stamp_sorts_and_same_second_runs_get_their_own_folder) {
   InFolder here(dir);
   RunFolderRequest want;
   want.config_name = "tiny";
-  const RunPaths a = make_run_paths(want, 1795628701);
-  const RunPaths b = make_run_paths(want, 1795628701);
-  const RunPaths c = make_run_paths(want, 1795628701);
+  RunFolder folder_a = make_run_paths(want, 1795628701);
+  RunFolder folder_b = make_run_paths(want, 1795628701);
+  std::optional<RunFolder> folder_c(make_run_paths(want, 1795628701));
+  folder_a.keep();
+  folder_b.keep();
+  const RunPaths& a = folder_a.paths;
+  const RunPaths& b = folder_b.paths;
+  const RunPaths c = folder_c->paths;
   BOOST_TEST(a.dir == fs::path("runs/tiny/20261125-174501"));
   BOOST_TEST(b.dir == fs::path("runs/tiny/20261125-174501-2"));
   BOOST_TEST(c.dir == fs::path("runs/tiny/20261125-174501-3"));
@@ -69,8 +77,110 @@ BOOST_AUTO_TEST_CASE(stamp_sorts_and_same_second_runs_get_their_own_folder) {
   BOOST_TEST(fs::read_symlink("runs/tiny/latest") == fs::path("20261125-174501-2"));
   BOOST_TEST(point_latest(a) == "");  // replaced, not added to
   BOOST_TEST(fs::read_symlink("runs/tiny/latest") == fs::path("20261125-174501"));
-  remove_if_empty(c);
+  folder_c.reset();  // not kept: a run whose set-up failed leaves no folder
   BOOST_TEST(!fs::exists(c.dir));
+}
+
+// `latest` is poprun's link: what a user keeps at that name is never replaced.
+BOOST_AUTO_TEST_CASE(latest_replaces_only_its_own_link) {
+  const auto dir = scratch("latest_own");
+  InFolder here(dir);
+  RunFolderRequest want;
+  want.config_name = "tiny";
+  RunFolder run = make_run_paths(want, 1795628701);
+  run.keep();
+  std::ofstream("runs/tiny/latest") << "my notes\n";
+  BOOST_TEST(point_latest(run.paths) ==
+             "runs/tiny/latest is not a symbolic link, so it was left as it is, not pointed at "
+             "20261125-174501");
+  BOOST_TEST((file_bytes("runs/tiny/latest") ==
+              std::vector<char>{'m', 'y', ' ', 'n', 'o', 't', 'e', 's', '\n'}));
+  fs::remove("runs/tiny/latest");
+  fs::create_directory_symlink("/tmp", "runs/tiny/latest");
+  BOOST_TEST(point_latest(run.paths).starts_with(
+      "runs/tiny/latest is a link to /tmp, not to a run beside it, so it was left as it is"));
+  BOOST_TEST(fs::read_symlink("runs/tiny/latest") == fs::path("/tmp"));
+  fs::remove("runs/tiny/latest");
+  fs::create_directory_symlink("20200101-000000", "runs/tiny/latest");
+  BOOST_TEST(point_latest(run.paths) == "");
+  BOOST_TEST(fs::read_symlink("runs/tiny/latest") == fs::path("20261125-174501"));
+}
+
+// A run folder is one run's while it runs: a second is refused at once, naming the
+// holder; once the first ends (or dies), the folder is free.
+BOOST_AUTO_TEST_CASE(a_folder_in_use_is_refused_naming_its_holder) {
+  const auto dir = scratch("lock");
+  InFolder here(dir);
+  RunFolderRequest want;
+  want.config_name = "tiny";
+  want.run_dir = "shared";
+  want.command = "poprun train tiny.yaml --run-dir shared";
+  std::optional<RunFolder> first(make_run_paths(want, 0));
+  BOOST_TEST(fs::exists("shared/.poprun.lock"));
+  std::string refused;
+  try {
+    make_run_paths(want, 0);
+  } catch (const InputRefused& e) {
+    refused = e.what();
+  }
+  BOOST_TEST(refused.starts_with(
+                 fmt::format("shared is in use by another run: pid {} on host ", ::getpid())),
+             refused);
+  BOOST_TEST(refused.find(" UTC: poprun train tiny.yaml --run-dir shared; two runs in one folder "
+                          "would mix their checkpoints and metrics") != std::string::npos,
+             refused);
+  first->keep();
+  first.reset();
+  BOOST_TEST(!fs::exists("shared/.poprun.lock"));  // released and removed
+  BOOST_TEST(fs::is_directory("shared"));          // kept: its run started
+  RunFolder second = make_run_paths(want, 0);
+  BOOST_TEST(second.paths.dir == fs::path("shared"));
+}
+
+// A --run-dir that does not exist is made for the run; a run that fails before its first
+// step (here: its data is missing) leaves none of the folders it made, stamped or not.
+BOOST_AUTO_TEST_CASE(a_refused_start_leaves_no_folder) {
+  const auto dir = scratch("refused");
+  InFolder here(dir);
+  const std::string missing = (dir / "no-such.idx").string();
+  const config::Config c =
+      tiny_config({"data.dataset=idx", "model.input_shape=[28, 28]", "data.train_images=" + missing,
+                   "data.train_labels=" + missing, "data.test_images=" + missing,
+                   "data.test_labels=" + missing});
+  TrainOptions o;
+  o.steps = 2;
+  o.run_dir = "new/deeper";
+  BOOST_TEST(error_of([&] { train_in(c, o); }).find(missing) != std::string::npos);
+  BOOST_TEST(!fs::exists("new"));
+  o.run_dir.clear();
+  BOOST_TEST(error_of([&] { train_in(c, o); }).find(missing) != std::string::npos);
+  BOOST_TEST(!fs::exists("runs"));
+}
+
+// --force writes over an earlier run: none of its checkpoints is left for a later
+// --resume to take (a resume of the folder continues the run that --force wrote).
+BOOST_AUTO_TEST_CASE(force_leaves_no_checkpoint_of_the_earlier_run) {
+  const auto dir = scratch("force");
+  InFolder here(dir);
+  const config::Config c = tiny_config();
+  TrainOptions o;
+  o.steps = 6;
+  o.checkpoint_every = 2;
+  o.run_dir = "mine";
+  train_in(c, o);
+  BOOST_TEST(fs::exists("mine/checkpoint-step6.safetensors"));
+  o.steps = 3;
+  o.checkpoint_every = 0;
+  o.force = true;
+  const TrainResult forced = train_in(c, o);
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator("mine"))
+    left.push_back(entry.path().filename().string());
+  std::sort(left.begin(), left.end());
+  BOOST_TEST(left == (std::vector<std::string>{"checkpoint-step3.safetensors", "config.yaml",
+                                               "metrics.jsonl", "run.json"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(resolve_resume("mine", "tiny").checkpoint == forced.checkpoint);
 }
 
 BOOST_AUTO_TEST_CASE(an_earlier_run_is_not_overwritten_without_force) {
@@ -111,7 +221,7 @@ BOOST_AUTO_TEST_CASE(an_earlier_run_is_not_overwritten_without_force) {
   BOOST_TEST(error_of([&] { train_in(c, shared); }, &code)
                  .starts_with("--checkpoint-dir mine holds checkpoints of an earlier run"));
   BOOST_TEST(code == 2);
-  BOOST_TEST(fs::is_empty("runs/tiny"));  // the stamped folder it made is gone again
+  BOOST_TEST(!fs::exists("runs"));  // the stamped folder it made is gone again, and runs/
 }
 
 BOOST_AUTO_TEST_CASE(resume_latest_a_run_folder_or_a_checkpoint) {
@@ -163,6 +273,41 @@ BOOST_AUTO_TEST_CASE(resume_latest_a_run_folder_or_a_checkpoint) {
   BOOST_TEST((std::vector<double>(third.record.loss.begin(), third.record.loss.begin() + 2) ==
               std::vector<double>(first.record.loss.begin(), first.record.loss.begin() + 2)));
   BOOST_TEST(third.record.loss == second.record.loss);  // the same run, resumed elsewhere
+}
+
+// A run folder's config.yaml is a config: it loads again as the same config (the same
+// hash), for every example, and a profile file given by a relative path is found from
+// the run folder, wherever that is.
+BOOST_AUTO_TEST_CASE(config_yaml_loads_back_as_the_same_config) {
+  std::vector<fs::path> configs;
+  for (const char* dir : {"/examples", "/tests/train/data"})
+    for (const auto& entry : fs::directory_iterator(std::string(POPKIT_SOURCE_DIR) + dir))
+      if (entry.path().extension() == ".yaml") configs.push_back(entry.path());
+  BOOST_TEST(configs.size() >= 9u);
+  for (const fs::path& path : configs) {
+    BOOST_TEST_CONTEXT(path.filename()) {
+      const auto original = config::load_config_file(path.string());
+      BOOST_REQUIRE(original.config);
+      const std::string yaml = resolved_config_yaml(*original.config, "poprun train x.yaml");
+      const auto again = config::load_config_string(yaml, "runs/x/config.yaml");
+      BOOST_REQUIRE(again.config);
+      BOOST_TEST(config_hash(*again.config) == config_hash(*original.config));
+      BOOST_TEST(yaml.find("# config hash: " + config_hash(*original.config) + "\n") !=
+                 std::string::npos);
+    }
+  }
+  const auto dir = scratch("config_yaml");
+  InFolder here(dir);
+  fs::create_directories("profiles");
+  fs::copy_file(std::string(POPKIT_SOURCE_DIR) + "/share/profiles/cpu.yaml", "profiles/mine.yaml");
+  const config::Config c = tiny_config({"device.profile=profiles/mine.yaml"});
+  fs::create_directories("deep/run");
+  std::ofstream("deep/run/config.yaml") << resolved_config_yaml(c, "poprun train 'a b.yaml'");
+  const auto loaded = config::load_config_file("deep/run/config.yaml");
+  BOOST_REQUIRE(loaded.config);
+  BOOST_TEST(loaded.config->device.resolved->source == (dir / "profiles/mine.yaml").string());
+  BOOST_TEST(command_line_text({"poprun", "train", "a b.yaml", "--set", "name=it's", "x\ny"}) ==
+             "poprun train 'a b.yaml' --set 'name=it'\\''s' $'x\\x0ay'");
 }
 
 BOOST_AUTO_TEST_CASE(metrics_log_has_a_line_per_step_with_the_run_files_losses) {

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "base/output_file.h"
 #include "engine/io/safetensors.h"
 #include "helpers.h"
 #include "planner/build.h"
@@ -523,35 +524,41 @@ BOOST_AUTO_TEST_CASE(resolved_config_keeps_each_layers_kind) {
   BOOST_TEST(config_hash(c) != config_hash(other));
 }
 
-// A run file that cannot be written: the reason, and no temporary left behind.
+// A run file that cannot be written: the reason, and no temporary left behind. Each
+// process writes through a temporary of its own (".NAME.tmp-<pid>").
 BOOST_AUTO_TEST_CASE(failed_write_says_why_and_leaves_no_temporary) {
   const auto dir = scratch("run_file_write");
   reports::RunRecord record;
   record.name = "tiny";
+  const auto temporary = [](const fs::path& path) {
+    return temporary_path(path.string(), TemporaryName::kHiddenPerProcess);
+  };
+  BOOST_TEST(temporary(dir / "run.json") ==
+             (dir / fmt::format(".run.json.tmp-{}", ::getpid())).string());
   // rename(2) cannot replace a folder that holds something.
   const fs::path blocked = dir / "blocked.json";
   fs::create_directories(blocked / "inside");
   const std::string why = error_of([&] { reports::write_run_file(record, blocked.string()); });
   BOOST_TEST(
-      why == blocked.string() + ".tmp: cannot rename to " + blocked.string() + ": Is a directory",
+      why == temporary(blocked) + ": cannot rename to " + blocked.string() + ": Is a directory",
       why);
-  BOOST_TEST(!fs::exists(blocked.string() + ".tmp"));
+  BOOST_TEST(!fs::exists(temporary(blocked)));
   // The temporary cannot be opened.
   const fs::path target = dir / "run.json";
-  fs::create_directories(target.string() + ".tmp");
+  fs::create_directories(temporary(target));
   const std::string why2 = error_of([&] { reports::write_run_file(record, target.string()); });
-  BOOST_TEST(why2 == target.string() + ".tmp: cannot open for writing: Is a directory", why2);
+  BOOST_TEST(why2 == temporary(target) + ": cannot open for writing: Is a directory", why2);
   BOOST_TEST(!fs::exists(target));
   // A link where the temporary goes is not written through (a full disk is in
   // poprun_outputs_test.sh: it needs a mount).
   const fs::path victim = dir / "victim.txt";
   write_bytes(victim, {'k', 'e', 'e', 'p'});
   const fs::path linked = dir / "linked.json";
-  fs::create_symlink(victim, linked.string() + ".tmp");
+  fs::create_symlink(victim, temporary(linked));
   const std::string why3 = error_of([&] { reports::write_run_file(record, linked.string()); });
-  BOOST_TEST(why3 == linked.string() +
-                         ".tmp: cannot open for writing: Too many levels of "
-                         "symbolic links",
+  BOOST_TEST(why3 == temporary(linked) +
+                         ": cannot open for writing: Too many levels of symbolic "
+                         "links",
              why3);
   BOOST_TEST((file_bytes(victim) == std::vector<char>{'k', 'e', 'e', 'p'}));
 }
