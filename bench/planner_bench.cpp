@@ -5,13 +5,11 @@
 #include <benchmark/benchmark.h>
 
 #include "config/config.h"
+#include "config/layer_kinds.h"
 #include "planner/build.h"
 #include "tests/support/test_profile.h"
 
 namespace {
-
-using popkit::config::Activation;
-using popkit::config::LayerType;
 
 // n_layers linear layers of 256 (GELU), the last one 10 classes; everyone shares one
 // grouping, RTS over all replicas, weights and optimizer state remote, phased with
@@ -21,9 +19,10 @@ popkit::config::Config deep_config(int n_layers, std::int64_t factor) {
   c.name = "deep";
   c.model.input_shape = {28, 28};
   for (int i = 0; i < n_layers; ++i)
-    c.model.layers.push_back({"fc" + std::to_string(i + 1), LayerType::kLinear,
-                              i + 1 == n_layers ? 10 : 256,
-                              i + 1 == n_layers ? Activation::kNone : Activation::kGelu});
+    c.model.layers.push_back(
+        popkit::config::make_layer("fc" + std::to_string(i + 1), "linear",
+                                   {{"out_features", i + 1 == n_layers ? 10 : 256},
+                                    {"activation", i + 1 == n_layers ? "none" : "gelu"}}));
   c.replication.factor = factor;
   c.replication.groupings = {{"everyone", factor, 1}};
   c.variables.grouping = "everyone";

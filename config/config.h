@@ -8,28 +8,26 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "config/attributes.h"
 #include "config/device_profile.h"
 
 namespace popkit::config {
 
 inline constexpr int kSchemaVersion = 1;
 
-enum class LayerType { kLinear, kDropout };
 enum class Activation { kNone, kGelu, kRelu };
 enum class Loss { kSoftmaxCrossEntropy };
 
-// linear: y = act(x W + b). dropout: inverted dropout, y = x * mask / (1 - rate) in
-// training (a sample's mask from training.seed, the optimizer step, its index in the
-// global batch and the layer), y = x in evaluation; its output has its input's width,
-// which validation writes into out_features.
+// A layer of a kind of config/layer_kinds.h (linear, dropout, ...), with the values of
+// its kind's keys: the loader (and make_layer) sets every key with a default, so a
+// loaded layer holds each key its kind declares, in the kind's order.
 struct Layer {
-  std::string name;  // unique, [A-Za-z_][A-Za-z0-9_]*
-  LayerType type = LayerType::kLinear;
-  std::int64_t out_features = 0;  // >= 1
-  Activation activation = Activation::kNone;
-  double rate = 0.0;  // dropout: [0, 1)
+  std::string name;             // unique, [A-Za-z_][A-Za-z0-9_]*
+  std::string type = "linear";  // the kind's name
+  Attributes attributes;        // its kind's keys
 
   bool operator==(const Layer&) const = default;
 };
@@ -160,23 +158,20 @@ struct Pipeline {
   bool operator==(const Pipeline&) const = default;
 };
 
-enum class OptimizerType { kAdam, kSgd };
 enum class DType { kFloat32, kFloat16 };
 
-// Adam (popxl-addons) or SGD (torch.optim.SGD). Keys of the other kind are refused.
+// An optimizer kind's keys at their defaults (config/optimizer_kinds.h).
+Attributes default_optimizer_attributes(std::string_view type);
+
+// An optimizer of a kind of config/optimizer_kinds.h (adam as popxl-addons applies it,
+// sgd with torch.optim.SGD's semantics), with the keys every kind takes and the values
+// of its kind's keys (each key at its default unless the config sets it). Keys of
+// another kind are refused.
 struct Optimizer {
-  OptimizerType type = OptimizerType::kAdam;
+  std::string type = "adam";
   double lr = 1.0e-3;         // > 0
   double weight_decay = 0.0;  // >= 0
-  // Adam.
-  double beta1 = 0.9;    // [0, 1)
-  double beta2 = 0.999;  // [0, 1)
-  double eps = 1.0e-5;   // > 0
-  bool bias_correction = false;
-  DType first_order_dtype = DType::kFloat32;
-  // SGD.
-  double momentum = 0.0;  // >= 0
-  bool nesterov = false;  // needs momentum > 0
+  Attributes attributes = default_optimizer_attributes("adam");
 
   bool operator==(const Optimizer&) const = default;
 };

@@ -1,40 +1,68 @@
-// The config's layer kinds, each defined in one place (layer_kinds.cpp): the keys a
-// layer of the kind takes besides name and type, the error for a key of another kind,
-// whether it keeps its input's width and may give the logits, and the rules over its
-// values. The YAML reader, the key table, validation and the resolved config loop over
-// this table; schemas/config.schema.json has one if/then entry per kind, checked
-// against it by the schema test.
+// The config's layer kinds, one entry each in layer_kinds.cpp (DESIGN.md "Kinds"): the
+// keys a layer of the kind takes besides name and type (config/kind_keys.h: type,
+// default, choices), the error for a key of another kind, whether it may give the
+// logits, the width of its output, and the rules over its values. The YAML reader, the
+// key table, validation, the resolved config and plan files loop over this table; the
+// planner (planner/layer_kinds.h) and the engine (engine/layer_kinds.h) have the same
+// kinds' entries under the same names. schemas/config.schema.json has one if/then entry
+// per kind, checked against this table by the schema test.
+//
+// A layer maps a sample of in_width elements to one of out_width elements (a sequence's
+// T x C elements when a sample is a sequence): the width each kind computes here is the
+// one the planner's tensors and the engine's kernels use.
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "config/config.h"
 #include "config/kind_keys.h"
 
 namespace popkit::config {
 
 struct LayerKindRules {
-  LayerType type;
-  std::span<const KindKey<Layer>> keys;  // besides name and type, in reading order
-  // Its output has its input's width: out_features is not its key, and validation
-  // writes the input's width into it. Otherwise out_features is one of its keys.
-  bool keeps_width = false;
-  bool gives_logits = false;  // may be the last layer (the loss reads its output)
+  std::string_view type;          // the config's `type`: "linear", "dropout", ...
+  std::span<const KindKey> keys;  // besides name and type, in reading order
+  bool gives_logits = false;      // may be the last layer (the loss reads its output)
+  // The key that sets its output's width, named by messages about that width; empty when
+  // the output has the input's width.
+  std::string_view width_key;
+  // The width of its output given its input's (0: unknown, and then 0 when it depends on
+  // the input), for a layer whose keys passed its checks.
+  std::int64_t (*out_width)(const Attributes& attributes, std::int64_t in_width);
   // The error for `key`, a key of another kind, given to a layer of this kind.
   std::string (*foreign_key)(std::string_view key);
-  // Rules over its own keys' values; `path` is "model.layers[i]".
-  void (*check)(const Layer& layer, const std::string& path, RuleChecks& checks);
+  // Rules over its own keys' values; `in_width` is the input's width (0 when unknown: a
+  // rule over both waits), `path` is "model.layers[i]". False when a key its output's
+  // width depends on failed (the widths after it are then unknown).
+  bool (*check)(const Layer& layer, std::int64_t in_width, const std::string& path,
+                RuleChecks& checks);
 };
 
-const LayerKindRules& layer_kind_rules(LayerType type);
+// The kind named `type`: null for a name without an entry, which the loader reports.
+const LayerKindRules* find_layer_kind(std::string_view type);
+// The kind of a loaded layer, which has one (a bug otherwise).
+const LayerKindRules& layer_kind_rules(std::string_view type);
 
-// Every kind, in the enum's order.
+// Every kind, in table order (the order messages list them).
 std::span<const LayerKindRules> layer_kind_rules();
+std::vector<std::string_view> layer_kind_names();
 
 // The keys of every kind, each once, in table order: what `model.layers[]` takes
 // besides name and type.
 std::vector<std::string_view> layer_kind_keys();
+
+// A layer of kind `type` with its keys at their defaults, then `attributes` (each a key
+// of the kind): how code and tests build a config without YAML.
+//   make_layer("fc1", "linear", {{"out_features", 512}, {"activation", "gelu"}})
+Layer make_layer(std::string name, std::string_view type,
+                 std::initializer_list<Attribute> attributes = {});
+
+// The width of each layer's output, in order, for a validated model.
+std::vector<std::int64_t> layer_widths(const Model& model);
 
 }  // namespace popkit::config

@@ -4,8 +4,6 @@
 namespace popkit::config {
 namespace {
 
-constexpr NameArray<LayerType, 2> kLayerTypes{
-    {{LayerType::kLinear, "linear"}, {LayerType::kDropout, "dropout"}}};
 constexpr NameArray<Activation, 3> kActivations{
     {{Activation::kNone, "none"}, {Activation::kGelu, "gelu"}, {Activation::kRelu, "relu"}}};
 constexpr NameArray<Loss, 1> kLosses{{{Loss::kSoftmaxCrossEntropy, "softmax_cross_entropy"}}};
@@ -23,8 +21,6 @@ constexpr NameArray<SyncPattern, 3> kSyncPatterns{
      {SyncPattern::kSinglePipeline, "single_pipeline"},
      {SyncPattern::kReplicaAndLadder, "replica_and_ladder"}}};
 constexpr NameArray<Pass, 2> kPasses{{{Pass::kForward, "forward"}, {Pass::kBackward, "backward"}}};
-constexpr NameArray<OptimizerType, 2> kOptimizerTypes{
-    {{OptimizerType::kAdam, "adam"}, {OptimizerType::kSgd, "sgd"}}};
 constexpr NameArray<DType, 2> kDTypes{{{DType::kFloat32, "float32"}, {DType::kFloat16, "float16"}}};
 constexpr NameArray<Dataset, 4> kDatasets{{{Dataset::kMnist, "mnist"},
                                            {Dataset::kFashionMnist, "fashion-mnist"},
@@ -34,9 +30,6 @@ constexpr NameArray<bool, 2> kBiasInits{{{true, "zeros"}, {false, "normal"}}};
 
 }  // namespace
 
-NameTable<LayerType> name_table(LayerType) {
-  return kLayerTypes;
-}
 NameTable<Activation> name_table(Activation) {
   return kActivations;
 }
@@ -60,9 +53,6 @@ NameTable<Pass> name_table(Pass) {
 }
 NameTable<SyncPattern> name_table(SyncPattern) {
   return kSyncPatterns;
-}
-NameTable<OptimizerType> name_table(OptimizerType) {
-  return kOptimizerTypes;
 }
 NameTable<DType> name_table(DType) {
   return kDTypes;

@@ -9,7 +9,6 @@
 
 namespace popkit::config {
 
-NameTable<LayerType> name_table(LayerType);
 NameTable<Activation> name_table(Activation);
 NameTable<Loss> name_table(Loss);
 NameTable<RetrievalMode> name_table(RetrievalMode);
@@ -18,7 +17,6 @@ NameTable<IoMode> name_table(IoMode);
 NameTable<IoSchedule> name_table(IoSchedule);
 NameTable<Pass> name_table(Pass);
 NameTable<SyncPattern> name_table(SyncPattern);
-NameTable<OptimizerType> name_table(OptimizerType);
 NameTable<DType> name_table(DType);
 NameTable<Dataset> name_table(Dataset);
 

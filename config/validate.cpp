@@ -98,7 +98,7 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 std::string logit_kinds() {
   std::vector<std::string_view> names;
   for (const LayerKindRules& kind : layer_kind_rules())
-    if (kind.gives_logits) names.push_back(enum_name(kind.type));
+    if (kind.gives_logits) names.push_back(kind.type);
   return fmt::format("{}", fmt::join(names, " or "));
 }
 
@@ -141,7 +141,7 @@ class Checker final : public RuleChecks {
   [[nodiscard]] bool ok(const std::string& path) const override { return l_.usable(path); }
 
   // Range checks on one value; each reports "must be ..., got ...".
-  bool at_least(const std::string& path, std::int64_t value, std::int64_t min) {
+  bool at_least(const std::string& path, std::int64_t value, std::int64_t min) override {
     if (!ok(path) || value >= min) return ok(path);
     error(path, fmt::format("must be >= {}, got {}", min, value));
     return false;
@@ -244,30 +244,18 @@ class Checker final : public RuleChecks {
                                             layer.name, it->second));
         }
       }
+      // A layer whose type failed to load has its default kind's keys.
       const LayerKindRules& kind = layer_kind_rules(layer.type);
-      kind.check(layer, path, *this);
+      const bool width_ok = kind.check(layer, features_ok ? in_features : 0, path, *this);
       if (i + 1 == m.layers.size() && !kind.gives_logits)
         error(path + ".type",
               fmt::format("the last layer gives the logits and must be {}, but '{}' is a {} "
                           "layer",
-                          logit_kinds(), layer.name, enum_name(layer.type)));
-      if (kind.keeps_width) {
-        layer.out_features = in_features;  // the input's width
-        continue;
-      }
-      if (!at_least(path + ".out_features", layer.out_features, 1)) {
-        features_ok = false;
-        continue;
-      }
-      std::int64_t n_weights = 0;
-      if (features_ok && __builtin_mul_overflow(in_features, layer.out_features, &n_weights)) {
-        error(path + ".out_features",
-              fmt::format("in_features {} × out_features {} overflows 64 bits", in_features,
-                          layer.out_features));
-        features_ok = false;
-      }
-      in_features = layer.out_features;
+                          logit_kinds(), layer.name, layer.type));
+      features_ok = features_ok && width_ok;
+      in_features = width_ok ? kind.out_width(layer.attributes, features_ok ? in_features : 0) : 0;
     }
+    logits_width_ = in_features;
     finite("model.init.weights.normal.mean", m.init.weights_mean);
     positive("model.init.weights.normal.std", m.init.weights_std);
   }
@@ -681,21 +669,11 @@ class Checker final : public RuleChecks {
     }
   }
 
-  // The keys of each optimizer kind; a key of another kind is an error, not ignored.
+  // The common keys, then the kind's own rules; the loader has refused another kind's keys.
   void check_optimizer(const Optimizer& o) {
     positive("training.optimizer.lr", o.lr);
     non_negative("training.optimizer.weight_decay", o.weight_decay);
-    const OptimizerKindRules& kind = optimizer_kind_rules(o.type);
-    std::vector<std::string_view> own;
-    for (const auto& key : common_optimizer_keys()) own.push_back(key.name);
-    for (const auto& key : kind.keys) own.push_back(key.name);
-    for (const std::string_view key : optimizer_kind_keys()) {
-      const std::string path = fmt::format("training.optimizer.{}", key);
-      if (std::find(own.begin(), own.end(), key) == own.end() && l_.written(path) && ok(path))
-        error(path, fmt::format("{} is not a key of optimizer type {} (it takes {})", key,
-                                enum_name(o.type), fmt::join(own, ", ")));
-    }
-    kind.check(o, *this);
+    optimizer_kind_rules(o.type).check(o, *this);
   }
 
   void check_data() {
@@ -735,15 +713,15 @@ class Checker final : public RuleChecks {
                         "[28, 28], got {}",
                         enum_name(d.dataset), shape_text(c_.model.input_shape)));
     }
+    // The last layer's width (0 when unknown) is the number of classes.
     const auto& layers = c_.model.layers;
-    if (!layers.empty()) {
-      const std::string path = fmt::format("model.layers[{}].out_features", layers.size() - 1);
-      if (ok(path) && layers.back().out_features >= 1 && layers.back().out_features != 10) {
-        error(path,
-              fmt::format("dataset {} has 10 classes, but the last layer '{}' has "
-                          "out_features {}",
-                          enum_name(d.dataset), layers.back().name, layers.back().out_features));
-      }
+    if (!layers.empty() && logits_width_ > 0 && logits_width_ != 10) {
+      const LayerKindRules& kind = layer_kind_rules(layers.back().type);
+      const std::string path = fmt::format("model.layers[{}]{}{}", layers.size() - 1,
+                                           kind.width_key.empty() ? "" : ".", kind.width_key);
+      error(path, fmt::format("dataset {} has 10 classes, but the last layer '{}' has {} {}",
+                              enum_name(d.dataset), layers.back().name,
+                              kind.width_key.empty() ? "width" : kind.width_key, logits_width_));
     }
   }
 
@@ -762,6 +740,7 @@ class Checker final : public RuleChecks {
   bool factor_ok_ = false;
   bool inputs_ok_ = false;
   std::int64_t n_inputs_ = 1;
+  std::int64_t logits_width_ = 0;  // the last layer's output width; 0 when unknown
   std::vector<std::string> valid_groupings_;
 };
 

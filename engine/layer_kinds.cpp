@@ -4,7 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
 #include "base/error.h"
+#include "config/kind_keys.h"
+#include "config/names.h"
 #include "engine/tensor/dropout.h"
 #include "planner/operands.h"
 #include "planner/workspace.h"
@@ -12,8 +16,13 @@
 namespace popkit::engine {
 namespace {
 
+using config::Activation;
 using planner::LayerInfo;
 using planner::Op;
+
+Activation activation(const LayerInfo& l) {
+  return l.attributes.choice<Activation>("activation");
+}
 
 // ---- linear: y = act(x W + b) ------------------------------------------------------
 
@@ -59,7 +68,7 @@ void linear_check_backward(const Op& op, const LayerInfo& l, const OpChecks& c) 
     c.shape(dx, {n, l.in_features}, "the input gradient");
     c.shape(op.inputs[bo::kWeight], {l.in_features, l.out_features}, "the weight");
   }
-  if (l.activation != config::Activation::kNone) {
+  if (activation(l) != Activation::kNone) {
     if (pre < 0)
       c.fail(fmt::format("layer {} has an activation but no pre-activation tensor", l.name));
     c.shape(pre, {n, l.out_features}, "the pre-activation");
@@ -78,7 +87,7 @@ void linear_forward(const Op& op, const LayerInfo& l, const OpRun& run) {
   const Kernels& k = run.kernels();
   const Regions ws(run, planner::linear_forward_workspace(n, l.in_features, l.out_features));
   run.in_column_blocks(n * l.in_features, l.out_features, [&](std::int64_t j0, std::int64_t j1) {
-    k.linear_act_forward_columns(l.activation, x, w, b, pre, out, n, l.in_features, l.out_features,
+    k.linear_act_forward_columns(activation(l), x, w, b, pre, out, n, l.in_features, l.out_features,
                                  j0, j1, ws.of(j0), ws.bytes);
   });
 }
@@ -92,8 +101,8 @@ void linear_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
   const Kernels& k = run.kernels();
   float* dz = run.f32(dy);  // dz = dy act'(pre), in place in dy
   const Regions ws(run, planner::linear_backward_workspace(n, in, out, dx_t >= 0));
-  if (l.activation != config::Activation::kNone)
-    k.activation_backward(l.activation, run.f32(op.inputs[bo::kPre]), dz, n * out);
+  if (const Activation act = activation(l); act != Activation::kNone)
+    k.activation_backward(act, run.f32(op.inputs[bo::kPre]), dz, n * out);
   if (dx_t >= 0) {
     const float* w = run.f32(op.inputs[bo::kWeight]);
     float* dx = run.f32(dx_t);
@@ -119,35 +128,30 @@ void dropout_check(const Op& op, const LayerInfo& l, const OpChecks& c) {
   const std::int64_t n = c.rows(from, "the dropout input");
   c.shape(from, {n, l.in_features}, "the dropout input");
   c.shape(to, {n, l.in_features}, "the dropout output");
-  if (l.in_features != l.out_features || !(l.rate >= 0 && l.rate < 1))
+  const double rate = l.attributes.number("rate");
+  if (l.in_features != l.out_features || !(rate >= 0 && rate < 1))
     c.fail(fmt::format("dropout layer {} has {} -> {} features and rate {}", l.name, l.in_features,
-                       l.out_features, l.rate));
+                       l.out_features, rate));
 }
 
 // The mask of the sample at row i is keyed by (seed, optimizer step, its index in the
 // global batch, layer); the backward draws the same mask again.
 void dropout_run(const Op& op, const LayerInfo& l, const OpRun& run) {
   const int from = op.inputs[0], to = op.outputs[0];
-  dropout_rows(run.f32(from), run.f32(to), run.rows(from), l.in_features, l.rate, run.seed,
-               run.optimizer_step, run.first_sample, op.layer);
+  dropout_rows(run.f32(from), run.f32(to), run.rows(from), l.in_features,
+               l.attributes.number("rate"), run.seed, run.optimizer_step, run.first_sample,
+               op.layer);
 }
 
-const LayerKernel kLinear{config::LayerType::kLinear, linear_check_forward, linear_check_backward,
-                          linear_forward, linear_backward};
-const LayerKernel kDropout{config::LayerType::kDropout, dropout_check, dropout_check, dropout_run,
-                           dropout_run};
+const std::array<LayerKernel, 2> kLayerKernels{{
+    {"linear", linear_check_forward, linear_check_backward, linear_forward, linear_backward},
+    {"dropout", dropout_check, dropout_check, dropout_run, dropout_run},
+}};
 
 }  // namespace
 
-const LayerKernel& layer_kernel(config::LayerType type) {
-  switch (type) {
-    case config::LayerType::kLinear:
-      return kLinear;
-    case config::LayerType::kDropout:
-      return kDropout;
-  }
-  POPKIT_ASSERT(false);
-  return kLinear;
+const LayerKernel& layer_kernel(std::string_view type) {
+  return config::kind_entry(std::span<const LayerKernel>(kLayerKernels), type);
 }
 
 }  // namespace popkit::engine

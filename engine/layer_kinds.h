@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/kernels/kernels.h"
@@ -51,7 +52,7 @@ class OpRun {
 };
 
 struct LayerKernel {
-  config::LayerType type;
+  std::string_view type;  // the kind's name (config/layer_kinds.h)
   void (*check_forward)(const planner::Op& op, const planner::LayerInfo& layer,
                         const OpChecks& checks);
   void (*check_backward)(const planner::Op& op, const planner::LayerInfo& layer,
@@ -60,6 +61,6 @@ struct LayerKernel {
   void (*backward)(const planner::Op& op, const planner::LayerInfo& layer, const OpRun& run);
 };
 
-const LayerKernel& layer_kernel(config::LayerType type);
+const LayerKernel& layer_kernel(std::string_view type);
 
 }  // namespace popkit::engine

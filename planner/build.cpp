@@ -20,6 +20,7 @@
 #include "planner/device_profile.h"
 #include "planner/host_memory.h"
 #include "planner/layer_kinds.h"
+#include "planner/layers.h"
 #include "planner/memory.h"
 #include "planner/names.h"
 #include "planner/operands.h"
@@ -166,29 +167,14 @@ class Builder {
     const auto& layers = c_.model.layers;
     if (layers.empty()) throw Error("model.layers: a model needs at least one layer");
     n_ = static_cast<int>(layers.size());
-    std::int64_t in = product(c_.model.input_shape);
-    // Identical layers (same kind, in, out, activation, rate) share one graph, one row each.
-    std::map<std::tuple<int, std::int64_t, std::int64_t, int, double>, int> graph_of;
-    for (const auto& l : layers) {
-      LayerInfo info;
-      info.name = l.name;
-      info.kind = l.type;
-      info.in_features = in;
-      info.out_features = layer_kind(l.type).keeps_width ? in : l.out_features;
-      info.activation = l.activation;
-      info.rate = l.rate;
-      const auto key = std::make_tuple(static_cast<int>(info.kind), in, info.out_features,
-                                       static_cast<int>(info.activation), info.rate);
-      auto [it, added] = graph_of.emplace(key, static_cast<int>(graph_layers_.size()));
-      if (added) graph_layers_.emplace_back();
-      info.graph = it->second;
-      info.row = static_cast<int>(graph_layers_[static_cast<std::size_t>(info.graph)].size());
-      graph_layers_[static_cast<std::size_t>(info.graph)].push_back(
-          static_cast<int>(p_.layers.size()));
-      p_.layers.push_back(info);
-      in = info.out_features;
+    p_.layers = model_layers(c_.model);
+    // Per graph, its layers in order (model_layers numbers graphs in order of appearance).
+    for (int k = 0; k < n_; ++k) {
+      const auto g = static_cast<std::size_t>(layer(k).graph);
+      if (g == graph_layers_.size()) graph_layers_.emplace_back();
+      graph_layers_[g].push_back(k);
     }
-    p_.n_classes = in;
+    p_.n_classes = p_.layers.back().out_features;
     // Layer k's backward computes its input's gradient only when a layer before it has
     // parameters to train.
     params_before_.assign(static_cast<std::size_t>(n_), false);
@@ -425,7 +411,7 @@ class Builder {
       else
         in_of.push_back(slots_of(name, k == a ? TensorClass::kIoSlots : TensorClass::kActivations,
                                  {mb_, layer(k).in_features}, kept));
-      const bool has_pre = !eval_ && has_params(k) && layer(k).activation != Activation::kNone;
+      const bool has_pre = !eval_ && has_params(k) && kind(k).keeps_pre(layer(k));
       pre_of.push_back(has_pre ? slots_of(prefix(k) + ".pre", TensorClass::kActivations,
                                           {mb_, layer(k).out_features}, true)
                                : std::vector<int>{});
@@ -732,8 +718,7 @@ class Builder {
       if (!eval_ && bwd_at(j + 1) != bwd_at(j) && needs_dx(j + 1)) dx_layers.push_back(j);
     }
     for (int k = 0; k < n_; ++k)
-      if (!eval_ && layer(k).activation != Activation::kNone && bwd_at(k) != fwd_at(k))
-        pre_layers.push_back(k);
+      if (!eval_ && kind(k).keeps_pre(layer(k)) && bwd_at(k) != fwd_at(k)) pre_layers.push_back(k);
     assign_rows("x", x_layers, x_slot_);
     assign_rows("dx", dx_layers, dx_slot_);
     assign_rows("pre", pre_layers, pre_slot_);
@@ -969,7 +954,7 @@ class Builder {
   // gradient freed, the state stored home. The order sets the phase's peak.
   void optimize(std::vector<Op>& ops, const ParamVars& pv, int k, int param, int weight, int grad) {
     Op o = op(OpKind::kOptimizerStep,
-              fmt::format("{} {}", enum_name(c_.training.optimizer.type), var(pv.value).name));
+              fmt::format("{} {}", c_.training.optimizer.type, var(pv.value).name));
     o.layer = var(pv.value).layer;
     o.variable = pv.value;
     o.inputs = {grad};
@@ -1137,7 +1122,7 @@ class Builder {
         const int in = input_of(k);
         int pre_k = -1;
         // Evaluation keeps no pre-activation: nothing runs a backward.
-        if (!eval_ && has_params(k) && l.activation != Activation::kNone) {
+        if (!eval_ && has_params(k) && kind(k).keeps_pre(l)) {
           pre_k = repeat_tensor(p + ".pre", TensorClass::kActivations, {mb_, l.out_features});
           pre[k] = pre_k;
         }
@@ -1203,7 +1188,7 @@ class Builder {
       const int dy = output_grad_of(k);
       b.state[bo::kDy] = dy;
       b.inputs[bo::kIn] = input_of(k);
-      if (l.activation != Activation::kNone) {
+      if (kind(k).keeps_pre(l)) {
         auto found = pre.find(k);
         if (found == pre.end()) {
           const Slot& s = pre_slot_[static_cast<std::size_t>(k)];

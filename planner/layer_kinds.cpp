@@ -4,6 +4,8 @@
 #include <array>
 
 #include "base/error.h"
+#include "config/kind_keys.h"
+#include "config/names.h"
 
 namespace popkit::planner {
 namespace {
@@ -29,11 +31,18 @@ std::uint64_t u(std::int64_t v) {
   return static_cast<std::uint64_t>(v);
 }
 
+Activation activation(const LayerInfo& l) {
+  return l.attributes.choice<Activation>("activation");
+}
+
 // linear: y = act(x W + b).
+bool linear_keeps_pre(const LayerInfo& l) {
+  return activation(l) != Activation::kNone;
+}
 std::uint64_t linear_forward_flops(const LayerInfo& l, std::uint64_t rows) {
   const std::uint64_t outs = rows * u(l.out_features);
   // x W: 2 rows in out; + b: rows out; activation per element.
-  return 2 * rows * u(l.in_features) * u(l.out_features) + outs + outs * act_flops(l.activation);
+  return 2 * rows * u(l.in_features) * u(l.out_features) + outs + outs * act_flops(activation(l));
 }
 std::uint64_t linear_backward_flops(const LayerInfo& l, std::uint64_t rows, bool dx) {
   const std::uint64_t w = u(l.in_features) * u(l.out_features);
@@ -41,7 +50,7 @@ std::uint64_t linear_backward_flops(const LayerInfo& l, std::uint64_t rows, bool
   return 2 * rows * w               // in^T dz
          + (dx ? 2 * rows * w : 0)  // dz W^T
          + outs                     // column sums for the bias
-         + outs * act_grad_flops(l.activation) +
+         + outs * act_grad_flops(activation(l)) +
          kRunningMeanFlops * accumulator_elements(l);  // running mean of the accumulators
 }
 
@@ -90,11 +99,14 @@ OpWorkspace no_workspace(const LayerInfo&, std::int64_t) {
 OpWorkspace no_backward_workspace(const LayerInfo&, std::int64_t, bool) {
   return {};
 }
+bool keeps_nothing(const LayerInfo&) {
+  return false;
+}
 
-const LayerKind kLinear{config::LayerType::kLinear,
+const LayerKind kLinear{"linear",
                         /*has_params=*/true,
-                        /*keeps_width=*/false,
                         /*identity_in_eval=*/false,
+                        linear_keeps_pre,
                         kParamForwardIn,
                         kParamForwardOut,
                         kParamBackwardIn,
@@ -109,10 +121,10 @@ const LayerKind kLinear{config::LayerType::kLinear,
 
 // Inverted dropout: scaled by 1 / (1 - rate) in training, the identity in evaluation.
 // The mask is drawn again in backward from the same key, never stored.
-const LayerKind kDropout{config::LayerType::kDropout,
+const LayerKind kDropout{"dropout",
                          /*has_params=*/false,
-                         /*keeps_width=*/true,
                          /*identity_in_eval=*/true,
+                         keeps_nothing,
                          kIn,
                          kOut,
                          kDy,
@@ -132,15 +144,9 @@ std::uint64_t accumulator_elements(const LayerInfo& layer) {
   return u(layer.in_features) * u(layer.out_features) + u(layer.out_features);
 }
 
-const LayerKind& layer_kind(config::LayerType type) {
-  switch (type) {
-    case config::LayerType::kLinear:
-      return kLinear;
-    case config::LayerType::kDropout:
-      return kDropout;
-  }
-  POPKIT_ASSERT(false);
-  return kLinear;
+const LayerKind& layer_kind(std::string_view type) {
+  static const std::array<LayerKind, 2> kKinds{kLinear, kDropout};
+  return config::kind_entry(std::span<const LayerKind>(kKinds), type);
 }
 
 }  // namespace popkit::planner

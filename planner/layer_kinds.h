@@ -38,14 +38,15 @@ struct OpGemms {
 inline constexpr std::uint64_t kRunningMeanFlops = 3;
 
 struct LayerKind {
-  config::LayerType type;
+  std::string_view type;  // the kind's name (config/layer_kinds.h)
   // A weight [in, out] and a bias [out], trained by the optimizer. With parameters a
   // forward is {in, weight, bias} -> {out, pre} and a backward {in, pre, weight} -> {dx}
   // with state {dy, grad_weight, grad_bias} (operands.h); without, {in} -> {out} and
   // {dy} -> {dx}.
   bool has_params = false;
-  bool keeps_width = false;       // out_features == in_features
   bool identity_in_eval = false;  // evaluation plans emit no op: its output is its input
+  // Its training forward keeps a pre-activation [rows, out] for its backward.
+  bool (*keeps_pre)(const LayerInfo& layer);
   std::span<const std::string_view> forward_inputs, forward_outputs;
   std::span<const std::string_view> backward_inputs, backward_outputs, backward_state;
   // FLOPs of one forward or backward op on `rows` samples; dx: the backward computes
@@ -61,7 +62,7 @@ struct LayerKind {
   OpWorkspace (*backward_workspace)(const LayerInfo& layer, std::int64_t rows, bool dx);
 };
 
-const LayerKind& layer_kind(config::LayerType type);
+const LayerKind& layer_kind(std::string_view type);
 
 // The elements of a layer's gradient accumulators, one per parameter: its weight and
 // bias (in * out + out), or none.

@@ -22,10 +22,10 @@ constexpr std::array<std::string_view, 2> kLossIn{"logits", "labels"};
 constexpr std::array<std::string_view, 2> kLossOut{"loss", "dlogits"};
 constexpr std::array<std::string_view, 1> kGrad{"grad"};
 
-config::LayerType layer_type(const Op& op, const Plan& plan) {
+std::string_view layer_type(const Op& op, const Plan& plan) {
   return op.layer >= 0 && static_cast<std::size_t>(op.layer) < plan.layers.size()
-             ? plan.layers[static_cast<std::size_t>(op.layer)].kind
-             : config::LayerType::kLinear;
+             ? std::string_view(plan.layers[static_cast<std::size_t>(op.layer)].kind)
+             : "linear";
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "config/kind_keys.h"
+#include "config/names.h"
 
 namespace popkit::planner {
 namespace {
@@ -16,7 +17,7 @@ std::span<const std::string_view> adam_step_state(const config::Optimizer&) {
   return kAdamStepState;
 }
 std::vector<OptimizerState> adam_state(const config::Optimizer& o) {
-  return {{"adam_m", o.first_order_dtype, {}},
+  return {{"adam_m", o.attributes.choice<config::DType>("first_order_dtype"), {}},
           {"adam_v", config::DType::kFloat32, "a second moment is >= 0"}};
 }
 std::uint64_t adam_flops(const config::Optimizer&) {
@@ -28,28 +29,31 @@ std::uint64_t adam_flops(const config::Optimizer&) {
 constexpr std::array<std::string_view, 2> kMomentumStepState{"weight", "momentum"};
 constexpr std::array<std::string_view, 1> kPlainStepState{"weight"};
 
+bool has_momentum(const config::Optimizer& o) {
+  return o.attributes.number("momentum") != 0.0;
+}
 std::span<const std::string_view> sgd_step_state(const config::Optimizer& o) {
-  if (o.momentum != 0.0) return kMomentumStepState;
+  if (has_momentum(o)) return kMomentumStepState;
   return kPlainStepState;
 }
 std::vector<OptimizerState> sgd_state(const config::Optimizer& o) {
-  if (o.momentum != 0.0) return {{"momentum", config::DType::kFloat32, {}}};
+  if (has_momentum(o)) return {{"momentum", config::DType::kFloat32, {}}};
   return {};
 }
 std::uint64_t sgd_flops(const config::Optimizer& o) {
   // Decay, momentum, Nesterov's look-ahead, update.
-  return 2 + (o.momentum != 0.0 ? 2 : 0) + (o.nesterov ? 2 : 0) + 2;
+  return 2 + (has_momentum(o) ? 2 : 0) + (o.attributes.boolean("nesterov") ? 2 : 0) + 2;
 }
 
 const std::array<OptimizerKind, 2> kOptimizerKinds{{
-    {config::OptimizerType::kAdam, adam_step_state, adam_state, adam_flops},
-    {config::OptimizerType::kSgd, sgd_step_state, sgd_state, sgd_flops},
+    {"adam", adam_step_state, adam_state, adam_flops},
+    {"sgd", sgd_step_state, sgd_state, sgd_flops},
 }};
 
 }  // namespace
 
-const OptimizerKind& optimizer_kind(config::OptimizerType type) {
-  return config::kind_entry(kOptimizerKinds, type);
+const OptimizerKind& optimizer_kind(std::string_view type) {
+  return config::kind_entry(std::span<const OptimizerKind>(kOptimizerKinds), type);
 }
 
 std::span<const std::string_view> optimizer_step_state(const config::Optimizer& o) {

@@ -24,7 +24,7 @@ struct OptimizerState {
 };
 
 struct OptimizerKind {
-  config::OptimizerType type;
+  std::string_view type;  // the kind's name (config/optimizer_kinds.h)
   // The optimizer step's state operands (planner/operands.h): "weight", then the
   // suffixes of `state`, in the same order.
   std::span<const std::string_view> (*step_state)(const config::Optimizer& optimizer);
@@ -33,7 +33,7 @@ struct OptimizerKind {
   std::uint64_t (*flops_per_element)(const config::Optimizer& optimizer);
 };
 
-const OptimizerKind& optimizer_kind(config::OptimizerType type);
+const OptimizerKind& optimizer_kind(std::string_view type);
 
 // The state per parameter, in the order of the optimizer step's state operands after
 // the weight. Adam: the first moment (first_order_dtype) and the second (float32).

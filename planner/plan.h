@@ -83,17 +83,19 @@ struct RemoteBuffer {
   }
 };
 
-// A model layer as the engine computes it. linear: y = act(x W + b), W of shape in x
-// out. dropout: y = x * mask / (1 - rate) in training, out == in, no variables.
+// A model layer as the planner places it and the engine computes it: its kind (a name of
+// planner/layer_kinds.h, config/layer_kinds.h and engine/layer_kinds.h) with its kind's
+// keys, and the width of a sample's input and output (elements; a sequence's T x C).
+// Identical layers (same kind, input width and attributes) share one graph and its
+// buffers, one row or entry each.
 struct LayerInfo {
   std::string name;
-  config::LayerType kind = config::LayerType::kLinear;
+  std::string kind = "linear";
+  config::Attributes attributes;  // the kind's keys, as the config gives them
   std::int64_t in_features = 0;
   std::int64_t out_features = 0;
-  Activation activation = Activation::kNone;
-  double rate = 0.0;  // dropout
-  int graph = 0;      // identical layers (same kind, in, out, activation, rate) share one graph ...
-  int row = 0;        // ... and its buffers, one row or entry each
+  int graph = 0;
+  int row = 0;
 };
 
 // What a variable is to its layer: a parameter (weight or bias) or the optimizer's
@@ -345,7 +347,7 @@ struct NetworkEstimate {
 };
 
 struct Plan {
-  int version = 3;  // of the plan file format (planner/plan_read.cpp)
+  int version = 4;  // of the plan file format (planner/plan_read.cpp)
   std::string name;
   Program program = Program::kTrain;
   std::int64_t replication_factor = 1;

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "config/optimizer_kinds.h"
 #include "planner/names.h"
 
 namespace popkit::planner {
@@ -80,14 +79,18 @@ json ops_json(const std::vector<Op>& ops) {
 }
 }  // namespace
 
+json attribute_json(const config::AttributeValue& value) {
+  return std::visit([](const auto& v) { return json(v); }, value);
+}
+
+void put_attributes(json& into, const config::Attributes& attributes) {
+  for (const config::Attribute& a : attributes.items()) into[a.key] = attribute_json(a.value);
+}
+
 json optimizer_json(const config::Optimizer& o) {
-  json j = {{"type", name_of(o.type)}};
   // The common keys, then the kind's (config/optimizer_kinds.h).
-  auto put = [&](const config::KindKey<config::Optimizer>& key) {
-    j[std::string(key.name)] = key_json(o, key);
-  };
-  for (const auto& key : config::common_optimizer_keys()) put(key);
-  for (const auto& key : config::optimizer_kind_rules(o.type).keys) put(key);
+  json j = {{"type", o.type}, {"lr", o.lr}, {"weight_decay", o.weight_decay}};
+  put_attributes(j, o.attributes);
   return j;
 }
 
@@ -113,14 +116,16 @@ nlohmann::json plan_to_json(const Plan& plan) {
   j["seed"] = plan.seed;
   json layers = json::array();
   for (const auto& l : plan.layers) {
-    json jl = {{"name", l.name},
-               {"type", name_of(l.kind)},
+    // The kind's keys beside the layer's shape (config/layer_kinds.h names none alike but
+    // out_features, which is the output's width).
+    json jl = json::object();
+    put_attributes(jl, l.attributes);
+    jl.update({{"name", l.name},
+               {"type", l.kind},
                {"in_features", l.in_features},
                {"out_features", l.out_features},
-               {"activation", name_of(l.activation)},
                {"graph", l.graph},
-               {"row", l.row}};
-    if (l.rate != 0.0) jl["rate"] = l.rate;  // a kind's attribute (dropout's), when set
+               {"row", l.row}});
     layers.push_back(std::move(jl));
   }
   j["layers"] = std::move(layers);

@@ -7,10 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <type_traits>
-#include <variant>
 
-#include "config/kind_keys.h"
+#include "config/attributes.h"
 #include "config/names.h"
 #include "planner/json_text.h"
 #include "planner/plan.h"
@@ -23,20 +21,12 @@ nlohmann::json plan_to_json(const Plan& plan);
 // its type, the common keys and its kind's keys (config/optimizer_kinds.h).
 nlohmann::json optimizer_json(const config::Optimizer& optimizer);
 
-// The value of a kind's key (config/kind_keys.h) as files write it: a number or a
-// boolean, an enum by its name.
-template <typename S>
-nlohmann::json key_json(const S& settings, const config::KindKey<S>& key) {
-  return std::visit(
-      [&](auto member) -> nlohmann::json {
-        const auto& value = settings.*member;
-        if constexpr (std::is_enum_v<std::remove_cvref_t<decltype(value)>>)
-          return std::string(enum_name(value));
-        else
-          return value;
-      },
-      key.member);
-}
+// A kind's key's value (config/attributes.h) as files write it: a number, a boolean, or a
+// choice by its name.
+nlohmann::json attribute_json(const config::AttributeValue& value);
+
+// A kind's attributes as members of `into`, key by key.
+void put_attributes(nlohmann::json& into, const config::Attributes& attributes);
 
 // Reads a plan file's big arrays (layers, variables, tensors, buffers, setup and each
 // phase's ops) element by element while the text is parsed, so that memory holds the

@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "base/error.h"
+#include "config/layer_kinds.h"
 #include "config/optimizer_kinds.h"
 #include "planner/memory.h"
 #include "planner/names.h"
@@ -30,7 +31,9 @@ using nlohmann::json;
 
 // 2: ops name their tensors in inputs, outputs and state lists (planner/operands.h).
 // 3: the workspace class and an op's workspace tensor (planner/workspace.h).
-constexpr int kPlanVersion = 3;
+// 4: a layer's keys are its kind's (config/layer_kinds.h): a dropout layer has no
+//    activation.
+constexpr int kPlanVersion = 4;
 
 // Values quoted in an error message are cut to this many bytes, so a message stays a line.
 constexpr std::size_t kMaxShown = 40;
@@ -121,14 +124,18 @@ class Reader {
     if (!v.is_string()) fail(join(path, key), fmt::format("expected a string, got {}", shown(v)));
     return v.get<std::string>();
   }
+  // One of `names`.
+  std::string name_in(const json& obj, const std::string& path, const char* key,
+                      const std::vector<std::string_view>& names) const {
+    std::string s = string(obj, path, key);
+    if (std::find(names.begin(), names.end(), s) == names.end())
+      fail(join(path, key),
+           fmt::format("'{}' is not one of {}", clipped(s), fmt::join(names, ", ")));
+    return s;
+  }
   template <typename E>
   E enumeration(const json& obj, const std::string& path, const char* key) const {
-    const std::string s = string(obj, path, key);
-    const auto e = parse_enum<E>(s);
-    if (!e)
-      fail(join(path, key),
-           fmt::format("'{}' is not one of {}", clipped(s), fmt::join(enum_names<E>(), ", ")));
-    return *e;
+    return *parse_enum<E>(name_in(obj, path, key, enum_names<E>()));
   }
   const json& array(const json& obj, const std::string& path, const char* key) const {
     const json& v = field(obj, path, key);
@@ -244,11 +251,10 @@ class Reader {
   LayerInfo layer(const json& j, const std::string& path) const {
     LayerInfo l;
     l.name = string(j, path, "name");
-    l.kind = enumeration<config::LayerType>(j, path, "type");
-    if (j.contains("rate")) l.rate = number(j, path, "rate");
+    l.kind = name_in(j, path, "type", config::layer_kind_names());
     l.in_features = integer(j, path, "in_features");
     l.out_features = integer(j, path, "out_features");
-    l.activation = enumeration<Activation>(j, path, "activation");
+    l.attributes = attributes(j, path, config::layer_kind_rules(l.kind).keys);
     l.graph = small_or(j, path, "graph", 0);
     l.row = small_or(j, path, "row", 0);
     return l;
@@ -302,24 +308,28 @@ class Reader {
     return b;
   }
 
-  // One of the optimizer's keys into the member its kind table names, read as its type.
-  void optimizer_key(const json& o, const config::KindKey<config::Optimizer>& key,
-                     config::Optimizer& into) const {
-    const std::string name(key.name);
-    std::visit(
-        [&](auto member) {
-          auto& field = into.*member;
-          using T = std::remove_cvref_t<decltype(field)>;
-          if constexpr (std::is_same_v<T, std::int64_t>)
-            field = integer(o, "optimizer", name.c_str());
-          else if constexpr (std::is_same_v<T, double>)
-            field = number(o, "optimizer", name.c_str());
-          else if constexpr (std::is_same_v<T, bool>)
-            field = boolean(o, "optimizer", name.c_str());
-          else
-            field = enumeration<T>(o, "optimizer", name.c_str());
-        },
-        key.member);
+  // A kind's keys (config/kind_keys.h), each as its type: every one the kind declares.
+  config::Attributes attributes(const json& obj, const std::string& path,
+                                std::span<const config::KindKey> keys) const {
+    config::Attributes out;
+    for (const config::KindKey& key : keys) {
+      const std::string name(key.name);
+      switch (key.type) {
+        case config::KeyType::kInteger:
+          out.set(name, integer(obj, path, name.c_str()));
+          break;
+        case config::KeyType::kNumber:
+          out.set(name, number(obj, path, name.c_str()));
+          break;
+        case config::KeyType::kBoolean:
+          out.set(name, boolean(obj, path, name.c_str()));
+          break;
+        case config::KeyType::kChoice:
+          out.set(name, name_in(obj, path, name.c_str(), key.choices()));
+          break;
+      }
+    }
+    return out;
   }
 
   Plan plan(const json& j) const;
@@ -402,11 +412,12 @@ Plan Reader::plan(const json& j) const {
   p.sharding_threshold = integer(j, "", "sharding_threshold");
   {
     const json& o = field(j, "", "optimizer");
-    p.optimizer.type = enumeration<config::OptimizerType>(o, "optimizer", "type");
+    p.optimizer.type = name_in(o, "optimizer", "type", config::optimizer_kind_names());
     // The common keys, then the kind's (config/optimizer_kinds.h), each as its type.
-    for (const auto& key : config::common_optimizer_keys()) optimizer_key(o, key, p.optimizer);
-    for (const auto& key : config::optimizer_kind_rules(p.optimizer.type).keys)
-      optimizer_key(o, key, p.optimizer);
+    p.optimizer.lr = number(o, "optimizer", "lr");
+    p.optimizer.weight_decay = number(o, "optimizer", "weight_decay");
+    p.optimizer.attributes =
+        attributes(o, "optimizer", config::optimizer_kind_rules(p.optimizer.type).keys);
   }
   p.seed = bytes(j, "", "seed");
   auto from = [this](auto member) { return split_ != nullptr ? &(split_->*member) : nullptr; };

@@ -382,12 +382,18 @@ void print_plan(std::ostream& stream, const Plan& plan) {
   print_sync_groups(out, plan);
 
   out.put("\nLayers\n");
-  TextTable layers({"Layer", "In", "Out", "Activation", "Graph", "Row"},
-                   {false, true, true, false, true, true});
-  for (const auto& l : plan.layers)
-    layers.add({l.name, std::to_string(l.in_features), std::to_string(l.out_features),
-                std::string(enum_name(l.activation)), std::to_string(l.graph),
+  // The kind's keys but the output's width, which has a column of its own.
+  TextTable layers({"Layer", "Kind", "In", "Out", "Settings", "Graph", "Row"},
+                   {false, false, true, true, false, true, true});
+  for (const auto& l : plan.layers) {
+    std::vector<std::string> settings;
+    for (const config::Attribute& a : l.attributes.items())
+      if (a.key != "out_features")
+        settings.push_back(fmt::format("{} {}", a.key, config::attribute_text(a.value)));
+    layers.add({l.name, l.kind, std::to_string(l.in_features), std::to_string(l.out_features),
+                fmt::format("{}", fmt::join(settings, ", ")), std::to_string(l.graph),
                 std::to_string(l.row)});
+  }
   layers.print(out);
 
   out.put("\nRemote buffers (per replica)\n");

@@ -12,6 +12,7 @@
 #include "config/names.h"
 #include "config/validate.h"
 #include "planner/build.h"
+#include "planner/layers.h"
 #include "planner/plan_text.h"
 
 namespace popkit::planner {
@@ -32,18 +33,11 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
 }
 
 // The thresholds that shard different sets of variables: each distinct element count of
-// a weight or bias (a variable is sharded iff nelms >= threshold).
+// a parameter (a variable is sharded iff nelms >= threshold).
 std::vector<std::int64_t> thresholds(const Config& c) {
   std::set<std::int64_t> sizes;
-  std::int64_t in = 1;
-  for (const auto d : c.model.input_shape) in *= d;
-  for (const auto& l : c.model.layers) {
-    if (l.type == config::LayerType::kLinear) {
-      sizes.insert(in * l.out_features);
-      sizes.insert(l.out_features);
-    }
-    in = l.out_features;
-  }
+  for (const LayerInfo& l : model_layers(c.model))
+    for (const std::int64_t n : parameter_elements(l)) sizes.insert(n);
   return {sizes.begin(), sizes.end()};
 }
 

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <string>
 
-#include "config/layer_kinds.h"
 #include "config/names.h"
 #include "config/yaml/profile.h"
 #include "planner/plan_json.h"
@@ -91,9 +90,8 @@ json resolved_config_json(const config::Config& c) {
   json layers = json::array();
   // Each layer with its kind's keys, as a config writes it (config/layer_kinds.h).
   for (const auto& l : c.model.layers) {
-    json layer = {{"name", l.name}, {"type", name(enum_name(l.type))}};
-    for (const auto& key : config::layer_kind_rules(l.type).keys)
-      layer[std::string(key.name)] = planner::key_json(l, key);
+    json layer = {{"name", l.name}, {"type", l.type}};
+    planner::put_attributes(layer, l.attributes);
     layers.push_back(std::move(layer));
   }
   json model = {

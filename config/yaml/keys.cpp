@@ -20,7 +20,7 @@ std::vector<std::string> with_kind_keys(std::vector<std::string> keys,
 
 std::vector<std::string> optimizer_keys() {
   std::vector<std::string> keys{"type"};
-  for (const auto& key : common_optimizer_keys()) keys.emplace_back(key.name);
+  for (const auto key : common_optimizer_keys()) keys.emplace_back(key);
   return keys;
 }
 

@@ -36,11 +36,6 @@ namespace {
 
 constexpr const char* kSetSource = "--set";
 
-template <typename S>
-bool has_key(std::span<const KindKey<S>> keys, std::string_view name) {
-  return std::any_of(keys.begin(), keys.end(), [&](const KindKey<S>& k) { return k.name == name; });
-}
-
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
@@ -150,22 +145,30 @@ class Decoder {
     return true;
   }
 
-  // One of the names in `choices`; "did you mean" and the list of names otherwise.
-  template <typename E>
-  bool choice(const YamlNode& node, const std::string& path, NameTable<E> choices, E& out) {
-    std::vector<std::string> names;
-    for (const std::string_view name : names_in(choices)) names.emplace_back(name);
+  // One of `names`; "did you mean" and the list of names otherwise.
+  bool choice(const YamlNode& node, const std::string& path,
+              const std::vector<std::string_view>& names, std::string& out) {
+    const std::vector<std::string> all(names.begin(), names.end());
     if (node.kind != NodeKind::kScalar) {
-      return expected(node, path, fmt::format("one of {}", join(names)));
+      return expected(node, path, fmt::format("one of {}", join(all)));
     }
-    if (const auto value = parse_in(choices, node.value)) {
-      out = *value;
+    if (std::find(all.begin(), all.end(), node.value) != all.end()) {
+      out = node.value;
       return true;
     }
     bad(node, path,
-        fmt::format("unknown value '{}'{} (one of {})", node.value, did_you_mean(node.value, names),
-                    join(names)));
+        fmt::format("unknown value '{}'{} (one of {})", node.value, did_you_mean(node.value, all),
+                    join(all)));
     return false;
+  }
+
+  // One of the names of `choices`, as its value.
+  template <typename E>
+  bool choice(const YamlNode& node, const std::string& path, NameTable<E> choices, E& out) {
+    std::string name;
+    if (!choice(node, path, names_in(choices), name)) return false;
+    out = *parse_in(choices, name);
+    return true;
   }
 
   // A value of one of the config's enums, by the names of config/names.h.
@@ -374,37 +377,52 @@ class ConfigReader {
     if (node.kind != NodeKind::kMap) return layer;
     if (const auto* n = l.require("name", node.location))
       d_.string(*n, l.child("name"), layer.name);
-    if (const auto* n = l.get("type")) d_.choice(*n, l.child("type"), layer.type);
+    // An unknown type is reported; the layer is then read as one of the default kind.
+    if (const auto* n = l.get("type"))
+      d_.choice(*n, l.child("type"), layer_kind_names(), layer.type);
     // The kind's own keys; a key of another kind is an error, not ignored.
     const LayerKindRules& kind = layer_kind_rules(layer.type);
     for (const std::string_view key : layer_kind_keys()) {
-      if (has_key(kind.keys, key)) continue;
+      if (find_key(kind.keys, key) != nullptr) continue;
       if (const auto* n = l.get(key)) d_.bad(*n, l.child(key), kind.foreign_key(key));
     }
-    for (const KindKey<Layer>& key : kind.keys) {
-      const YamlNode* n = key.required ? l.require(key.name, node.location) : l.get(key.name);
-      if (n) read_key(*n, l.child(key.name), key, layer);
-    }
+    read_kind_keys(l, node.location, kind.keys, layer.attributes);
     return layer;
   }
 
-  // A kind's key into the member its table entry names, read as that member's type.
-  template <typename S>
-  void read_key(const YamlNode& node, const std::string& path, const KindKey<S>& key, S& into) {
-    std::visit(
-        [&](auto member) {
-          auto& field = into.*member;
-          using T = std::remove_cvref_t<decltype(field)>;
-          if constexpr (std::is_same_v<T, std::int64_t>)
-            d_.integer(node, path, field);
-          else if constexpr (std::is_same_v<T, double>)
-            d_.number(node, path, field);
-          else if constexpr (std::is_same_v<T, bool>)
-            d_.boolean(node, path, field);
-          else
-            d_.choice(node, path, field);
-        },
-        key.member);
+  // A kind's keys in the kind's order, each as its type. A key left out, or whose value
+  // failed to load, holds its default; a required one then none (its rules check first).
+  void read_kind_keys(MapReader& r, const Location& at, std::span<const KindKey> keys,
+                      Attributes& into) {
+    into = {};
+    for (const KindKey& key : keys) {
+      const YamlNode* n = key.required() ? r.require(key.name, at) : r.get(key.name);
+      std::optional<AttributeValue> value;
+      if (n) value = read_value(*n, r.child(key.name), key);
+      if (value)
+        into.set(key.name, std::move(*value));
+      else if (!key.required())
+        into.set(key.name, key.default_value());
+    }
+  }
+
+  std::optional<AttributeValue> read_value(const YamlNode& node, const std::string& path,
+                                           const KindKey& key) {
+    switch (key.type) {
+      case KeyType::kInteger:
+        if (std::int64_t v = 0; d_.integer(node, path, v)) return v;
+        return std::nullopt;
+      case KeyType::kNumber:
+        if (double v = 0; d_.number(node, path, v)) return v;
+        return std::nullopt;
+      case KeyType::kBoolean:
+        if (bool v = false; d_.boolean(node, path, v)) return v;
+        return std::nullopt;
+      case KeyType::kChoice:
+        if (std::string v; d_.choice(node, path, key.choices(), v)) return v;
+        return std::nullopt;
+    }
+    return std::nullopt;
   }
 
   void read_init(const YamlNode& node, Init& init) {
@@ -631,17 +649,18 @@ class ConfigReader {
     if (const auto* n = t.get("optimizer")) {
       Optimizer& o = training.optimizer;
       MapReader r(d_, n, "training.optimizer", "training.optimizer");
-      if (const auto* v = r.get("type")) d_.choice(*v, r.child("type"), o.type);
-      // Every kind's keys are read whatever the type; validation refuses another kind's.
-      for (const KindKey<Optimizer>& key : common_optimizer_keys())
-        if (const auto* v = r.get(key.name)) read_key(*v, r.child(key.name), key, o);
-      std::vector<std::string_view> read;
-      for (const OptimizerKindRules& kind : optimizer_kind_rules())
-        for (const KindKey<Optimizer>& key : kind.keys) {
-          if (std::find(read.begin(), read.end(), key.name) != read.end()) continue;
-          read.push_back(key.name);
-          if (const auto* v = r.get(key.name)) read_key(*v, r.child(key.name), key, o);
-        }
+      // An unknown type is reported; the keys are then read as the default kind's.
+      if (const auto* v = r.get("type"))
+        d_.choice(*v, r.child("type"), optimizer_kind_names(), o.type);
+      if (const auto* v = r.get("lr")) d_.number(*v, r.child("lr"), o.lr);
+      if (const auto* v = r.get("weight_decay"))
+        d_.number(*v, r.child("weight_decay"), o.weight_decay);
+      const OptimizerKindRules& kind = optimizer_kind_rules(o.type);
+      for (const std::string_view key : optimizer_kind_keys()) {
+        if (find_key(kind.keys, key) != nullptr) continue;
+        if (const auto* v = r.get(key)) d_.bad(*v, r.child(key), foreign_optimizer_key(kind, key));
+      }
+      read_kind_keys(r, n->location, kind.keys, o.attributes);
     }
     if (const auto* n = t.get("seed")) d_.unsigned_integer(*n, "training.seed", training.seed);
   }

@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "base/input_file.h"
+#include "config/layer_kinds.h"
 #include "engine/tensor/random.h"
 
 namespace popkit::engine {
@@ -406,9 +407,10 @@ Dataset load_dataset(const config::Config& config, Split split) {
       const std::int64_t rows = shape.empty() ? 1 : shape.front();
       std::int64_t cols = 1;
       for (std::size_t i = 1; i < shape.size(); ++i) cols *= shape[i];
+      // The last layer's width: its kind's (config/layer_kinds.h).
       const int n_classes = config.model.layers.empty()
                                 ? kClasses
-                                : static_cast<int>(config.model.layers.back().out_features);
+                                : static_cast<int>(config::layer_widths(config.model).back());
       Dataset d = make_synthetic(
           split == Split::kTrain ? data.synthetic_train : data.synthetic_test, rows, cols,
           config.training.seed, data.synthetic_noise, split == Split::kTrain ? 0 : 1, n_classes);

@@ -11,7 +11,7 @@
 namespace popkit::engine {
 
 struct OptimizerKernel::Kind {
-  config::OptimizerType type;
+  std::string_view type;  // the kind's name (config/optimizer_kinds.h)
   bool (*accepts)(std::size_t i, config::DType dtype);
   // The kind's parameters are made from the settings at each step: a few casts.
   void (*step)(const config::Optimizer& o, const Kernels& k, float* w, const float* g,
@@ -50,14 +50,14 @@ void step_sgd(const config::Optimizer& o, const Kernels& k, float* w, const floa
 }
 
 const std::array<OptimizerKernel::Kind, 2> kKinds{{
-    {config::OptimizerType::kAdam, adam_accepts, step_adam},
-    {config::OptimizerType::kSgd, only_float32, step_sgd},
+    {"adam", adam_accepts, step_adam},
+    {"sgd", only_float32, step_sgd},
 }};
 
 }  // namespace
 
 OptimizerKernel::OptimizerKernel(const config::Optimizer& o)
-    : optimizer_(o), kind_(&config::kind_entry(kKinds, o.type)) {}
+    : optimizer_(o), kind_(&config::kind_entry(std::span<const Kind>(kKinds), o.type)) {}
 
 bool OptimizerKernel::accepts(std::size_t i, config::DType dtype) const {
   return kind_->accepts(i, dtype);

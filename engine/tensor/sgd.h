@@ -19,9 +19,10 @@ struct SgdParams {
   float weight_decay = 0.0f;
   bool nesterov = false;
 
+  // config/optimizer_kinds.h: sgd's keys.
   static SgdParams from(const config::Optimizer& o) {
-    return {static_cast<float>(o.lr), static_cast<float>(o.momentum),
-            static_cast<float>(o.weight_decay), o.nesterov};
+    return {static_cast<float>(o.lr), static_cast<float>(o.attributes.number("momentum")),
+            static_cast<float>(o.weight_decay), o.attributes.boolean("nesterov")};
   }
 };
 

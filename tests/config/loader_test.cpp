@@ -19,9 +19,11 @@ BOOST_AUTO_TEST_CASE(minimal_config_gets_documented_defaults) {
   const Config& c = *result.config;
   BOOST_TEST(c.model.layers.size() == 2u);
   BOOST_TEST(c.model.layers[0].name == "fc1");
-  BOOST_TEST(c.model.layers[0].out_features == 16);
-  BOOST_TEST((c.model.layers[0].activation == Activation::kRelu));
-  BOOST_TEST((c.model.layers[1].activation == Activation::kNone));
+  BOOST_TEST(c.model.layers[0].type == "linear");
+  BOOST_TEST(c.model.layers[0].attributes.integer("out_features") == 16);
+  BOOST_TEST(c.model.layers[0].attributes.name("activation") == "relu");
+  // A key left out holds its kind's default (config/layer_kinds.h).
+  BOOST_TEST(c.model.layers[1].attributes.name("activation") == "none");
   BOOST_TEST(c.replication.factor == 1);
   BOOST_TEST(!c.sharding.enabled);
   BOOST_TEST((c.execution.mode == ExecutionMode::kStandard));
@@ -73,9 +75,10 @@ device: {profile: cpu, memory_per_replica: 1.5GB}
   BOOST_TEST(c.remote.optimizer_state);
   BOOST_TEST((c.execution.io_mode == IoMode::kIoOverlapped));
   BOOST_TEST(c.training.steps.value() == 100);
-  BOOST_TEST(c.training.optimizer.eps == 1e-8);
-  BOOST_TEST(c.training.optimizer.bias_correction);
-  BOOST_TEST((c.training.optimizer.first_order_dtype == DType::kFloat16));
+  BOOST_TEST(c.training.optimizer.attributes.number("eps") == 1e-8);
+  BOOST_TEST(c.training.optimizer.attributes.boolean("bias_correction"));
+  BOOST_TEST(c.training.optimizer.attributes.name("first_order_dtype") == "float16");
+  BOOST_TEST(c.training.optimizer.attributes.number("beta1") == 0.0);
   BOOST_TEST(c.training.seed == 18446744073709551615u);
   BOOST_TEST((c.data.dataset == Dataset::kFashionMnist));
   BOOST_TEST(c.eval.every == 2);

@@ -22,7 +22,7 @@ BOOST_AUTO_TEST_CASE(values_are_typed_as_yaml) {
   BOOST_TEST(c.replication.factor == 2);
   BOOST_TEST(c.sharding.enabled);
   BOOST_TEST(c.sharding.grouping == "all");
-  BOOST_TEST((c.model.layers[0].activation == Activation::kGelu));
+  BOOST_TEST(c.model.layers[0].attributes.name("activation") == "gelu");
   BOOST_TEST(c.device.memory_per_replica == 1500000000u);
   BOOST_TEST(!c.data.shuffle);
 }

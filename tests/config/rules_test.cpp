@@ -2,6 +2,7 @@
 // just inside the rule passes.
 #include <boost/test/unit_test.hpp>
 
+#include "config/layer_kinds.h"
 #include "config/validate.h"
 #include "tests/config/helpers.h"
 
@@ -387,7 +388,7 @@ BOOST_AUTO_TEST_CASE(one_typo_gives_one_error) {
 
 BOOST_AUTO_TEST_CASE(configs_built_in_code_are_validated_too) {
   Config config;
-  config.model.layers = {{"fc1", LayerType::kLinear, 10, Activation::kNone}};
+  config.model.layers = {make_layer("fc1", "linear", {{"out_features", 10}})};
   config.replication.factor = 16;
   config.replication.groupings = {{"g", 4, 3}};
   const auto diagnostics = validate_config(config);

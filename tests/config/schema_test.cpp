@@ -91,7 +91,8 @@ BOOST_AUTO_TEST_CASE(every_object_is_closed) {
   check(json::parse(read(kSchemaPath)), "");
 }
 
-// The schema's enums are the name tables the loader reads (config/names.h), value for
+// The schema's enums are the name tables the loader reads (config/names.h) and the kind
+// tables' names and choices (config/layer_kinds.h, config/optimizer_kinds.h), value for
 // value and in order, so the two cannot drift apart.
 BOOST_AUTO_TEST_CASE(schema_enums_are_the_name_tables) {
   const json schema = json::parse(read(kSchemaPath));
@@ -109,9 +110,8 @@ BOOST_AUTO_TEST_CASE(schema_enums_are_the_name_tables) {
   auto strings = [](const std::vector<std::string_view>& names) {
     return std::vector<std::string>(names.begin(), names.end());
   };
-  const std::map<std::string, std::vector<std::string>> tables{
-      {"model.layers[].type", strings(popkit::enum_names<LayerType>())},
-      {"model.layers[].activation", strings(popkit::enum_names<Activation>())},
+  std::map<std::string, std::vector<std::string>> tables{
+      {"model.layers[].type", strings(layer_kind_names())},
       {"model.loss", strings(popkit::enum_names<Loss>())},
       {"model.init.biases", strings(popkit::names_in(bias_init_names()))},
       {"variables.retrieval_mode", strings(popkit::enum_names<RetrievalMode>())},
@@ -119,10 +119,18 @@ BOOST_AUTO_TEST_CASE(schema_enums_are_the_name_tables) {
       {"execution.io_mode", strings(popkit::enum_names<IoMode>())},
       {"execution.io_schedule", strings(popkit::enum_names<IoSchedule>())},
       {"execution.sync_pattern", strings(popkit::enum_names<SyncPattern>())},
-      {"training.optimizer.type", strings(popkit::enum_names<OptimizerType>())},
-      {"training.optimizer.first_order_dtype", strings(popkit::enum_names<DType>())},
+      {"training.optimizer.type", strings(optimizer_kind_names())},
       {"data.dataset", strings(popkit::enum_names<Dataset>())},
   };
+  // Each kind's choices, under the section that holds its keys.
+  auto add_choices = [&](const std::string& section, const auto& kinds) {
+    for (const auto& kind : kinds)
+      for (const KindKey& key : kind.keys)
+        if (key.type == KeyType::kChoice)
+          tables[section + "." + std::string(key.name)] = strings(key.choices());
+  };
+  add_choices("model.layers[]", layer_kind_rules());
+  add_choices("training.optimizer", optimizer_kind_rules());
   BOOST_TEST(enums.size() == tables.size());
   for (const auto& [path, names] : tables) {
     BOOST_TEST_CONTEXT(path) {
@@ -167,7 +175,7 @@ void check_kind_entries(const json& section, Kinds kinds,
   BOOST_TEST(entries.size() == kinds.size());
   const std::string default_kind = section.at("properties").at("type").at("default");
   for (const auto& kind : kinds) {
-    const std::string name(popkit::enum_name(kind.type));
+    const std::string name(kind.type);
     BOOST_TEST_CONTEXT(name) {
       const json* entry = nullptr;
       for (const json& e : entries)
@@ -177,7 +185,7 @@ void check_kind_entries(const json& section, Kinds kinds,
       BOOST_TEST(entry->at("if").contains("required") == (name != default_kind));
       std::vector<std::string> required, refused;
       for (const auto& key : kind.keys)
-        if (key.required) required.emplace_back(key.name);
+        if (key.required()) required.emplace_back(key.name);
       for (const std::string_view key : all) {
         const bool own = std::any_of(kind.keys.begin(), kind.keys.end(),
                                      [&](const auto& k) { return k.name == key; });

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "config/layer_kinds.h"
+#include "config/optimizer_kinds.h"
 #include "engine/tensor/adam_step.h"
 
 using namespace popkit::engine;
@@ -13,9 +15,9 @@ namespace {
 AdamParams params(double lr, double eps, double wd, bool bias_correction) {
   popkit::config::Optimizer o;
   o.lr = lr;
-  o.eps = eps;
+  o.attributes.set("eps", eps);
   o.weight_decay = wd;
-  o.bias_correction = bias_correction;
+  o.attributes.set("bias_correction", bias_correction);
   return AdamParams::from(o);
 }
 

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "config/layer_kinds.h"
+#include "config/optimizer_kinds.h"
 #include "engine/engine.h"
 #include "planner/build.h"
 #include "planner/names.h"
@@ -29,11 +31,11 @@ config::Config model(std::int64_t replicas) {
   c.name = "eval-test";
   c.model.input_shape = {kSide, kSide};
   using config::Activation;
-  using config::LayerType;
-  c.model.layers = {{"fc1", LayerType::kLinear, 12, Activation::kGelu},
-                    {"drop1", LayerType::kDropout, 0, Activation::kNone, 0.5},
-                    {"fc2", LayerType::kLinear, 12, Activation::kRelu},
-                    {"fc3", LayerType::kLinear, 10, Activation::kNone}};
+  using config::make_layer;
+  c.model.layers = {make_layer("fc1", "linear", {{"out_features", 12}, {"activation", "gelu"}}),
+                    make_layer("drop1", "dropout", {{"rate", 0.5}}),
+                    make_layer("fc2", "linear", {{"out_features", 12}, {"activation", "relu"}}),
+                    make_layer("fc3", "linear", {{"out_features", 10}})};
   c.model.init.weights_std = 0.3;
   c.replication.factor = replicas;
   c.replication.groupings = {{"everyone", replicas, 1}};
@@ -99,17 +101,19 @@ engine::EvalResult reference(const config::Config& c) {
       x[static_cast<std::size_t>(p)] =
           (test_set().image(i)[p] / 255.0 - c.data.normalize_mean) / c.data.normalize_std;
     for (const config::Layer& l : c.model.layers) {
-      if (l.type == config::LayerType::kDropout) continue;
+      if (l.type == "dropout") continue;
       const std::vector<float> w = trained().read_variable(l.name + ".weight");
       const std::vector<float> b = trained().read_variable(l.name + ".bias");
       const auto in = static_cast<std::int64_t>(x.size());
-      std::vector<double> y(static_cast<std::size_t>(l.out_features));
-      for (std::int64_t j = 0; j < l.out_features; ++j) {
+      const std::int64_t out = l.attributes.integer("out_features");
+      const std::string& act = l.attributes.name("activation");
+      std::vector<double> y(static_cast<std::size_t>(out));
+      for (std::int64_t j = 0; j < out; ++j) {
         double z = b[static_cast<std::size_t>(j)];
         for (std::int64_t k = 0; k < in; ++k)
-          z += x[static_cast<std::size_t>(k)] * w[static_cast<std::size_t>(k * l.out_features + j)];
-        if (l.activation == config::Activation::kRelu) z = std::max(z, 0.0);
-        if (l.activation == config::Activation::kGelu)
+          z += x[static_cast<std::size_t>(k)] * w[static_cast<std::size_t>(k * out + j)];
+        if (act == "relu") z = std::max(z, 0.0);
+        if (act == "gelu")
           z = 0.5 * z * (1 + std::tanh(0.7978845608028654 * (z + 0.044715 * z * z * z)));
         y[static_cast<std::size_t>(j)] = z;
       }

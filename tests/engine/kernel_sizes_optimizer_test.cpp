@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "config/layer_kinds.h"
+#include "config/optimizer_kinds.h"
 #include "engine/kernels/kernels.h"
 #include "engine/tensor/adam.h"
 #include "engine/tensor/sgd.h"
@@ -51,7 +53,7 @@ BOOST_AUTO_TEST_CASE(adam_float32_and_float16_first_moment) {
     popkit::config::Optimizer o;
     o.lr = cs.lr;
     o.weight_decay = cs.wd;
-    o.bias_correction = cs.bias_correction;
+    o.attributes.set("bias_correction", cs.bias_correction);
     const AdamParams p = AdamParams::from(o);
     const double c1 = cs.bias_correction ? 1 - std::pow(p.beta1_exact, double(cs.t)) : 1.0;
     const double c2 = cs.bias_correction ? 1 - std::pow(p.beta2_exact, double(cs.t)) : 1.0;

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "config/layer_kinds.h"
+#include "config/optimizer_kinds.h"
 #include "engine/engine.h"
 #include "planner/build.h"
 #include "planner/sync_groups.h"
@@ -37,13 +39,13 @@ config::Config base_config(std::int64_t replicas, std::int64_t micro_batch,
   c.name = "engine-test";
   c.model.input_shape = {kSide, kSide};
   using config::Activation;
-  using config::LayerType;
-  c.model.layers = {{"fc1", LayerType::kLinear, 16, Activation::kGelu},
-                    {"drop1", LayerType::kDropout, 0, Activation::kNone, 0.25},
-                    {"fc2", LayerType::kLinear, 16, Activation::kGelu},
-                    {"fc3", LayerType::kLinear, 16, Activation::kRelu},
-                    {"drop2", LayerType::kDropout, 0, Activation::kNone, 0.1},
-                    {"fc4", LayerType::kLinear, 10, Activation::kNone}};
+  using config::make_layer;
+  c.model.layers = {make_layer("fc1", "linear", {{"out_features", 16}, {"activation", "gelu"}}),
+                    make_layer("drop1", "dropout", {{"rate", 0.25}}),
+                    make_layer("fc2", "linear", {{"out_features", 16}, {"activation", "gelu"}}),
+                    make_layer("fc3", "linear", {{"out_features", 16}, {"activation", "relu"}}),
+                    make_layer("drop2", "dropout", {{"rate", 0.1}}),
+                    make_layer("fc4", "linear", {{"out_features", 10}})};
   c.model.init.weights_std = 0.2;
   c.replication.factor = replicas;
   c.replication.groupings = {{"everyone", replicas, 1}};
@@ -52,7 +54,7 @@ config::Config base_config(std::int64_t replicas, std::int64_t micro_batch,
   c.training.micro_batch_size = micro_batch;
   c.training.gradient_accumulation = accumulation;
   c.training.optimizer.lr = 1e-2;
-  c.training.optimizer.bias_correction = true;
+  c.training.optimizer.attributes.set("bias_correction", true);
   c.training.optimizer.weight_decay = 1e-3;
   c.data.dataset = config::Dataset::kSynthetic;
   return ::popkit::test_support::with_test_profile(c);
@@ -60,8 +62,7 @@ config::Config base_config(std::int64_t replicas, std::int64_t micro_batch,
 
 // The model without its dropout layers.
 void drop_dropout(config::Config& c) {
-  std::erase_if(c.model.layers,
-                [](const config::Layer& l) { return l.type == config::LayerType::kDropout; });
+  std::erase_if(c.model.layers, [](const config::Layer& l) { return l.type == "dropout"; });
 }
 
 void shard(config::Config& c, std::int64_t threshold) {
@@ -152,15 +153,15 @@ struct OptimizerCase {
 std::vector<OptimizerCase> optimizer_cases() {
   config::Optimizer adam = base_config(1, 1, 1).training.optimizer;
   config::Optimizer adam16 = adam;
-  adam16.first_order_dtype = config::DType::kFloat16;
+  adam16.attributes.set("first_order_dtype", "float16");
   config::Optimizer nesterov;
-  nesterov.type = config::OptimizerType::kSgd;
+  config::set_optimizer_type(nesterov, "sgd");
   nesterov.lr = 0.05;
-  nesterov.momentum = 0.9;
-  nesterov.nesterov = true;
+  nesterov.attributes.set("momentum", 0.9);
+  nesterov.attributes.set("nesterov", true);
   nesterov.weight_decay = 1e-3;
   config::Optimizer sgd;
-  sgd.type = config::OptimizerType::kSgd;
+  config::set_optimizer_type(sgd, "sgd");
   sgd.lr = 0.05;
   return {{"adam", adam},
           {"adam, float16 first order", adam16},
@@ -447,7 +448,8 @@ BOOST_AUTO_TEST_CASE(dropout_is_applied_in_training) {
   // Rate 0.25 and 0.1 change the training (while every mode above agrees on it).
   config::Config with = base_config(2, 2, 3);
   config::Config zero = with;
-  for (auto& l : zero.model.layers) l.rate = 0.0;
+  for (auto& l : zero.model.layers)
+    if (l.type == "dropout") l.attributes.set("rate", 0.0);
   config::Config without = with;
   drop_dropout(without);
   const auto trained = run(with, 3);
@@ -545,8 +547,8 @@ BOOST_AUTO_TEST_CASE(no_op_reads_a_tensor_before_writing_it) {
        }},
       {"sgd with momentum",
        [](auto& c) {
-         c.training.optimizer.type = config::OptimizerType::kSgd;
-         c.training.optimizer.momentum = 0.9;
+         config::set_optimizer_type(c.training.optimizer, "sgd");
+         c.training.optimizer.attributes.set("momentum", 0.9);
        }},
   };
   for (const auto& k : cases) {
@@ -621,7 +623,7 @@ BOOST_AUTO_TEST_CASE(measured_equals_planned_per_phase_replica_and_class) {
          c.execution.mode = config::ExecutionMode::kPhased;
          c.remote = {true, true};
          c.execution.io_mode = config::IoMode::kIoOverlapped;
-         c.training.optimizer.first_order_dtype = config::DType::kFloat16;
+         c.training.optimizer.attributes.set("first_order_dtype", "float16");
        }},
       {"phased remote sharded, preload",
        [](auto& c) {
@@ -719,7 +721,7 @@ BOOST_AUTO_TEST_CASE(bytes_moved_equal_the_plan) {
       c.execution.mode = config::ExecutionMode::kPhased;
       c.remote = {true, true};
       shard(c, 16);
-      c.model.layers[3].out_features = 15;  // fc3
+      c.model.layers[3].attributes.set("out_features", 15);  // fc3
       k.change(c);
       const planner::Plan plan = planner::build_plan(c);
       const PlannedBytes want = planned_bytes(plan);

@@ -5,17 +5,18 @@
 #include <boost/test/unit_test.hpp>
 #include <vector>
 
+#include "config/layer_kinds.h"
+#include "config/optimizer_kinds.h"
+
 using namespace popkit::engine;
 
 namespace {
 
 SgdParams params(double lr, double momentum, double wd, bool nesterov) {
-  popkit::config::Optimizer o;
-  o.type = popkit::config::OptimizerType::kSgd;
+  popkit::config::Optimizer o =
+      popkit::config::make_optimizer("sgd", {{"momentum", momentum}, {"nesterov", nesterov}});
   o.lr = lr;
-  o.momentum = momentum;
   o.weight_decay = wd;
-  o.nesterov = nesterov;
   return SgdParams::from(o);
 }
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include "config/config.h"
+#include "config/layer_kinds.h"
+#include "config/optimizer_kinds.h"
 #include "tests/support/test_profile.h"
 
 namespace popkit::planner::test {
@@ -14,10 +16,11 @@ inline config::Config mnist_phased() {
   c.name = "mnist-phased-rts";
   c.model.input_shape = {28, 28};
   using config::Activation;
-  c.model.layers = {{"fc1", config::LayerType::kLinear, 512, Activation::kGelu},
-                    {"fc2", config::LayerType::kLinear, 512, Activation::kGelu},
-                    {"fc3", config::LayerType::kLinear, 512, Activation::kGelu},
-                    {"fc4", config::LayerType::kLinear, 10, Activation::kNone}};
+  c.model.layers = {
+      config::make_layer("fc1", "linear", {{"out_features", 512}, {"activation", "gelu"}}),
+      config::make_layer("fc2", "linear", {{"out_features", 512}, {"activation", "gelu"}}),
+      config::make_layer("fc3", "linear", {{"out_features", 512}, {"activation", "gelu"}}),
+      config::make_layer("fc4", "linear", {{"out_features", 10}})};
   c.replication.factor = 2;
   c.replication.groupings = {{"everyone", 2, 1}};
   c.variables.grouping = "everyone";
@@ -31,7 +34,7 @@ inline config::Config mnist_phased() {
   c.execution.io_tiles = 32;
   c.training.micro_batch_size = 8;
   c.training.gradient_accumulation = 4;
-  c.training.optimizer.first_order_dtype = config::DType::kFloat16;
+  c.training.optimizer.attributes.set("first_order_dtype", "float16");
   c.device.profile = "ipu-mk2";
   c.device.memory_per_replica = 900ull * 1024 * 1024;
   return ::popkit::test_support::with_test_profile(c);
@@ -43,7 +46,7 @@ inline config::Config tiny_standard() {
   config::Config c;
   c.name = "tiny";
   c.model.input_shape = {4};
-  c.model.layers = {{"fc", config::LayerType::kLinear, 3, config::Activation::kNone}};
+  c.model.layers = {config::make_layer("fc", "linear", {{"out_features", 3}})};
   c.replication.factor = 1;
   c.execution.mode = config::ExecutionMode::kStandard;
   c.training.micro_batch_size = 2;

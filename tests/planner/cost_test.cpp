@@ -23,6 +23,7 @@ Plan tiny(std::int64_t replicas = 1) {
   p.global_batch_size = 2 * replicas;
   LayerInfo l;
   l.name = "fc";
+  l.attributes = {{"out_features", std::int64_t{3}}, {"activation", "none"}};
   l.in_features = 4;
   l.out_features = 3;
   p.layers.push_back(l);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "base/error.h"
+#include "config/layer_kinds.h"
 #include "config/optimizer_kinds.h"
 #include "planner/build.h"
 #include "planner/plan_json.h"
@@ -114,36 +115,47 @@ BOOST_AUTO_TEST_CASE(written_plans_validate_against_the_schema) {
   BOOST_TEST(std::system(cmd.c_str()) == 0);
 }
 
-// The plan schema's optimizer has one if/then entry per optimizer kind, requiring
-// exactly the keys plan files write for it (the kind's keys, config/optimizer_kinds.h).
-BOOST_AUTO_TEST_CASE(schema_optimizer_entries_are_the_kind_tables) {
-  std::ifstream in(POPKIT_SOURCE_DIR "/schemas/plan.schema.json");
-  const json optimizer = json::parse(in)["properties"]["optimizer"];
-  const auto kinds = popkit::config::optimizer_kind_rules();
-  BOOST_TEST(optimizer["allOf"].size() == kinds.size());
+// An object of the plan schema whose keys depend on a kind (a layer, the optimizer) has one
+// if/then entry per kind, requiring exactly the keys plan files write for it (the kind's
+// keys, config/layer_kinds.h and config/optimizer_kinds.h), and its `type` names the kinds.
+template <typename Kinds>
+void check_kind_entries(const json& object, const Kinds& kinds, const char* what) {
+  BOOST_TEST(object["allOf"].size() == kinds.size());
+  std::vector<std::string> names;
   for (const auto& kind : kinds) {
-    const std::string name(popkit::enum_name(kind.type));
+    const std::string name(kind.type);
+    names.push_back(name);
     std::vector<std::string> keys;
     for (const auto& key : kind.keys) keys.emplace_back(key.name);
     bool found = false;
-    for (const json& entry : optimizer["allOf"]) {
+    for (const json& entry : object["allOf"]) {
       if (entry["if"]["properties"]["type"]["const"] != name) continue;
       found = true;
       BOOST_TEST(entry["then"]["required"].get<std::vector<std::string>>() == keys,
                  boost::test_tools::per_element());
     }
-    BOOST_TEST(found, "no plan schema entry for optimizer " << name);
+    BOOST_TEST(found, "no plan schema entry for " << what << " " << name);
   }
+  BOOST_TEST(object["properties"]["type"]["enum"].get<std::vector<std::string>>() == names,
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(schema_kind_entries_are_the_kind_tables) {
+  std::ifstream in(POPKIT_SOURCE_DIR "/schemas/plan.schema.json");
+  const json schema = json::parse(in);
+  check_kind_entries(schema["properties"]["optimizer"], popkit::config::optimizer_kind_rules(),
+                     "optimizer");
+  check_kind_entries(schema["$defs"]["layer"], popkit::config::layer_kind_rules(), "layer");
 }
 
 BOOST_AUTO_TEST_CASE(another_version_is_refused) {
   json j = plan_to_json(build_plan(test::tiny_standard()));
-  j["version"] = 4;
-  BOOST_TEST(error_of(j) == "plan.json: version: plan format 4 is newer than this build reads (3)");
-  j["version"] = 2;  // no workspace class
+  j["version"] = 5;
+  BOOST_TEST(error_of(j) == "plan.json: version: plan format 5 is newer than this build reads (4)");
+  j["version"] = 3;  // dropout layers with an activation
   BOOST_TEST(
       error_of(j) ==
-      "plan.json: version: plan format 2 is older than this build reads (3): plan the config "
+      "plan.json: version: plan format 3 is older than this build reads (4): plan the config "
       "again with this build's popplan plan");
 }
 
@@ -236,7 +248,7 @@ BOOST_AUTO_TEST_CASE(integers_beyond_their_field_are_errors) {
   json j = good;
   j["version"] = 4294967297;  // was read as version 1
   BOOST_TEST(error_of(j) ==
-             "plan.json: version: plan format 4294967297 is newer than this build reads (3)");
+             "plan.json: version: plan format 4294967297 is newer than this build reads (4)");
   j = good;
   j["phases"][0]["ops"][0]["outputs"][0] = 4294967296;  // was read as tensor 0
   BOOST_TEST(error_of(j) ==

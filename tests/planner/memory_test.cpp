@@ -4,6 +4,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include "base/error.h"
+#include "config/layer_kinds.h"
+#include "config/optimizer_kinds.h"
 #include "planner/build.h"
 #include "planner/device_layout.h"
 #include "tests/planner/configs.h"
@@ -22,8 +24,8 @@ std::uint64_t by(const PhaseMemory& m, TensorClass c) {
 popkit::config::Config tiny_phased() {
   auto c = test::tiny_standard();
   c.model.layers = {
-      {"a", popkit::config::LayerType::kLinear, 3, popkit::config::Activation::kGelu},
-      {"b", popkit::config::LayerType::kLinear, 2, popkit::config::Activation::kNone}};
+      popkit::config::make_layer("a", "linear", {{"out_features", 3}, {"activation", "gelu"}}),
+      popkit::config::make_layer("b", "linear", {{"out_features", 2}})};
   c.execution.mode = popkit::config::ExecutionMode::kPhased;
   c.remote = {true, true};
   return c;

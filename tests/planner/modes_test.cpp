@@ -2,6 +2,8 @@
 // a sharded weight or state is updated, and reductions inside variable groups.
 #include <boost/test/unit_test.hpp>
 
+#include "config/layer_kinds.h"
+#include "config/optimizer_kinds.h"
 #include "planner/build.h"
 #include "planner/operands.h"
 #include "tests/planner/configs.h"
@@ -259,8 +261,8 @@ BOOST_AUTO_TEST_CASE(sgd_momentum_is_state_like_adams_moments) {
   auto c = test::mnist_phased();
   c.sharding.weights = false;
   c.training.optimizer = {};
-  c.training.optimizer.type = popkit::config::OptimizerType::kSgd;
-  c.training.optimizer.momentum = 0.9;
+  popkit::config::set_optimizer_type(c.training.optimizer, "sgd");
+  c.training.optimizer.attributes.set("momentum", 0.9);
   const Plan p = build_plan(c);
   const Variable& m = test::variable(p, "fc4.weight.momentum");
   BOOST_TEST((m.role == VariableRole::kOptimizerState));
@@ -295,7 +297,7 @@ BOOST_AUTO_TEST_CASE(sgd_without_momentum_keeps_no_state) {
   // or checkpoint; the gradient is reduced where the weight lives.
   auto c = test::mnist_phased();
   c.training.optimizer = {};
-  c.training.optimizer.type = popkit::config::OptimizerType::kSgd;
+  popkit::config::set_optimizer_type(c.training.optimizer, "sgd");
   const Plan p = build_plan(c);
   BOOST_TEST(p.variables.size() == 8u);  // 4 layers x (weight, bias)
   for (const Variable& v : p.variables) BOOST_TEST((v.role != VariableRole::kOptimizerState));
@@ -310,19 +312,17 @@ BOOST_AUTO_TEST_CASE(dropout_layers_have_no_variables_and_keep_the_width) {
   // Input dropout, then fc1, dropout, fc2: the first dropout has no backward (nothing
   // before it trains), the second one maps dy to dx with the same mask.
   auto c = test::tiny_standard();
-  using popkit::config::Activation;
-  using popkit::config::LayerType;
+  using popkit::config::make_layer;
   const auto fc = c.model.layers.back();
-  c.model.layers = {{"drop0", LayerType::kDropout, 0, Activation::kNone, 0.2},
-                    {"fc1", LayerType::kLinear, 5, Activation::kRelu},
-                    {"drop1", LayerType::kDropout, 0, Activation::kNone, 0.5},
-                    fc};
+  c.model.layers = {make_layer("drop0", "dropout", {{"rate", 0.2}}),
+                    make_layer("fc1", "linear", {{"out_features", 5}, {"activation", "relu"}}),
+                    make_layer("drop1", "dropout", {{"rate", 0.5}}), fc};
   const Plan p = build_plan(c);
   BOOST_TEST(p.layers[0].out_features == p.layers[0].in_features);
   BOOST_TEST(p.layers[2].in_features == 5);
   BOOST_TEST(p.layers[2].out_features == 5);
-  BOOST_TEST(p.layers[2].rate == 0.5);
-  BOOST_TEST(p.n_classes == fc.out_features);
+  BOOST_TEST(p.layers[2].attributes.number("rate") == 0.5);
+  BOOST_TEST(p.n_classes == fc.attributes.integer("out_features"));
   for (const Variable& v : p.variables) BOOST_TEST(v.name.rfind("drop", 0) != 0, v.name);
   const Lines body = test::op_lines(test::repeat_of(p.phases[0]).body);
   const Lines forwards{"forward drop0", "forward fc1", "forward drop1", "forward fc"};

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "base/error.h"
+#include "config/layer_kinds.h"
+#include "config/optimizer_kinds.h"
 #include "planner/build.h"
 #include "planner/operands.h"
 #include "tests/planner/configs.h"
@@ -191,12 +193,12 @@ BOOST_AUTO_TEST_CASE(generalises_to_more_layers_and_any_accumulation) {
   auto c = test::mnist_phased();
   c.training.gradient_accumulation = 3;
   c.model.layers = {
-      {"a", popkit::config::LayerType::kLinear, 64, popkit::config::Activation::kRelu},
-      {"b", popkit::config::LayerType::kLinear, 64, popkit::config::Activation::kRelu},
-      {"c", popkit::config::LayerType::kLinear, 32, popkit::config::Activation::kNone},
-      {"d", popkit::config::LayerType::kLinear, 64, popkit::config::Activation::kRelu},
-      {"e", popkit::config::LayerType::kLinear, 64, popkit::config::Activation::kRelu},
-      {"f", popkit::config::LayerType::kLinear, 10, popkit::config::Activation::kNone}};
+      popkit::config::make_layer("a", "linear", {{"out_features", 64}, {"activation", "relu"}}),
+      popkit::config::make_layer("b", "linear", {{"out_features", 64}, {"activation", "relu"}}),
+      popkit::config::make_layer("c", "linear", {{"out_features", 32}}),
+      popkit::config::make_layer("d", "linear", {{"out_features", 64}, {"activation", "relu"}}),
+      popkit::config::make_layer("e", "linear", {{"out_features", 64}, {"activation", "relu"}}),
+      popkit::config::make_layer("f", "linear", {{"out_features", 10}})};
   const Plan p = build_plan(c);
   BOOST_TEST(p.phases.size() == 11u);  // 5 forward, 1 combined, 5 backward
   BOOST_TEST(p.phases[5].name == "f forward+loss+backward+optimizer");
@@ -216,8 +218,7 @@ BOOST_AUTO_TEST_CASE(generalises_to_more_layers_and_any_accumulation) {
 
 BOOST_AUTO_TEST_CASE(a_single_layer_is_one_phase) {
   auto c = test::mnist_phased();
-  c.model.layers = {
-      {"fc", popkit::config::LayerType::kLinear, 10, popkit::config::Activation::kNone}};
+  c.model.layers = {popkit::config::make_layer("fc", "linear", {{"out_features", 10}})};
   const Plan p = build_plan(c);
   BOOST_TEST(p.phases.size() == 1u);
   BOOST_TEST(p.phases[0].name == "fc forward+loss+backward+optimizer");

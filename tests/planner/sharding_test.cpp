@@ -4,6 +4,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "config/layer_kinds.h"
+#include "config/optimizer_kinds.h"
 #include "planner/build.h"
 #include "tests/planner/configs.h"
 #include "tests/planner/helpers.h"
@@ -47,7 +49,7 @@ BOOST_AUTO_TEST_CASE(variables_at_or_over_the_threshold_are_sharded) {
 
 BOOST_AUTO_TEST_CASE(padding_when_the_shards_do_not_divide) {
   auto c = test::mnist_phased();
-  c.model.layers.back().out_features = 7;  // fc4.weight 512 x 7 = 3584 over 3
+  c.model.layers.back().attributes.set("out_features", 7);  // fc4.weight 512 x 7 = 3584 over 3
   c.replication.factor = 3;
   c.replication.groupings = {{"everyone", 3, 1}};
   c.model.input_shape = {5};  // fc1.weight 5 x 512 = 2560

@@ -9,6 +9,8 @@
 #include <set>
 
 #include "base/error.h"
+#include "config/layer_kinds.h"
+#include "config/optimizer_kinds.h"
 #include "planner/build.h"
 #include "tests/support/test_profile.h"
 
@@ -21,8 +23,7 @@ popkit::config::Config tiny(std::int64_t replicas) {
   popkit::config::Config c;
   c.name = "tiny";
   c.model.input_shape = {4};
-  c.model.layers = {
-      {"fc", popkit::config::LayerType::kLinear, 3, popkit::config::Activation::kNone}};
+  c.model.layers = {popkit::config::make_layer("fc", "linear", {{"out_features", 3}})};
   c.replication.factor = replicas;
   c.training.micro_batch_size = 2;
   c.training.gradient_accumulation = 2;
@@ -99,8 +100,7 @@ BOOST_AUTO_TEST_CASE(pipeline_stages_share_the_same_devices) {
   // (pipelining refuses phased, remote optimizer state and io_overlapped), and nothing
   // to shard over: 2 x 3 = 6 candidates.
   popkit::config::Config c = tiny(2);
-  c.model.layers.push_back(
-      {"fc2", popkit::config::LayerType::kLinear, 2, popkit::config::Activation::kNone});
+  c.model.layers.push_back(popkit::config::make_layer("fc2", "linear", {{"out_features", 2}}));
   c.training.gradient_accumulation = 4;
   const TuneResult r = popkit::planner::tune(c, {1ull << 30});
   std::size_t pipelined = 0;

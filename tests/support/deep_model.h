@@ -9,6 +9,8 @@
 #include <cstdint>
 
 #include "config/config.h"
+#include "config/layer_kinds.h"
+#include "config/optimizer_kinds.h"
 #include "tests/support/test_profile.h"
 
 namespace popkit::test {
@@ -22,9 +24,9 @@ inline config::Config deep_model(int n_layers, config::ExecutionMode mode,
   c.model.input_shape = {4, 4};
   for (int i = 0; i < n_layers; ++i) {
     const bool last = i + 1 == n_layers;
-    c.model.layers.push_back({fmt::format("l{:05}", i + 1), config::LayerType::kLinear,
-                              last ? 4 : 16,
-                              last ? config::Activation::kNone : config::Activation::kRelu});
+    c.model.layers.push_back(config::make_layer(
+        fmt::format("l{:05}", i + 1), "linear",
+        {{"out_features", last ? 4 : 16}, {"activation", last ? "none" : "relu"}}));
   }
   c.replication.factor = 2;
   c.replication.groupings = {{"everyone", 2, 1}};

@@ -527,7 +527,7 @@ BOOST_AUTO_TEST_CASE(shape_mismatch_names_the_tensor_and_both_shapes) {
   const auto path = tiny_checkpoint(dir, tiny_config());
   // The same layer names, but fc1 of 16 outputs instead of 32.
   auto c = tiny_config();
-  c.model.layers[0].out_features = 16;
+  c.model.layers[0].attributes.set("out_features", 16);
   const std::string why =
       error_of([&] { read_checkpoint(path, planner::build_plan(c), Restore::kWeights); });
   BOOST_TEST(why.rfind(path + ": does not match the model: tensor fc1.bias has shape [32], the "

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/output_file.h"
+#include "config/layer_kinds.h"
 #include "engine/io/safetensors.h"
 #include "helpers.h"
 #include "planner/build.h"
@@ -510,17 +511,14 @@ BOOST_AUTO_TEST_CASE(run_file_is_valid_and_holds_the_measurements) {
 // the run file and the config hash in checkpoints tell dropout models apart.
 BOOST_AUTO_TEST_CASE(resolved_config_keeps_each_layers_kind) {
   config::Config c = tiny_config();
-  config::Layer drop;
-  drop.name = "drop1";
-  drop.type = config::LayerType::kDropout;
-  drop.rate = 0.25;
-  c.model.layers.insert(c.model.layers.begin() + 1, drop);
+  c.model.layers.insert(c.model.layers.begin() + 1,
+                        config::make_layer("drop1", "dropout", {{"rate", 0.25}}));
   const nlohmann::json layers = resolved_config_json(c)["model"]["layers"];
   BOOST_REQUIRE(layers.size() == c.model.layers.size());
   BOOST_TEST(layers[0]["type"] == "linear");
   BOOST_TEST(layers[1] == (nlohmann::json{{"name", "drop1"}, {"type", "dropout"}, {"rate", 0.25}}));
   config::Config other = c;
-  other.model.layers[1].rate = 0.5;
+  other.model.layers[1].attributes.set("rate", 0.5);
   BOOST_TEST(config_hash(c) != config_hash(other));
 }
 

@@ -1,0 +1,42 @@
+// The model's layers (layers.h).
+#include "planner/layers.h"
+
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "config/layer_kinds.h"
+#include "planner/layer_kinds.h"
+
+namespace popkit::planner {
+
+std::vector<LayerInfo> model_layers(const config::Model& model) {
+  std::int64_t in = 1;
+  for (const std::int64_t d : model.input_shape) in *= d;
+  std::map<std::tuple<std::string, std::int64_t, config::Attributes>, int> graph_of;
+  std::vector<int> rows;  // per graph, the rows handed out
+  std::vector<LayerInfo> out;
+  for (const config::Layer& l : model.layers) {
+    LayerInfo info;
+    info.name = l.name;
+    info.kind = l.type;
+    info.attributes = l.attributes;
+    info.in_features = in;
+    info.out_features = config::layer_kind_rules(l.type).out_width(l.attributes, in);
+    const auto [it, added] = graph_of.emplace(std::make_tuple(info.kind, in, info.attributes),
+                                              static_cast<int>(rows.size()));
+    if (added) rows.push_back(0);
+    info.graph = it->second;
+    info.row = rows[static_cast<std::size_t>(info.graph)]++;
+    in = info.out_features;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::vector<std::int64_t> parameter_elements(const LayerInfo& layer) {
+  if (!layer_kind(layer.kind).has_params) return {};
+  return {layer.in_features * layer.out_features, layer.out_features};
+}
+
+}  // namespace popkit::planner
