@@ -1,7 +1,7 @@
 // The engine's layer kinds, each defined in one place (layer_kinds.cpp): the checks of
 // its forward and backward ops against the layer's shapes, and the kernels that run
 // them (planner/layer_kinds.h has the same kinds' operands and costs). The interpreter
-// (engine.cpp) finds a kind here by the layer's type and knows nothing of what it does.
+// (engine/exec/) finds a kind here by the layer's type and knows nothing of what it does.
 #pragma once
 
 #include <cstdint>

@@ -255,7 +255,7 @@ class Timer {
         r_(u(plan.replication_factor)) {
     if (p.is_cpu()) {
       // A CPU (config/device_profile.h host_threads): the engine runs min(R, threads)
-      // threads, each whole replicas in turn (engine/engine.cpp); one replica has them
+      // threads, each whole replicas in turn (engine/exec/state.h); one replica has them
       // all for its GEMMs' column blocks.
       const double threads = p.host_threads;
       const double r = static_cast<double>(r_);
@@ -279,10 +279,10 @@ class Timer {
     if (p.is_cpu() && r_ > 1 && !pipelined && pattern == config::SyncPattern::kFull)
       io_barrier_ = p.barrier_seconds;
     // R > 1 replicas on a CPU run each segment as a run of the engine's pool, its threads
-    // asleep since the last (engine/engine.cpp on_every_replica; one replica runs inline).
+    // asleep since the last (engine/exec/state.h on_every_replica; one replica runs inline).
     if (p.is_cpu() && r_ > 1 && !pipelined) segment_run_ = p.barrier_seconds;
     // A pipelined plan's groups meet once per cycle with a syncing transfer: on a CPU a
-    // barrier of the stage threads (engine/engine.cpp, run_stage).
+    // barrier of the stage threads (engine/exec/pipeline_run.cpp, run_stage).
     if (p.is_cpu() && pipelined && pattern != config::SyncPattern::kSinglePipeline)
       cycle_meeting_ = p.barrier_seconds;
     io_streams_ = static_cast<std::int64_t>(
@@ -348,7 +348,7 @@ class Timer {
   }
 
   // The runs of the pool that R > 1 replicas on a CPU make for `ops` (a phase's), each
-  // waking the threads: one per segment (engine/engine.cpp run_body: the local ops,
+  // waking the threads: one per segment (engine/exec/segments.cpp run_body: the local ops,
   // allocs and frees among them, between collectives and repeats); a repeat's body of
   // local ops is one segment for all its steps, as is io_overlapped's loop, and one with
   // collectives makes its segments at every step. A segment `full` cuts into chunks is
@@ -358,7 +358,7 @@ class Timer {
     return static_cast<double>(count_segment_runs(ops)) * segment_run_;
   }
 
-  // The barriers `full` adds on a CPU (engine/engine.cpp, "sync patterns"): a segment
+  // The barriers `full` adds on a CPU (engine/exec/segments.cpp, "sync patterns"): a segment
   // (the ops between collectives and repeats) that holds a transfer runs as chunks, each
   // a run of transfers and the compute after it (allocs and frees join the part they are
   // in), ending at a barrier of the engine's threads, where the segment would otherwise
@@ -393,7 +393,7 @@ class Timer {
   }
 
  private:
-  // The engine's segments (engine/engine.cpp run_body) are the local ops between
+  // The engine's segments (engine/exec/segments.cpp run_body) are the local ops between
   // collectives (slice_shard among them) and repeats.
   static bool ends_segment(const Op& op) {
     return op.kind == OpKind::kRepeat || is_collective(op) || op.kind == OpKind::kSliceShard;
@@ -671,7 +671,7 @@ class Timer {
 // (execution.io_schedule: preload) move on the IO thread while the phase computes, so
 // only their transfer beyond the phase's own time adds to it.
 // phase = own + preload serial + max(0, preload bytes - own). On a CPU without a core
-// for the IO thread the engine runs them in place (engine/engine.cpp use_io_thread).
+// for the IO thread the engine runs them in place (engine/exec/io_thread.h).
 double phase_seconds(const Phase& ph, const Timer& timer) {
   double own = 0.0;
   Seconds preload;

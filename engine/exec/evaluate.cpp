@@ -1,0 +1,91 @@
+// An evaluation plan over a data set, scored on the host (evaluate.h).
+#include "engine/exec/evaluate.h"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "base/error.h"
+
+namespace popkit::engine {
+namespace {
+
+// The host's buffers for scoring, kept from one micro-batch to the next.
+struct Scratch {
+  std::vector<float> labels, dlogits;
+};
+
+// Replica r's micro-batch of step s, its logits scored: {1, the summed loss, the
+// correct count}, or {0, 0, 0} when it holds no sample.
+std::array<double, 3> score(const EngineState& m, const EvalBatches& batches, std::int64_t r,
+                            std::int64_t s, Scratch& scratch) {
+  const std::int64_t classes = m.plan.n_classes;
+  const std::int64_t n = batches.valid(r, s);
+  if (n == 0) return {0.0, 0.0, 0.0};
+  const auto& dev = m.device(r, m.n_stages - 1);  // the stage with the logits
+  if (static_cast<std::size_t>(s) >= dev.logits.size())
+    throw Error("evaluate: plan '{}' streamed no logits at step {}", m.plan.name, s);
+  const float* logits = dev.logits[static_cast<std::size_t>(s)].data();
+  const MicroBatch mb = batches.micro_batch(r, s);
+  for (std::int64_t i = 0; i < n; ++i)
+    if (mb.labels[static_cast<std::size_t>(i)] >= classes)
+      throw Error(
+          "evaluate: label {} of replica {}'s sample {} at step {} is not a class "
+          "below {}",
+          mb.labels[static_cast<std::size_t>(i)], r, i, s, classes);
+  scratch.labels.assign(mb.labels.begin(), mb.labels.begin() + n);
+  scratch.dlogits.resize(static_cast<std::size_t>(n * classes));
+  const double loss = static_cast<double>(m.kern.softmax_cross_entropy(
+                          logits, scratch.labels.data(), scratch.dlogits.data(), n, classes)) *
+                      static_cast<double>(n);
+  std::int64_t correct = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float* row = logits + i * classes;
+    if (std::max_element(row, row + classes) - row == mb.labels[static_cast<std::size_t>(i)])
+      ++correct;
+  }
+  return {1.0, loss, static_cast<double>(correct)};
+}
+
+}  // namespace
+
+EvalResult evaluate(EngineState& m, Program& program, const Dataset& data) {
+  if (data.image_size() != m.image_size)
+    throw Error("evaluate: images of {} pixels but the plan's input shape {} needs {}",
+                data.image_size(), shape_str(m.plan.input_shape), m.image_size);
+  const auto t0 = Clock::now();
+  const std::int64_t steps = m.plan.gradient_accumulation;
+  EvalBatches batches(data, m.n_replicas, steps, m.plan.micro_batch_size);
+  EvalResult result;
+  double loss_sum = 0.0;
+  // Per micro-batch of the replicas hosted here: whether it had samples, its summed loss
+  // and its correct count; gathered from every rank and added in replica and step order.
+  std::vector<double> scored;
+  Scratch scratch;
+  for (std::int64_t b = 0; b < batches.n_batches(); ++b) {
+    batches.set_batch(b);
+    for (auto& dev : m.devices) dev->logits.clear();
+    program.run_step(batches);
+    scored.clear();
+    for (std::int64_t r = m.hosted.first; r < m.hosted.first + m.hosted.n; ++r)
+      for (std::int64_t s = 0; s < steps; ++s) {
+        const auto one = score(m, batches, r, s, scratch);
+        scored.insert(scored.end(), one.begin(), one.end());
+      }
+    const auto all = all_gather_values(*m.world, std::span<const double>(scored));
+    for (std::size_t i = 0; i + 2 < all.size(); i += 3) {
+      if (all[i] == 0.0) continue;
+      loss_sum += all[i + 1];
+      result.correct += static_cast<std::int64_t>(all[i + 2]);
+    }
+  }
+  result.n = data.n;
+  result.batches = batches.n_batches();
+  result.seconds = seconds_since(t0);
+  result.loss = data.n > 0 ? loss_sum / static_cast<double>(data.n) : 0.0;
+  result.accuracy =
+      data.n > 0 ? static_cast<double>(result.correct) / static_cast<double>(data.n) : 0.0;
+  return result;
+}
+
+}  // namespace popkit::engine
