@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -181,27 +182,61 @@ inline constexpr double kPlacementRatio = 2.0;
 inline constexpr double kCacheProbeRatio = 1.3;
 [[nodiscard]] bool caches_differ(double a_seconds, double b_seconds);
 
-// A numeric parameter of a profile file: its key (a dotted path in the YAML file), the
-// member, and whether it must be given (others default to the member's default).
+// Which profiles a parameter applies to: a device's, one per replica (an IPU's), a CPU's
+// (compute.host_threads set, DeviceProfile::is_cpu), or both. A profile that sets (not 0)
+// a parameter of the other kind is refused: its estimates would price what that kind
+// never runs.
+enum class ProfileKinds { kBoth, kIpu, kCpu };
+
+// The values a parameter may take: from `min` to `max`, both included, a whole number
+// when `whole`.
+struct ProfileBounds {
+  double min = 0.0;
+  double max = 0.0;
+  bool whole = false;
+};
+
+// A parameter of a profile file, one row of the table every check, the writer and the
+// docs' key table read (config/device_profile.cpp): its key (a dotted path in the YAML
+// file), the member it sets, the kinds of profile it applies to, its unit and bounds,
+// whether it must be given (others keep the member's default), what 0 means where 0 is
+// allowed outside the bounds ("" where it is not), the parameters it is set together
+// with (each needs the others too: one alone prices nothing or divides by 0), the one it
+// may not be below, and what it is.
 struct ProfileParameter {
-  std::string_view key;
+  std::string_view key{};
   double DeviceProfile::*member = nullptr;
   LinkProfile DeviceProfile::*link = nullptr;  // set: the member is in this link
   double LinkProfile::*link_member = nullptr;
+  std::int64_t DeviceProfile::*count = nullptr;  // set: a whole count in the file (tiles)
+  std::uint64_t DeviceProfile::*size = nullptr;  // set: a size with a unit (memory, 900MiB)
+  ProfileKinds kinds = ProfileKinds::kBoth;
+  std::string_view unit{};  // "FLOP/s", "B/s", "s", "B", "rows", ...; "" for a fraction
+  ProfileBounds bounds{};
   bool required = false;
-  bool positive = true;  // > 0, else >= 0
-  std::string_view what;
+  std::string_view unset{};
+  std::array<std::string_view, 2> partners{};
+  std::string_view at_least{};
+  std::string_view what{};
 
-  [[nodiscard]] double& of(DeviceProfile& p) const {
-    return link != nullptr ? p.*link.*link_member : p.*member;
+  // A number of the cost model (a double member; not tiles or memory).
+  [[nodiscard]] bool is_number() const { return count == nullptr && size == nullptr; }
+  // What calibration may fit: a number that need not be whole.
+  [[nodiscard]] bool fittable() const { return is_number() && !bounds.whole; }
+  [[nodiscard]] double of(const DeviceProfile& p) const;
+  void set(DeviceProfile& p, double value) const;  // a number's (is_number)
+  [[nodiscard]] bool applies_to(bool cpu) const {
+    return kinds == ProfileKinds::kBoth || (kinds == ProfileKinds::kCpu) == cpu;
   }
-  [[nodiscard]] double of(const DeviceProfile& p) const {
-    return link != nullptr ? p.*link.*link_member : p.*member;
-  }
+  // Whether `value` is within the bounds, or 0 where `unset` says what 0 means.
+  [[nodiscard]] bool allows(double value) const;
+  // The values allowed, for messages and the docs: "0 or a whole number from 1 to 1e6
+  // threads", "from 1e-6 to 1".
+  [[nodiscard]] std::string range() const;
 };
 
-// Every numeric parameter, in file order. `tiles` (an integer), `memory` (bytes, e.g.
-// 900MiB), `name`, `description` and `fitted` are the file's other keys.
+// Every parameter, in file order. `name`, `description` and `fitted` are the file's other
+// keys.
 [[nodiscard]] std::span<const ProfileParameter> profile_parameters();
 
 // The parameter with that key, or nullptr.

@@ -25,8 +25,7 @@ constexpr int kRestarts = 4;
 
 struct Free {
   const config::ProfileParameter* param;
-  double x0;         // log of the start
-  bool at_most_one;  // an efficiency
+  double x0;  // log of the start
 };
 
 class Fit {
@@ -36,9 +35,9 @@ class Fit {
 
   void set(const std::vector<double>& x) {
     for (std::size_t i = 0; i < free_.size(); ++i) {
-      double v = std::exp(x[i]);
-      if (free_[i].at_most_one) v = std::min(v, 1.0);
-      free_[i].param->of(profile_) = v;
+      // Within the parameter's bounds, so that what --write writes reads back.
+      const config::ProfileBounds& b = free_[i].param->bounds;
+      free_[i].param->set(profile_, std::clamp(std::exp(x[i]), b.min, b.max));
     }
   }
 
@@ -165,9 +164,10 @@ CalibrationResult calibrate(std::vector<CalibrationCase>& cases, const DevicePro
   for (const auto& [key, prior] : priors) {
     const config::ProfileParameter* p = config::find_profile_parameter(key);
     if (p == nullptr) throw Error("'{}' is not a parameter of a device profile", key);
+    if (!p->fittable()) throw Error("'{}' is not a parameter calibration fits", key);
     if (!(prior > 0))
       throw Error("{} starts at {}; a fitted parameter needs a positive prior", key, prior);
-    free.push_back({p, std::log(prior), key.ends_with("efficiency")});
+    free.push_back({p, std::log(prior)});
   }
   Fit fit(cases, start, free);
   std::vector<double> x;

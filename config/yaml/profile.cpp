@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "base/error.h"
@@ -26,8 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::uint64_t kMaxProfileBytes = 1 << 20;
-constexpr std::array<std::string_view, 5> kOtherKeys{"name", "description", "tiles", "memory",
-                                                     "fitted"};
+constexpr std::array<std::string_view, 3> kOtherKeys{"name", "description", "fitted"};
 
 // Every key path a profile file may hold: the parameters, the other top-level keys, and
 // the sections between ("compute", "compute.gemm", "links", ...).
@@ -57,6 +58,25 @@ struct KeySet {
   }
 };
 
+// A plain scalar as a number: a decimal, or YAML's .inf and .nan (signed or not), which
+// the parameters' bounds then refuse by name; one too large or small for a double is NaN,
+// refused the same way.
+std::optional<double> number(const YamlNode& v) {
+  if (v.kind != NodeKind::kScalar || !v.plain || v.value.empty()) return std::nullopt;
+  std::string special = v.value;
+  const bool negative = special.front() == '-';
+  if (negative || special.front() == '+') special.erase(0, 1);
+  std::transform(special.begin(), special.end(), special.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (special == ".inf") return negative ? -HUGE_VAL : HUGE_VAL;
+  if (special == ".nan") return std::nan("");
+  double x = 0.0;
+  const char* end = v.value.data() + v.value.size();
+  const auto [at, ec] = std::from_chars(v.value.data(), end, x);
+  if (at != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) return std::nullopt;
+  return ec == std::errc() ? x : std::nan("");
+}
+
 class Reader {
  public:
   Reader(const std::string& filename, std::vector<Diagnostic>& out) : file_(filename), out_(out) {}
@@ -73,21 +93,11 @@ class Reader {
     walk(root, "");
     for (const auto& [key, node] : values_) assign(p, key, *node);
     const Location top{file_, 1, 1};
-    auto need = [&](std::string_view key) {
-      if (values_.count(std::string(key)) == 0)
-        error(top, fmt::format("{}: required key is missing", key));
-    };
-    need("tiles");
-    need("memory");
     for (const auto& param : profile_parameters())
-      if (param.required) need(param.key);
-    for (std::size_t i = 0; i < p.fitted.size(); ++i)
-      if (find_profile_parameter(p.fitted[i].key) == nullptr) {
-        std::vector<std::string> keys;
-        for (const auto& param : profile_parameters()) keys.emplace_back(param.key);
-        error(fitted_at_[i], fmt::format("fitted: '{}' is not a parameter of a profile{}",
-                                         p.fitted[i].key, did_you_mean(p.fitted[i].key, keys)));
-      }
+      if (param.required && values_.count(std::string(param.key)) == 0)
+        error(top, fmt::format("{}: required key is missing", param.key));
+    check_fitted(p);
+    check_together(p);
     return p;
   }
 
@@ -131,12 +141,6 @@ class Reader {
     }
   }
 
-  static bool number(const YamlNode& v, double& x) {
-    const auto [end, ec] = std::from_chars(v.value.data(), v.value.data() + v.value.size(), x);
-    return v.kind == NodeKind::kScalar && v.plain && !v.value.empty() && ec == std::errc() &&
-           end == v.value.data() + v.value.size() && std::isfinite(x);
-  }
-
   void assign(DeviceProfile& p, const std::string& key, const YamlNode& v) {
     if (key == "name" || key == "description") {
       if (v.kind != NodeKind::kScalar) {
@@ -146,77 +150,130 @@ class Reader {
       (key == "name" ? p.name : p.description) = v.value;
       return;
     }
-    if (key == "tiles") {
-      std::int64_t n = 0;
-      const auto [end, ec] = std::from_chars(v.value.data(), v.value.data() + v.value.size(), n);
-      if (v.kind != NodeKind::kScalar || !v.plain || ec != std::errc() ||
-          end != v.value.data() + v.value.size() || n < 1) {
-        error(v.location, fmt::format("tiles: expected an integer >= 1, got {}", describe(v)));
-        return;
-      }
-      p.tiles = n;
-      return;
-    }
-    if (key == "memory") {
-      std::string why;
-      const auto bytes = v.kind == NodeKind::kScalar ? parse_bytes(v.value, why) : std::nullopt;
-      if (!bytes || *bytes == 0) {
-        error(v.location, fmt::format("memory: expected a size in bytes > 0, e.g. 900MiB, got {}{}",
-                                      describe(v), why.empty() ? "" : " (" + why + ")"));
-        return;
-      }
-      p.memory_bytes = *bytes;
-      return;
-    }
-    if (key == "fitted") {
-      if (v.kind != NodeKind::kMap) {
-        error(v.location, fmt::format("fitted: expected a mapping of parameter keys to their "
-                                      "priors, got {}",
-                                      describe(v)));
-        return;
-      }
-      for (const auto& [k, item] : v.pairs) {
-        double prior = 0.0;
-        if (k->kind != NodeKind::kScalar || !number(*item, prior) || !(prior > 0)) {
-          error(item->location, fmt::format("fitted: expected a parameter key and its prior "
-                                            "(a number > 0), got {}",
-                                            describe(*item)));
-          continue;
-        }
-        p.fitted.push_back({k->value, prior});
-        fitted_at_.push_back(k->location);
-      }
-      return;
-    }
+    if (key == "fitted") return assign_fitted(p, v);
     const ProfileParameter* param = find_profile_parameter(key);
     POPKIT_ASSERT(param != nullptr);
-    double x = 0.0;
-    if (!number(v, x)) {
+    std::optional<std::uint64_t> bytes;
+    std::optional<double> x;
+    if (param->size != nullptr) {
+      std::string why;
+      if (v.kind == NodeKind::kScalar) bytes = parse_bytes(v.value, why);
+      if (!bytes)
+        error(v.location, fmt::format("{}: expected a size in bytes, e.g. 900MiB, got {}{}", key,
+                                      describe(v), why.empty() ? "" : " (" + why + ")"));
+      else
+        x = static_cast<double>(*bytes);
+    } else if (x = number(v); !x) {
       error(v.location, fmt::format("{}: expected a number, got {}", key, describe(v)));
+    }
+    if (x && !param->allows(*x)) {
+      error(v.location, fmt::format("{}: must be {}, got {}", key, param->range(), v.value));
+      x.reset();
+    }
+    if (!x) {
+      refused_.insert(key);
       return;
     }
-    if (key.ends_with("shared_by") && (x < 1 || x != std::floor(x))) {
-      error(v.location, fmt::format("{}: must be a whole number >= 1, got {}", key, v.value));
+    if (param->size != nullptr)
+      p.*param->size = *bytes;
+    else if (param->count != nullptr)
+      p.*param->count = static_cast<std::int64_t>(*x);
+    else
+      param->set(p, *x);
+  }
+
+  void assign_fitted(DeviceProfile& p, const YamlNode& v) {
+    if (v.kind != NodeKind::kMap) {
+      error(v.location, fmt::format("fitted: expected a mapping of parameter keys to their "
+                                    "priors, got {}",
+                                    describe(v)));
       return;
     }
-    if (key.ends_with("host_threads") && x != std::floor(x)) {
-      error(v.location, fmt::format("{}: must be a whole number >= 0, got {}", key, v.value));
-      return;
+    for (const auto& [k, item] : v.pairs) {
+      const std::optional<double> prior = number(*item);
+      if (k->kind != NodeKind::kScalar || !prior || !std::isfinite(*prior) || !(*prior > 0)) {
+        error(item->location, fmt::format("fitted: expected a parameter key and its prior "
+                                          "(a number > 0), got {}",
+                                          describe(*item)));
+        continue;
+      }
+      p.fitted.push_back({k->value, *prior});
+      fitted_at_.push_back(k->location);
     }
-    const bool efficiency = key.ends_with("efficiency");
-    if ((param->positive && x <= 0) || (!param->positive && x < 0) || (efficiency && x > 1)) {
-      error(v.location,
-            fmt::format("{}: must be {}{}, got {}", key, param->positive ? "> 0" : ">= 0",
-                        efficiency ? " and at most 1" : "", v.value));
-      return;
+  }
+
+  // Each fitted key names a parameter calibration fits (a number that need not be whole).
+  void check_fitted(const DeviceProfile& p) {
+    for (std::size_t i = 0; i < p.fitted.size(); ++i) {
+      const std::string& key = p.fitted[i].key;
+      const ProfileParameter* param = find_profile_parameter(key);
+      if (param == nullptr) {
+        std::vector<std::string> keys;
+        for (const auto& q : profile_parameters())
+          if (q.fittable()) keys.emplace_back(q.key);
+        error(fitted_at_[i], fmt::format("fitted: '{}' is not a parameter of a profile{}", key,
+                                         did_you_mean(key, keys)));
+      } else if (!param->fittable()) {
+        error(fitted_at_[i], fmt::format("fitted: '{}' is not a parameter calibration fits "
+                                         "(it fits numbers that need not be whole, not tiles, "
+                                         "memory or counts)",
+                                         key));
+      }
     }
-    param->of(p) = x;
+  }
+
+  // Whether the file gives `key` a value other than 0 (a value refused above counts, so
+  // that its partners are not reported too).
+  bool is_set(const DeviceProfile& p, std::string_view key) const {
+    const auto given = values_.find(std::string(key));
+    if (given == values_.end()) return false;
+    return refused_.count(given->first) != 0 || find_profile_parameter(key)->of(p) != 0.0;
+  }
+
+  // The table's cross-field columns, for each parameter set: the kinds of profile it
+  // applies to, its partners, and the parameter it may not be below.
+  void check_together(const DeviceProfile& p) {
+    const bool kind_known = refused_.count("compute.host_threads") == 0;
+    std::set<std::string_view> reported;  // partners already named as missing
+    for (const auto& param : profile_parameters()) {
+      const std::string key(param.key);
+      if (!is_set(p, key) || refused_.count(key) != 0) continue;
+      const YamlNode& v = *values_.at(key);
+      if (kind_known && !param.applies_to(p.is_cpu())) {
+        error(v.location,
+              param.kinds == ProfileKinds::kCpu
+                  ? fmt::format("{}: only a CPU's profile (one with compute.host_threads) has "
+                                "this parameter; this one is a device's",
+                                key)
+                  : fmt::format("{}: only a device's profile has this parameter; "
+                                "compute.host_threads makes this one a CPU's",
+                                key));
+        continue;
+      }
+      std::vector<std::string> missing;
+      for (const std::string_view partner : param.partners) {
+        if (partner.empty() || is_set(p, partner) || !reported.insert(partner).second) continue;
+        const bool zero = values_.count(std::string(partner)) != 0;
+        missing.push_back(fmt::format("{}{}", partner, zero ? " (not 0)" : ""));
+      }
+      if (!missing.empty())
+        error(v.location,
+              fmt::format("{}: {} needs {} too", key, v.value, fmt::join(missing, " and ")));
+      if (!param.at_least.empty() && is_set(p, param.at_least) &&
+          refused_.count(std::string(param.at_least)) == 0) {
+        const ProfileParameter& floor = *find_profile_parameter(param.at_least);
+        if (param.of(p) < floor.of(p))
+          error(v.location, fmt::format("{}: {} must be at least {} ({})", key, v.value, floor.key,
+                                        values_.at(std::string(floor.key))->value));
+      }
+    }
   }
 
   std::string file_;
   std::vector<Diagnostic>& out_;
   KeySet keys_;
   std::map<std::string, const YamlNode*> values_;
+  std::set<std::string> refused_;  // keys whose value was refused
   std::vector<Location> fitted_at_;
 };
 
@@ -233,23 +290,11 @@ std::string profile_to_yaml(const DeviceProfile& p, const std::vector<std::strin
   for (const auto& line : header) out += line.empty() ? "#\n" : "# " + line + "\n";
   out += fmt::format("name: {}\n", p.name);
   if (!p.description.empty()) out += fmt::format("description: {}\n", p.description);
-  out += fmt::format("tiles: {}\n", p.tiles);
-  out += fmt::format("memory: {}\n", p.memory_bytes % (1 << 20) == 0
-                                         ? fmt::format("{}MiB", p.memory_bytes >> 20)
-                                         : fmt::format("{}", p.memory_bytes));
   // Sections open as the keys' prefixes change: compute, compute.gemm, links, ...
   std::vector<std::string> open;
   for (const auto& param : profile_parameters()) {
-    // A CPU's keys: a device's profile stays as it was written before CPUs had them.
-    const bool cpu_key = param.member == &DeviceProfile::host_threads ||
-                         param.member == &DeviceProfile::barrier_seconds ||
-                         param.member == &DeviceProfile::pool_run_seconds ||
-                         param.member == &DeviceProfile::accumulate_seconds ||
-                         param.member == &DeviceProfile::gemm_small_rows ||
-                         param.member == &DeviceProfile::gemm_small_rows_efficiency ||
-                         param.member == &DeviceProfile::gemm_spread_efficiency ||
-                         param.key.starts_with("caches.");
-    if (cpu_key && !p.is_cpu()) continue;
+    // A device's profile has no CPU's keys, and the other way round.
+    if (!param.applies_to(p.is_cpu())) continue;
     auto parts = std::vector<std::string>{};
     for (std::size_t at = 0;;) {
       const std::size_t dot = param.key.find('.', at);
@@ -266,8 +311,17 @@ std::string profile_to_yaml(const DeviceProfile& p, const std::vector<std::strin
     }
     const bool fitted = std::any_of(p.fitted.begin(), p.fitted.end(),
                                     [&](const auto& f) { return f.key == param.key; });
-    out += fmt::format("{:{}}{}: {:.6g}  # {}{}\n", "", 2 * (parts.size() - 1), parts.back(),
-                       param.of(p), param.what, fitted ? " (fitted)" : "");
+    const std::string indent(2 * (parts.size() - 1), ' ');
+    // Tiles and memory as a hand-written file has them, without a comment.
+    if (param.count != nullptr)
+      out += fmt::format("{}{}: {}\n", indent, parts.back(), p.*param.count);
+    else if (param.size != nullptr)
+      out += fmt::format("{}{}: {}\n", indent, parts.back(),
+                         p.*param.size % (1 << 20) == 0 ? fmt::format("{}MiB", p.*param.size >> 20)
+                                                        : fmt::format("{}", p.*param.size));
+    else
+      out += fmt::format("{}{}: {:.6g}  # {}{}\n", indent, parts.back(), param.of(p), param.what,
+                         fitted ? " (fitted)" : "");
   }
   if (!p.fitted.empty()) {
     out += "fitted:  # parameter: the prior the fit starts from and pulls towards\n";

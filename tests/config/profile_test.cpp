@@ -3,9 +3,12 @@
 // `popplan calibrate --write` writes reads back as the same profile.
 #include "config/yaml/profile.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -36,6 +39,22 @@ std::string profile_errors(const std::string& text) {
   std::ostringstream out;
   print_diagnostics(out, r.diagnostics, r.sources);
   return out.str();
+}
+
+// The errors' messages alone, in the order reported.
+std::vector<std::string> profile_messages(const std::string& text) {
+  std::vector<std::string> out;
+  for (const auto& d : load_profile_string(text, "p.yaml", "p").diagnostics)
+    out.push_back(fmt::format("{}:{}: {}", d.line, d.column, d.message));
+  return out;
+}
+
+// kProfile made a CPU's, with `lines` added under compute (each indented two spaces).
+std::string cpu_profile(const std::string& compute_lines, const std::string& more = "") {
+  std::string text = kProfile;
+  const std::string at = "  vector_flops_per_second: 1.0e8\n";
+  text.insert(text.find(at) + at.size(), "  host_threads: 4\n" + compute_lines);
+  return text + more;
 }
 
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
@@ -98,27 +117,131 @@ BOOST_AUTO_TEST_CASE(the_shipped_profiles_load) {
 
 BOOST_AUTO_TEST_CASE(bad_values_point_at_their_line) {
   BOOST_TEST(profile_errors(replaced(kProfile, "tiles: 10", "tiles: ten")) ==
-             "p.yaml:2:8: error: tiles: expected an integer >= 1, got 'ten'\n"
+             "p.yaml:2:8: error: tiles: expected a number, got 'ten'\n"
              "tiles: ten\n"
              "       ^\n");
   BOOST_TEST(
       profile_errors(replaced(kProfile, "efficiency: 0.5, shared", "efficiency: 1.5, shared")) ==
-      "p.yaml:10:77: error: links.streaming.efficiency: must be > 0 and at most 1, got "
-      "1.5\n"
+      "p.yaml:10:77: error: links.streaming.efficiency: must be from 1e-6 to 1, got 1.5\n"
       "  streaming: {bytes_per_second: 2.0e9, latency_seconds: 1.0e-6, efficiency: 1.5, "
       "shared_by: 4}\n"
       "                                                                            ^\n");
   BOOST_TEST(profile_errors(replaced(kProfile, "op_seconds: 1.0e-6", "op_seconds: -1")) ==
-             "p.yaml:12:25: error: overheads.op_seconds: must be >= 0, got -1\n"
+             "p.yaml:12:25: error: overheads.op_seconds: must be from 0 to 1 s, got -1\n"
              "overheads: {op_seconds: -1}\n"
              "                        ^\n");
   BOOST_TEST(profile_errors(replaced(kProfile, "shared_by: 4", "shared_by: 2.5")) ==
-             "p.yaml:10:93: error: links.streaming.shared_by: must be a whole number >= 1, got "
-             "2.5\n"
+             "p.yaml:10:93: error: links.streaming.shared_by: must be a whole number from 1 to "
+             "1e6 replicas, got 2.5\n"
              "  streaming: {bytes_per_second: 2.0e9, latency_seconds: 1.0e-6, efficiency: 0.5, "
              "shared_by: 2.5}\n"
              "                                                                                "
              "            ^\n");
+}
+
+// No value a file may hold makes an estimate inf, nan or 0 samples/s: rates too slow for
+// any machine, inf, nan, out of a double's range and negative are refused with the bound.
+BOOST_AUTO_TEST_CASE(absurd_values_are_refused_with_the_bound) {
+  const auto rate = [](const std::string& value) {
+    return profile_messages(
+        replaced(kProfile, "flops_per_second: 1.0e9", "flops_per_second: " + value));
+  };
+  const std::string bound =
+      "5:21: compute.flops_per_second: must be from 1000 to 1e21 FLOP/s, got ";
+  BOOST_TEST(rate("1e-300") == Messages{bound + "1e-300"}, boost::test_tools::per_element());
+  BOOST_TEST(rate(".inf") == Messages{bound + ".inf"}, boost::test_tools::per_element());
+  BOOST_TEST(rate("-.Inf") == Messages{bound + "-.Inf"}, boost::test_tools::per_element());
+  BOOST_TEST(rate(".nan") == Messages{bound + ".nan"}, boost::test_tools::per_element());
+  BOOST_TEST(rate("1e999") == Messages{bound + "1e999"}, boost::test_tools::per_element());
+  BOOST_TEST(rate("-1.0e9") == Messages{bound + "-1.0e9"}, boost::test_tools::per_element());
+  BOOST_TEST(rate("0") == Messages{bound + "0"}, boost::test_tools::per_element());
+  BOOST_TEST(
+      profile_messages(replaced(kProfile, "max_efficiency: 0.5", "max_efficiency: 1e-300")) ==
+          Messages{"7:26: compute.gemm.max_efficiency: must be from 1e-6 to 1, got 1e-300"},
+      boost::test_tools::per_element());
+  BOOST_TEST(profile_messages(replaced(kProfile, "memory: 1MiB", "memory: 0")) ==
+                 Messages{"3:9: memory: must be from 1 to 1e18 B, got 0"},
+             boost::test_tools::per_element());
+  BOOST_TEST(profile_messages(replaced(cpu_profile(""), "host_threads: 4", "host_threads: 2.5")) ==
+                 Messages{"7:17: compute.host_threads: must be 0 or a whole number from 1 to 1e6 "
+                          "threads, got 2.5"},
+             boost::test_tools::per_element());
+}
+
+// Parameters that price one term together: one alone prices nothing or divides by 0, so a
+// file that sets it without the others is refused at its line, naming what is missing.
+BOOST_AUTO_TEST_CASE(a_parameter_needs_its_partners) {
+  BOOST_TEST(profile_errors(replaced(cpu_profile(""), "half_m: 8}", "half_m: 8, small_rows: 8}")) ==
+             "p.yaml:8:54: error: compute.gemm.small_rows: 8 needs "
+             "compute.gemm.small_rows_efficiency too\n"
+             "  gemm: {max_efficiency: 0.5, half_m: 8, small_rows: 8}\n"
+             "                                                     ^\n");
+  const auto gemm = [](const std::string& keys) {
+    return profile_messages(replaced(cpu_profile(""), "half_m: 8}", "half_m: 8, " + keys + "}"));
+  };
+  BOOST_TEST(gemm("small_rows_efficiency: 0.3") ==
+                 Messages{"8:65: compute.gemm.small_rows_efficiency: 0.3 needs "
+                          "compute.gemm.small_rows too"},
+             boost::test_tools::per_element());
+  BOOST_TEST(gemm("small_rows: 8, small_rows_efficiency: 0") ==
+                 Messages{"8:54: compute.gemm.small_rows: 8 needs "
+                          "compute.gemm.small_rows_efficiency (not 0) too"},
+             boost::test_tools::per_element());
+  BOOST_TEST(gemm("small_rows: 8, small_rows_efficiency: 0.3").empty());
+  // Three together: each missing one named once, at the first one set.
+  BOOST_TEST(profile_messages(cpu_profile("", "caches: {warm_bytes: 1.0e6}\n")) ==
+                 Messages{"14:22: caches.warm_bytes: 1.0e6 needs caches.cold_bytes and "
+                          "caches.gemm_bytes_per_second too"},
+             boost::test_tools::per_element());
+  BOOST_TEST(profile_messages(cpu_profile(
+                 "",
+                 "caches: {warm_bytes: 1.0e6, cold_bytes: 1.0e5, gemm_bytes_per_second: "
+                 "1.0e9}\n")) ==
+                 Messages{"14:41: caches.cold_bytes: 1.0e5 must be at least caches.warm_bytes "
+                          "(1.0e6)"},
+             boost::test_tools::per_element());
+}
+
+// A device's profile has no CPU's parameters: each would price work a device never does.
+BOOST_AUTO_TEST_CASE(a_cpu_parameter_on_a_device_is_refused) {
+  BOOST_TEST(
+      profile_messages(replaced(kProfile, "half_m: 8}", "half_m: 8, spread_efficiency: 0.5}")) ==
+          Messages{"7:61: compute.gemm.spread_efficiency: only a CPU's profile (one with "
+                   "compute.host_threads) has this parameter; this one is a device's"},
+      boost::test_tools::per_element());
+  // 0 is what a device's file may say of them: unset.
+  BOOST_TEST(
+      profile_messages(replaced(kProfile, "half_m: 8}", "half_m: 8, small_rows: 0}")).empty());
+}
+
+// The table itself: every check above reads its columns, so they must agree with each
+// other (a partner names its partner back, a floor is a parameter of the same kinds).
+BOOST_AUTO_TEST_CASE(the_key_table_is_consistent) {
+  for (const auto& param : profile_parameters()) BOOST_TEST_CONTEXT(param.key) {
+      BOOST_TEST(find_profile_parameter(param.key) == &param);
+      BOOST_TEST(param.bounds.min <= param.bounds.max);
+      BOOST_TEST(std::isfinite(param.bounds.max));
+      BOOST_TEST(!param.what.empty());
+      // A required parameter has no "unset"; one that may be 0 has a bound above it or says
+      // what 0 means.
+      if (param.required) BOOST_TEST(param.unset.empty());
+      BOOST_TEST((param.bounds.min == 0.0 || param.required || !param.unset.empty() ||
+                  param.allows(param.of(DeviceProfile{}))));
+      for (const std::string_view partner : param.partners) {
+        if (partner.empty()) continue;
+        const ProfileParameter* q = find_profile_parameter(partner);
+        BOOST_REQUIRE(q != nullptr);
+        BOOST_TEST((q->kinds == param.kinds));
+        BOOST_TEST(
+            (std::find(q->partners.begin(), q->partners.end(), param.key) != q->partners.end()));
+      }
+      if (!param.at_least.empty()) {
+        const ProfileParameter* q = find_profile_parameter(param.at_least);
+        BOOST_REQUIRE(q != nullptr);
+        BOOST_TEST((q->kinds == param.kinds));
+        BOOST_TEST(q->unit == param.unit);
+      }
+    }
 }
 
 BOOST_AUTO_TEST_CASE(unknown_and_missing_keys) {
@@ -135,6 +258,10 @@ BOOST_AUTO_TEST_CASE(unknown_and_missing_keys) {
              "did you mean 'overheads.op_seconds'?\n"
              "fitted: {overheads.op_secs: 1.0e-6}\n"
              "         ^\n");
+  BOOST_TEST(profile_messages(kProfile + "fitted: {tiles: 10}\n") ==
+                 Messages{"13:10: fitted: 'tiles' is not a parameter calibration fits (it fits "
+                          "numbers that need not be whole, not tiles, memory or counts)"},
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(what_calibrate_writes_reads_back) {
@@ -176,14 +303,15 @@ BOOST_AUTO_TEST_CASE(a_bad_profile_file_fails_the_config_with_a_note) {
   const std::string bad = (dir.path / "bad.yaml").string();
   const LoadResult r = load_config_file(config);
   BOOST_TEST(!r.ok());
-  BOOST_TEST(text(r) == bad +
-                            ":2:8: error: tiles: expected an integer >= 1, got '0'\n"
-                            "tiles: 0\n"
-                            "       ^\n" +
-                            config +
-                            ":6:19: note: device.profile './bad.yaml' is read here\n"
-                            "device: {profile: ./bad.yaml}\n"
-                            "                  ^\n");
+  BOOST_TEST(text(r) ==
+             bad +
+                 ":2:8: error: tiles: must be a whole number from 1 to 1e6 tiles, got 0\n"
+                 "tiles: 0\n"
+                 "       ^\n" +
+                 config +
+                 ":6:19: note: device.profile './bad.yaml' is read here\n"
+                 "device: {profile: ./bad.yaml}\n"
+                 "                  ^\n");
 }
 
 BOOST_AUTO_TEST_CASE(the_environment_adds_profile_directories_first) {
