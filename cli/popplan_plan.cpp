@@ -15,6 +15,7 @@
 #include "planner/plan_json.h"
 #include "planner/plan_text.h"
 #include "planner/tune.h"
+#include "reports/diagrams.h"
 
 namespace popkit::cli {
 namespace {
@@ -23,6 +24,7 @@ struct PlanOptions {
   std::string config;
   std::string format = "text";
   std::string output;
+  std::string chart;  // --chart FILE.svg
   bool eval = false;
   std::vector<std::string> overrides;
   // The network, when the replicas span hosts (0: all on one host). Where a run is
@@ -61,6 +63,9 @@ int run_plan(const PlanOptions& o) {
     planner::print_plan(out, plan);
   }
   if (!out) throw Error("cannot write {}", o.output.empty() ? "the plan" : o.output);
+  if (!o.chart.empty())
+    reports::write_svg_file(o.chart,
+                            [&](std::ostream& svg) { reports::write_plan_svg(svg, plan); });
   if (o.format == "json" || !o.output.empty()) {
     for (const auto& w : plan.warnings) std::cerr << "popplan: warning: " << w << '\n';
     if (!plan.fits) {
@@ -89,8 +94,16 @@ struct GroupsOptions {
   std::int64_t group_size = 0;
   std::int64_t stride = 1;
   std::string format = "text";
+  std::string chart;  // --chart FILE.svg
   std::vector<std::string> overrides;
 };
+
+void draw_groups(const std::string& chart, const std::vector<reports::NamedGrouping>& groupings,
+                 const std::vector<std::string>& notes = {}) {
+  if (chart.empty()) return;
+  reports::write_svg_file(
+      chart, [&](std::ostream& svg) { reports::write_groups_svg(svg, groupings, notes); });
+}
 
 int run_groups(const GroupsOptions& o) {
   const bool json = o.format == "json";
@@ -116,6 +129,7 @@ int run_groups(const GroupsOptions& o) {
       return kExitInvalid;
     }
     const planner::ReplicaGrouping g{o.factor, o.group_size, o.stride};
+    draw_groups(o.chart, {{fmt::format("group_size {}, stride {}", g.group_size, g.stride), g}});
     if (json)
       std::cout << planner::grouping_to_json(g).dump(1) << '\n';
     else
@@ -128,8 +142,10 @@ int run_groups(const GroupsOptions& o) {
   std::vector<config::Grouping> all = cfg->replication.groupings;
   all.insert(all.begin(), config::Grouping{"(all)", r, 1});
   nlohmann::json groupings = nlohmann::json::array();
+  std::vector<reports::NamedGrouping> drawn;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const planner::ReplicaGrouping g{r, all[i].group_size, all[i].stride};
+    drawn.push_back({all[i].name, g});
     if (json) {
       auto j = planner::grouping_to_json(g);
       j["name"] = all[i].name;
@@ -144,6 +160,9 @@ int run_groups(const GroupsOptions& o) {
   const std::string vars = name(cfg->variables.grouping);
   const std::string shard =
       name(cfg->sharding.grouping.empty() ? cfg->variables.grouping : cfg->sharding.grouping);
+  draw_groups(o.chart, drawn,
+              {fmt::format("variables: one value per group of {}; sharding: {}", vars,
+                           cfg->sharding.enabled ? "over each group of " + shard : "off")});
   if (json) {
     nlohmann::json out = {
         {"replication_factor", r},
@@ -170,6 +189,9 @@ void add_plan_verbs(Tool& tool) {
   p->add_option("config", plan->config, "the config file (YAML)")->required();
   p->add_option("--format", plan->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   p->add_option("-o,--output", plan->output, "write the plan to FILE instead of stdout");
+  p->add_option("--chart", plan->chart,
+                "also draw the plan as SVG into FILE.svg: each phase's loads, collectives, "
+                "compute and stores with its device memory, or a pipeline's schedule");
   p->add_flag("--eval", plan->eval,
               "the evaluation plan instead: forward only, eval.micro_batch_size, the weights "
               "where training keeps them, no optimizer state or gradients");
@@ -203,6 +225,9 @@ void add_plan_verbs(Tool& tool) {
   g->add_option("--group-size", groups->group_size, "replicas per group");
   g->add_option("--stride", groups->stride, "distance between members (default 1)");
   g->add_option("--format", groups->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  g->add_option("--chart", groups->chart,
+                "also draw the groupings as SVG into FILE.svg: a box per replica, coloured by "
+                "its group");
   g->add_option("--set", groups->overrides, "override a config key: --set key.path=value")
       ->allow_extra_args(false);
 }

@@ -465,12 +465,7 @@ void write_chart(const std::vector<Source>& sources, ChartKind kind, std::ostrea
   int height = 0;
   for (const Panel& p : drawn) height += p.height;
   height = std::max(height, 1);
-  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out << fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\">\n",
-      kWidth, height);
-  svg::rect(out, 0, 0, kWidth, height, "#ffffff");
+  svg::open(out, kWidth, height);
   int top = 0;
   for (const Panel& p : drawn) {
     out << fmt::format("<g transform=\"translate(0 {})\">\n", top) << p.body.str() << "</g>\n";

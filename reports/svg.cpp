@@ -98,6 +98,15 @@ std::string escape(const std::string& s) {
   return out;
 }
 
+void open(std::ostream& out, int width, int height) {
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out << fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\">\n",
+      width, height);
+  rect(out, 0, 0, width, height, "#ffffff");
+}
+
 void text(std::ostream& out, double x, double y, const std::string& s, const char* anchor, int size,
           const char* extra) {
   out << fmt::format(

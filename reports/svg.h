@@ -33,6 +33,10 @@ std::string fit(const std::string& text, double width, int size);
 
 std::string escape(const std::string& s);
 
+// The XML declaration and the <svg> element of a `width` x `height` picture on a white
+// background; the caller closes it with "</svg>\n".
+void open(std::ostream& out, int width, int height);
+
 void text(std::ostream& out, double x, double y, const std::string& s, const char* anchor = "start",
           int size = 12, const char* extra = "");
 void rect(std::ostream& out, double x, double y, double w, double h, const std::string& fill);

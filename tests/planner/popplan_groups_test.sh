@@ -26,4 +26,24 @@ set -e
 
 got=$(popplan groups "$POPKIT_SOURCE_DIR/examples/replica_groups.yaml")
 grep -qF "Grouping orthogonal: group_size 4, stride 4 over 16 replicas" <<<"$got" || fail "config groupings"
+# --chart draws the groupings (and a plan) as SVG that a real renderer draws; a picture
+# too large to read is refused with exit 1 and leaves no file.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+popplan groups "$POPKIT_SOURCE_DIR/examples/replica_groups.yaml" --chart "$tmp/groups.svg" >/dev/null
+grep -q ">g15</text>" "$tmp/groups.svg" || fail "the chart has no box of group 15 (grouping single)"
+popplan plan "$POPKIT_SOURCE_DIR/examples/mnist_pipelined.yaml" -q --chart "$tmp/pipeline.svg"
+grep -q ">device 5: replica 1, stage 2</text>" "$tmp/pipeline.svg" || fail "the pipeline chart lacks device 5"
+if command -v rsvg-convert >/dev/null; then
+  for svg in "$tmp"/*.svg; do
+    rsvg-convert --format png --output "$svg.png" "$svg" || fail "rsvg-convert cannot draw $svg"
+  done
+fi
+set +e
+err=$(popplan groups --factor 128 --group-size 1 --chart "$tmp/big.svg" 2>&1 >/dev/null)
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "--chart of 128 replicas exited $rc, want 1"
+grep -qF "at most 64" <<<"$err" || fail "--chart of 128 replicas: $err"
+[ ! -e "$tmp/big.svg" ] || fail "a refused chart left a file"
 echo "popplan groups: ok"
