@@ -6,8 +6,8 @@
 # - SIGTERM to the ranks (as a scheduler such as Slurm signals a job's processes): mpirun
 #   exits 130.
 # - SIGTERM to mpirun itself: OpenMPI passes SIGTERM on to the ranks, gives them
-#   odls_base_sigkill_timeout seconds, and exits 1 whatever they return (README,
-#   "Replicas across processes").
+#   odls_base_sigkill_timeout seconds, and exits 1 whatever they return (docs/multi-host.md,
+#   "Stopping cleanly").
 set -uo pipefail
 source "$POPKIT_SOURCE_DIR/tests/mpi/lib.sh"
 
