@@ -34,6 +34,12 @@ inline std::string version_line(const std::string& tool) {
 
 inline constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
 
+// Where a user reads on: under each tool's description in --help and the man pages.
+inline std::string docs_help() {
+  return "Documentation: README.md and docs/ in popkit's source tree (docs/concepts.md "
+         "first; installed in share/doc/popkit), and man popplan, poprun, popreport.";
+}
+
 inline std::string exit_code_help() {
   return "Exit codes: 0 success, 1 failure at run time, 2 invalid input, 130 stopped by "
          "SIGINT or SIGTERM (poprun train writes a checkpoint first).";
@@ -85,7 +91,7 @@ class NullBuffer final : public std::streambuf {
 class Tool {
  public:
   Tool(std::string name, const std::string& description)
-      : name_(std::move(name)), app_(description, name_) {
+      : name_(std::move(name)), app_(description + "\n" + docs_help(), name_) {
     app_.set_version_flag("--version", version_line(name_));
     app_.footer(exit_code_help());
     app_.require_subcommand(0, 1);

@@ -26,5 +26,6 @@ config or $POPKIT_DATA_DIR put them elsewhere
 example configs, and the JSON Schemas of the config, plan and run files
 
 [SEE ALSO]
-popplan(1), poprun(1), popreport(1), popkit-fetch-data; /usr/share/doc/popkit/README.md
+popplan(1), poprun(1), popreport(1), popkit-fetch-data; /usr/share/doc/popkit/README.md and /usr/share/doc/popkit/docs/
+(concepts.md first)
 TEXT

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One CLI convention for the three tools: unknown flags and verbs get "did you mean" in
 # the order typed (exit 2), every verb takes -q/--quiet, -o/--output where a verb writes
-# a file (poprun's --out still works), exit codes (130 included) in every --help.
+# a file (poprun's --out still works), exit codes (130 included) and where the
+# documentation is in every --help.
 set -uo pipefail
 . "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 work=$(mktemp -d)
@@ -24,6 +25,7 @@ expect 2 "poprun train: unknown flag '--chekpoint-dir'; did you mean '--checkpoi
 
 for tool in popplan poprun popreport; do
   $tool --help | grep -q "130 stopped by SIGINT or SIGTERM" || fail "$tool --help does not document exit code 130"
+  $tool --help | grep -q "docs/concepts.md" || fail "$tool --help does not name docs/"
 done
 for verb in "popplan validate" "popplan plan" "popplan groups" "popplan schema" "poprun train" \
   "poprun eval" "popreport memory" "popreport throughput" "popreport compare"; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `cmake --install` into a temporary prefix gives working tools, the schemas and the
 # examples, the data fetcher the tools' messages name (popkit-fetch-data, with its
-# checksums), bash completion, the copyright file and (with help2man) man pages.
+# checksums), bash completion, README.md with docs/ (which --help names), the copyright
+# file and (with help2man) man pages.
 set -euo pipefail
 build=$1
 prefix=$(mktemp -d)
@@ -32,6 +33,9 @@ for tool in popplan poprun popreport; do
   if command -v help2man >/dev/null; then
     [ -s "$prefix/share/man/man1/$tool.1" ] || { echo "FAIL: no man page for $tool"; exit 1; }
   fi
+done
+for page in README.md docs/concepts.md docs/config.md docs/images/phases.svg; do
+  [ -f "$prefix/share/doc/popkit/$page" ] || { echo "FAIL: $page not installed"; exit 1; }
 done
 grep -q "^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" \
   "$prefix/share/doc/popkit/copyright" || { echo "FAIL: no copyright file"; exit 1; }
