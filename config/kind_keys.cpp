@@ -19,6 +19,23 @@ AttributeValue KindKey::default_value() const {
       fallback);
 }
 
+bool KindKey::accepts(const AttributeValue& value) const {
+  switch (type) {
+    case KeyType::kInteger:
+      return std::holds_alternative<std::int64_t>(value);
+    case KeyType::kNumber:
+      return std::holds_alternative<double>(value);
+    case KeyType::kBoolean:
+      return std::holds_alternative<bool>(value);
+    case KeyType::kChoice: {
+      const auto* chosen = std::get_if<std::string>(&value);
+      const std::vector<std::string_view> names = choices();
+      return chosen != nullptr && std::find(names.begin(), names.end(), *chosen) != names.end();
+    }
+  }
+  return false;
+}
+
 const KindKey* find_key(std::span<const KindKey> keys, std::string_view name) {
   for (const KindKey& key : keys)
     if (key.name == name) return &key;

@@ -35,6 +35,8 @@ struct KindKey {
   [[nodiscard]] bool required() const { return std::holds_alternative<std::monostate>(fallback); }
   // The default as an attribute value (a required key has none: a bug to ask).
   [[nodiscard]] AttributeValue default_value() const;
+  // Whether `value` is one of the key's: of its type, and for a choice one of its names.
+  [[nodiscard]] bool accepts(const AttributeValue& value) const;
 };
 
 // Table entries read as what they are.

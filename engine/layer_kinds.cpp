@@ -1,5 +1,5 @@
-// The engine's layer kinds (layer_kinds.h): linear and dropout. Operand positions are
-// planner/operands.h's; what each op computes is planner/plan.h's contract.
+// The engine's layer kinds (layer_kinds.h): linear and dropout. Operands are found by role
+// (planner/layer_kinds.h); what each op computes is planner/plan.h's contract.
 #include "engine/layer_kinds.h"
 
 #include <fmt/format.h>
@@ -10,7 +10,8 @@
 #include "config/kind_keys.h"
 #include "config/names.h"
 #include "engine/tensor/dropout.h"
-#include "planner/operands.h"
+#include "planner/layer_kinds.h"
+#include "planner/layer_ops.h"
 #include "planner/workspace.h"
 
 namespace popkit::engine {
@@ -19,6 +20,7 @@ namespace {
 using config::Activation;
 using planner::LayerInfo;
 using planner::Op;
+using R = planner::OperandRole;
 
 Activation activation(const LayerInfo& l) {
   return l.attributes.choice<Activation>("activation");
@@ -45,28 +47,34 @@ struct Regions {
   std::uint64_t bytes;
 };
 
+// The linear kind's operands (planner/layer_kinds.cpp): parameters weight and bias,
+// saved tensor pre.
+constexpr int kWeight = 0, kBias = 1, kPre = 0;
+
+int operand(const Op& op, R role, int index = 0) {
+  return planner::layer_operand(op, planner::layer_kind("linear"), role, index);
+}
+
 void linear_check_forward(const Op& op, const LayerInfo& l, const OpChecks& c) {
-  namespace fo = planner::forward_operand;
-  const int in = op.inputs[fo::kIn], pre = op.outputs[fo::kPre];
+  const int in = operand(op, R::kIn), pre = operand(op, R::kSaved, kPre);
   const std::int64_t n = c.rows(in, "the layer input");
   c.shape(in, {n, l.in_features}, "the layer input");
-  c.shape(op.inputs[fo::kWeight], {l.in_features, l.out_features}, "the weight");
-  c.shape(op.inputs[fo::kBias], {l.out_features}, "the bias");
-  c.shape(op.outputs[fo::kOut], {n, l.out_features}, "the layer output");
+  c.shape(operand(op, R::kParam, kWeight), {l.in_features, l.out_features}, "the weight");
+  c.shape(operand(op, R::kParam, kBias), {l.out_features}, "the bias");
+  c.shape(operand(op, R::kOut), {n, l.out_features}, "the layer output");
   if (pre >= 0) c.shape(pre, {n, l.out_features}, "the pre-activation");
 }
 
 void linear_check_backward(const Op& op, const LayerInfo& l, const OpChecks& c) {
-  namespace bo = planner::backward_operand;
-  const int dy = op.state[bo::kDy], dx = op.outputs[bo::kDx], pre = op.inputs[bo::kPre];
+  const int dy = operand(op, R::kDy), dx = operand(op, R::kDx), pre = operand(op, R::kSaved, kPre);
   const std::int64_t n = c.rows(dy, "the output gradient");
   c.shape(dy, {n, l.out_features}, "the output gradient");
-  c.shape(op.inputs[bo::kIn], {n, l.in_features}, "the layer input");
-  c.shape(op.state[bo::kGradWeight], {l.in_features, l.out_features}, "the weight gradient");
-  c.shape(op.state[bo::kGradBias], {l.out_features}, "the bias gradient");
+  c.shape(operand(op, R::kIn), {n, l.in_features}, "the layer input");
+  c.shape(operand(op, R::kGrad, kWeight), {l.in_features, l.out_features}, "the weight gradient");
+  c.shape(operand(op, R::kGrad, kBias), {l.out_features}, "the bias gradient");
   if (dx >= 0) {  // dx = dz W^T needs the weight; the first layer has neither
     c.shape(dx, {n, l.in_features}, "the input gradient");
-    c.shape(op.inputs[bo::kWeight], {l.in_features, l.out_features}, "the weight");
+    c.shape(operand(op, R::kParam, kWeight), {l.in_features, l.out_features}, "the weight");
   }
   if (activation(l) != Activation::kNone) {
     if (pre < 0)
@@ -76,13 +84,12 @@ void linear_check_backward(const Op& op, const LayerInfo& l, const OpChecks& c) 
 }
 
 void linear_forward(const Op& op, const LayerInfo& l, const OpRun& run) {
-  namespace fo = planner::forward_operand;
-  const int in = op.inputs[fo::kIn], pre_t = op.outputs[fo::kPre];
+  const int in = operand(op, R::kIn), pre_t = operand(op, R::kSaved, kPre);
   const std::int64_t n = run.rows(in);
   const float* x = run.f32(in);
-  const float* w = run.f32(op.inputs[fo::kWeight]);
-  const float* b = run.f32(op.inputs[fo::kBias]);
-  float* out = run.f32(op.outputs[fo::kOut]);
+  const float* w = run.f32(operand(op, R::kParam, kWeight));
+  const float* b = run.f32(operand(op, R::kParam, kBias));
+  float* out = run.f32(operand(op, R::kOut));
   float* pre = pre_t >= 0 ? run.f32(pre_t) : out;  // none kept: the activation in place
   const Kernels& k = run.kernels();
   const Regions ws(run, planner::linear_forward_workspace(n, l.in_features, l.out_features));
@@ -93,8 +100,7 @@ void linear_forward(const Op& op, const LayerInfo& l, const OpRun& run) {
 }
 
 void linear_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
-  namespace bo = planner::backward_operand;
-  const int dy = op.state[bo::kDy], dx_t = op.outputs[bo::kDx];
+  const int dy = operand(op, R::kDy), dx_t = operand(op, R::kDx);
   const std::int64_t n = run.rows(dy);
   const std::int64_t in = l.in_features, out = l.out_features;
   const std::int64_t s = run.repeat_step;
@@ -102,9 +108,9 @@ void linear_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
   float* dz = run.f32(dy);  // dz = dy act'(pre), in place in dy
   const Regions ws(run, planner::linear_backward_workspace(n, in, out, dx_t >= 0));
   if (const Activation act = activation(l); act != Activation::kNone)
-    k.activation_backward(act, run.f32(op.inputs[bo::kPre]), dz, n * out);
+    k.activation_backward(act, run.f32(operand(op, R::kSaved, kPre)), dz, n * out);
   if (dx_t >= 0) {
-    const float* w = run.f32(op.inputs[bo::kWeight]);
+    const float* w = run.f32(operand(op, R::kParam, kWeight));
     float* dx = run.f32(dx_t);
     run.in_column_blocks(n * out, in, [&](std::int64_t i0, std::int64_t i1) {
       k.linear_dx_columns(dz, w, dx, n, in, out, i0, i1, ws.of(i0), ws.bytes);
@@ -112,9 +118,9 @@ void linear_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
   }
   // The running mean's g/(s+1) as x^T (dz/(s+1)): dz is no longer needed.
   if (s > 0) k.divide(dz, static_cast<float>(s + 1), n * out);
-  const float* x = run.f32(op.inputs[bo::kIn]);
-  float* gw = run.f32(op.state[bo::kGradWeight]);
-  float* gb = run.f32(op.state[bo::kGradBias]);
+  const float* x = run.f32(operand(op, R::kIn));
+  float* gw = run.f32(operand(op, R::kGrad, kWeight));
+  float* gb = run.f32(operand(op, R::kGrad, kBias));
   run.in_column_blocks(n * in, out, [&](std::int64_t j0, std::int64_t j1) {
     k.linear_grad_columns(dz, x, gw, gb, n, in, out, s, j0, j1, ws.of(j0), ws.bytes);
   });

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "planner/layer_kinds.h"
+#include "planner/layer_ops.h"
 #include "planner/operands.h"
 #include "planner/optimizer_kinds.h"
 #include "planner/sharding.h"

@@ -1,23 +1,37 @@
-// The layer kinds' table (layer_kinds.h): linear and dropout.
+// The planner's layer kinds (layer_kinds.h): linear and dropout.
 #include "planner/layer_kinds.h"
 
-#include <array>
-
-#include "base/error.h"
 #include "config/kind_keys.h"
 #include "config/names.h"
+#include "planner/layer_ops.h"
 
 namespace popkit::planner {
 namespace {
 
-constexpr std::array<std::string_view, 3> kParamForwardIn{"in", "weight", "bias"};
-constexpr std::array<std::string_view, 2> kParamForwardOut{"out", "pre"};
-constexpr std::array<std::string_view, 3> kParamBackwardIn{"in", "pre", "weight"};
-constexpr std::array<std::string_view, 3> kParamBackwardState{"dy", "grad_weight", "grad_bias"};
-constexpr std::array<std::string_view, 1> kIn{"in"};
-constexpr std::array<std::string_view, 1> kOut{"out"};
-constexpr std::array<std::string_view, 1> kDy{"dy"};
-constexpr std::array<std::string_view, 1> kDx{"dx"};
+using R = OperandRole;
+
+std::uint64_t u(std::int64_t v) {
+  return static_cast<std::uint64_t>(v);
+}
+
+OpGemms no_gemms(const LayerInfo&, std::uint64_t) {
+  return {};
+}
+OpGemms no_backward_gemms(const LayerInfo&, std::uint64_t, bool) {
+  return {};
+}
+OpWorkspace no_workspace(const LayerInfo&, std::int64_t) {
+  return {};
+}
+OpWorkspace no_backward_workspace(const LayerInfo&, std::int64_t, bool) {
+  return {};
+}
+
+// ---- linear: y = act(x W + b), W [in, out], b [out] ---------------------------------
+
+Activation activation(const LayerInfo& l) {
+  return l.attributes.choice<Activation>("activation");
+}
 
 // FLOPs per element of an activation and of its derivative (tanh-GELU: a cubic, a tanh
 // and a few products).
@@ -27,18 +41,37 @@ std::uint64_t act_flops(Activation a) {
 std::uint64_t act_grad_flops(Activation a) {
   return a == Activation::kGelu ? 12 : a == Activation::kRelu ? 1 : 0;
 }
-std::uint64_t u(std::int64_t v) {
-  return static_cast<std::uint64_t>(v);
-}
 
-Activation activation(const LayerInfo& l) {
-  return l.attributes.choice<Activation>("activation");
-}
+constexpr std::array<ParamSpec, 2> kLinearParams{{
+    {"weight", VariableRole::kWeight, ParamInit::kWeights, DType::kFloat32,
+     [](const LayerInfo& l) {
+       return Shape{l.in_features, l.out_features};
+     }},
+    {"bias", VariableRole::kBias, ParamInit::kBiases, DType::kFloat32,
+     [](const LayerInfo& l) { return Shape{l.out_features}; }},
+}};
+constexpr int kWeight = 0, kBias = 1;
 
-// linear: y = act(x W + b).
-bool linear_keeps_pre(const LayerInfo& l) {
-  return activation(l) != Activation::kNone;
-}
+// The pre-activation x W + b, which the backward's act'(pre) needs.
+constexpr std::array<SavedSpec, 1> kLinearSaved{{
+    {"pre", "the pre-activation",
+     [](const LayerInfo& l, std::int64_t rows) {
+       return Shape{rows, l.out_features};
+     },
+     [](const LayerInfo& l) { return activation(l) != Activation::kNone; }},
+}};
+constexpr int kPre = 0;
+
+constexpr std::array<Operand, 3> kLinearForwardIn{
+    {{"in", R::kIn}, {"weight", R::kParam, kWeight}, {"bias", R::kParam, kBias}}};
+constexpr std::array<Operand, 2> kLinearForwardOut{{{"out", R::kOut}, {"pre", R::kSaved, kPre}}};
+// dx = dz W^T needs the weight; dy is overwritten with dz = dy act'(pre), so it is state.
+constexpr std::array<Operand, 3> kLinearBackwardIn{
+    {{"in", R::kIn}, {"pre", R::kSaved, kPre}, {"weight", R::kParam, kWeight, true}}};
+constexpr std::array<Operand, 1> kDxOut{{{"dx", R::kDx}}};
+constexpr std::array<Operand, 3> kLinearBackwardState{
+    {{"dy", R::kDy}, {"grad_weight", R::kGrad, kWeight}, {"grad_bias", R::kGrad, kBias}}};
+
 std::uint64_t linear_forward_flops(const LayerInfo& l, std::uint64_t rows) {
   const std::uint64_t outs = rows * u(l.out_features);
   // x W: 2 rows in out; + b: rows out; activation per element.
@@ -54,8 +87,8 @@ std::uint64_t linear_backward_flops(const LayerInfo& l, std::uint64_t rows, bool
          kRunningMeanFlops * accumulator_elements(l);  // running mean of the accumulators
 }
 
-// linear: the forward's x W is [rows, in] x [in, out]; the backward's in^T dz is
-// [in, rows] x [rows, out] and dz W^T is [rows, out] x [out, in].
+// The forward's x W is [rows, in] x [in, out]; the backward's in^T dz is [in, rows] x
+// [rows, out] and dz W^T is [rows, out] x [out, in].
 OpGemms linear_forward_gemms(const LayerInfo& l, std::uint64_t rows) {
   OpGemms g;
   g.gemm[0] = {rows, u(l.out_features), u(l.in_features)};
@@ -69,14 +102,23 @@ OpGemms linear_backward_gemms(const LayerInfo& l, std::uint64_t rows, bool dx) {
   g.n_gemms = dx ? 2 : 1;
   return g;
 }
-OpGemms no_gemms(const LayerInfo&, std::uint64_t) {
-  return {};
+
+// Eigen's GEMM packs its operands (workspace.h).
+OpWorkspace linear_forward_ws(const LayerInfo& l, std::int64_t rows) {
+  return linear_forward_workspace(rows, l.in_features, l.out_features);
 }
-OpGemms no_backward_gemms(const LayerInfo&, std::uint64_t, bool) {
-  return {};
+OpWorkspace linear_backward_ws(const LayerInfo& l, std::int64_t rows, bool dx) {
+  return linear_backward_workspace(rows, l.in_features, l.out_features, dx);
 }
 
-// dropout: per element, the mask's hash, the compare and the scale.
+// ---- dropout: y = x * mask / (1 - rate) in training, y = x in evaluation ------------
+
+// The mask is drawn again in backward from the same key, never stored.
+constexpr std::array<Operand, 1> kInOnly{{{"in", R::kIn}}};
+constexpr std::array<Operand, 1> kOutOnly{{{"out", R::kOut}}};
+constexpr std::array<Operand, 1> kDyOnly{{{"dy", R::kDy}}};
+
+// Per element, the mask's hash, the compare and the scale.
 constexpr std::uint64_t kDropoutFlops = 4;
 std::uint64_t dropout_forward_flops(const LayerInfo& l, std::uint64_t rows) {
   return kDropoutFlops * rows * u(l.in_features);
@@ -85,68 +127,36 @@ std::uint64_t dropout_backward_flops(const LayerInfo& l, std::uint64_t rows, boo
   return kDropoutFlops * rows * u(l.in_features);
 }
 
-// linear: Eigen's GEMM packs its operands (workspace.h).
-OpWorkspace linear_forward_ws(const LayerInfo& l, std::int64_t rows) {
-  return linear_forward_workspace(rows, l.in_features, l.out_features);
-}
-OpWorkspace linear_backward_ws(const LayerInfo& l, std::int64_t rows, bool dx) {
-  return linear_backward_workspace(rows, l.in_features, l.out_features, dx);
-}
-// dropout: elementwise, no scratch.
-OpWorkspace no_workspace(const LayerInfo&, std::int64_t) {
-  return {};
-}
-OpWorkspace no_backward_workspace(const LayerInfo&, std::int64_t, bool) {
-  return {};
-}
-bool keeps_nothing(const LayerInfo&) {
-  return false;
-}
-
-const LayerKind kLinear{"linear",
-                        /*has_params=*/true,
-                        /*identity_in_eval=*/false,
-                        linear_keeps_pre,
-                        kParamForwardIn,
-                        kParamForwardOut,
-                        kParamBackwardIn,
-                        kDx,
-                        kParamBackwardState,
-                        linear_forward_flops,
-                        linear_backward_flops,
-                        linear_forward_gemms,
-                        linear_backward_gemms,
-                        linear_forward_ws,
-                        linear_backward_ws};
-
-// Inverted dropout: scaled by 1 / (1 - rate) in training, the identity in evaluation.
-// The mask is drawn again in backward from the same key, never stored.
-const LayerKind kDropout{"dropout",
-                         /*has_params=*/false,
-                         /*identity_in_eval=*/true,
-                         keeps_nothing,
-                         kIn,
-                         kOut,
-                         kDy,
-                         kDx,
-                         {},
-                         dropout_forward_flops,
-                         dropout_backward_flops,
-                         no_gemms,
-                         no_backward_gemms,
-                         no_workspace,
-                         no_backward_workspace};
+const std::array<LayerKind, 2> kLayerKinds{{
+    {"linear", kLinearParams, kLinearSaved, /*identity_in_eval=*/false, kLinearForwardIn,
+     kLinearForwardOut, kLinearBackwardIn, kDxOut, kLinearBackwardState, linear_forward_flops,
+     linear_backward_flops, linear_forward_gemms, linear_backward_gemms, linear_forward_ws,
+     linear_backward_ws},
+    {"dropout",
+     {},
+     {},
+     /*identity_in_eval=*/true,
+     kInOnly,
+     kOutOnly,
+     kDyOnly,
+     kDxOut,
+     {},
+     dropout_forward_flops,
+     dropout_backward_flops,
+     no_gemms,
+     no_backward_gemms,
+     no_workspace,
+     no_backward_workspace},
+}};
 
 }  // namespace
 
-std::uint64_t accumulator_elements(const LayerInfo& layer) {
-  if (!layer_kind(layer.kind).has_params) return 0;
-  return u(layer.in_features) * u(layer.out_features) + u(layer.out_features);
+const LayerKind& layer_kind(std::string_view type) {
+  return config::kind_entry(layer_kinds(), type);
 }
 
-const LayerKind& layer_kind(std::string_view type) {
-  static const std::array<LayerKind, 2> kKinds{kLinear, kDropout};
-  return config::kind_entry(std::span<const LayerKind>(kKinds), type);
+std::span<const LayerKind> layer_kinds() {
+  return kLayerKinds;
 }
 
 }  // namespace popkit::planner

@@ -1,15 +1,29 @@
-// The planner's layer kinds, each defined in one place (layer_kinds.cpp): the names of
-// its forward and backward operands, whether it has parameters and keeps its width,
-// what evaluation does with it, and its FLOPs. The builder, the operand walk (plan
-// files, the memory walk, the engine's checks) and the cost model ask this table, so a
-// new kind of the same shape (parameters {weight, bias} or none) adds an entry here and
-// touches no generic code.
+// The planner's layer kinds, one entry each in layer_kinds.cpp (DESIGN.md "Kinds"): what a
+// layer of the kind holds and does, declared so that the builder, the operand walk (plan
+// files, the memory walk, the engine's checks), the cost model, the tuner and checkpoints
+// never name a kind. An entry declares:
+//  - its parameters: any number of trained variables, each a name suffix ("fc1.weight"),
+//    a role, a dtype, a shape from the layer, and an initialiser. Every parameter is of
+//    class weights; the optimizer's state for it is the optimizer kind's
+//    (planner/optimizer_kinds.h). Each is sharded, remote and checkpointed like any.
+//  - its saved tensors: what a training forward keeps for the backward, each a name, a
+//    shape from the layer and the micro-batch's rows (a pre-activation [rows, out], a
+//    layer norm's per-row statistics [rows]), and whether a layer keeps it.
+//  - its forward and backward ops' operands, list by list (inputs, outputs, state), each
+//    one of: the layer's input, output, the output's gradient (dy) or the input's (dx), a
+//    parameter, a parameter's gradient accumulator, a saved tensor. The builder fills them
+//    from these declarations; the engine's kernels find them by role (planner/layer_ops.h).
+//  - the FLOPs, GEMMs and workspace of each op, for the cost model and the memory walk.
+// What the kind's ops compute is its engine entry's (engine/layer_kinds.h); its keys and
+// rules are the config's (config/layer_kinds.h). A layer's input and output are
+// [rows, width] float32 matrices, width the elements of one sample.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "planner/plan.h"
 #include "planner/workspace.h"
@@ -34,21 +48,56 @@ struct OpGemms {
 };
 
 // The running mean of a gradient accumulator (popxl-addons' accumulate_mean: acc =
-// s/(s+1) acc + g/(s+1)), per weight: FLOPs a backward counts for it.
+// s/(s+1) acc + g/(s+1)), per element: FLOPs a backward counts for it.
 inline constexpr std::uint64_t kRunningMeanFlops = 3;
+
+using Shape = std::vector<std::int64_t>;
+
+// How a parameter starts: model.init.weights' normal; model.init.biases (zeros, or that
+// normal); or a constant.
+enum class ParamInit { kWeights, kBiases, kZeros, kOnes };
+
+struct ParamSpec {
+  std::string_view suffix;  // the variable "<layer>.<suffix>", its gradient "<...>.grad"
+  VariableRole role = VariableRole::kWeight;  // what it is to the layer: a weight or a bias
+  ParamInit init = ParamInit::kWeights;
+  DType dtype = DType::kFloat32;
+  Shape (*shape)(const LayerInfo& layer);  // its meta shape
+};
+
+struct SavedSpec {
+  std::string_view name;  // the tensor "<layer>.<name>"; its batch-serial buffer's name
+  std::string_view what;  // for messages: "the pre-activation"
+  Shape (*shape)(const LayerInfo& layer, std::int64_t rows);
+  bool (*kept)(
+      const LayerInfo& layer);  // a layer of the kind keeps it (linear: with an activation)
+};
+
+// What one operand of a layer's op is.
+enum class OperandRole {
+  kIn,     // the layer's input [rows, in_features]
+  kOut,    // its output [rows, out_features]
+  kDy,     // the output's gradient
+  kDx,     // the input's gradient; -1 when nothing before the layer trains
+  kParam,  // parameter `index`, whole (gathered when sharded)
+  kGrad,   // the gradient accumulator of parameter `index`
+  kSaved,  // saved tensor `index`; -1 when the layer does not keep it, or in evaluation
+};
+
+struct Operand {
+  std::string_view name;  // as printouts and messages name the position: "weight"
+  OperandRole role = OperandRole::kIn;
+  int index = 0;         // kParam, kGrad: the parameter; kSaved: the saved tensor
+  bool with_dx = false;  // a backward's operand only when it computes dx (else -1)
+};
 
 struct LayerKind {
   std::string_view type;  // the kind's name (config/layer_kinds.h)
-  // A weight [in, out] and a bias [out], trained by the optimizer. With parameters a
-  // forward is {in, weight, bias} -> {out, pre} and a backward {in, pre, weight} -> {dx}
-  // with state {dy, grad_weight, grad_bias} (operands.h); without, {in} -> {out} and
-  // {dy} -> {dx}.
-  bool has_params = false;
+  std::span<const ParamSpec> params;
+  std::span<const SavedSpec> saved;
   bool identity_in_eval = false;  // evaluation plans emit no op: its output is its input
-  // Its training forward keeps a pre-activation [rows, out] for its backward.
-  bool (*keeps_pre)(const LayerInfo& layer);
-  std::span<const std::string_view> forward_inputs, forward_outputs;
-  std::span<const std::string_view> backward_inputs, backward_outputs, backward_state;
+  std::span<const Operand> forward_inputs, forward_outputs;
+  std::span<const Operand> backward_inputs, backward_outputs, backward_state;
   // FLOPs of one forward or backward op on `rows` samples; dx: the backward computes
   // the input's gradient.
   std::uint64_t (*forward_flops)(const LayerInfo& layer, std::uint64_t rows);
@@ -63,9 +112,6 @@ struct LayerKind {
 };
 
 const LayerKind& layer_kind(std::string_view type);
-
-// The elements of a layer's gradient accumulators, one per parameter: its weight and
-// bias (in * out + out), or none.
-std::uint64_t accumulator_elements(const LayerInfo& layer);
+std::span<const LayerKind> layer_kinds();
 
 }  // namespace popkit::planner

@@ -6,7 +6,6 @@
 #include <tuple>
 
 #include "config/layer_kinds.h"
-#include "planner/layer_kinds.h"
 
 namespace popkit::planner {
 
@@ -32,11 +31,6 @@ std::vector<LayerInfo> model_layers(const config::Model& model) {
     out.push_back(std::move(info));
   }
   return out;
-}
-
-std::vector<std::int64_t> parameter_elements(const LayerInfo& layer) {
-  if (!layer_kind(layer.kind).has_params) return {};
-  return {layer.in_features * layer.out_features, layer.out_features};
 }
 
 }  // namespace popkit::planner

@@ -17,7 +17,4 @@ namespace popkit::planner {
 // one row of the graph's buffers.
 std::vector<LayerInfo> model_layers(const config::Model& model);
 
-// The element counts of the layer's parameters, in the kind's order (none without).
-std::vector<std::int64_t> parameter_elements(const LayerInfo& layer);
-
 }  // namespace popkit::planner

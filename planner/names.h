@@ -14,6 +14,7 @@ namespace popkit::planner {
 NameTable<TensorClass> name_table(TensorClass);
 NameTable<OpKind> name_table(OpKind);
 NameTable<VariableRole> name_table(VariableRole);
+NameTable<InitKind> name_table(InitKind);
 NameTable<Stream> name_table(Stream);
 NameTable<Program> name_table(Program);
 NameTable<ReduceOp> name_table(ReduceOp);

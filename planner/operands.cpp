@@ -15,12 +15,12 @@
 namespace popkit::planner {
 namespace {
 
-constexpr std::array<std::string_view, 1> kTensor{"tensor"};
-constexpr std::array<std::string_view, 1> kSrc{"src"};
-constexpr std::array<std::string_view, 1> kDst{"dst"};
-constexpr std::array<std::string_view, 2> kLossIn{"logits", "labels"};
-constexpr std::array<std::string_view, 2> kLossOut{"loss", "dlogits"};
-constexpr std::array<std::string_view, 1> kGrad{"grad"};
+constexpr std::array<Operand, 1> kTensor{{{"tensor"}}};
+constexpr std::array<Operand, 1> kSrc{{{"src"}}};
+constexpr std::array<Operand, 1> kDst{{{"dst"}}};
+constexpr std::array<Operand, 2> kLossIn{{{"logits"}, {"labels"}}};
+constexpr std::array<Operand, 2> kLossOut{{{"loss"}, {"dlogits"}}};
+constexpr std::array<Operand, 1> kGrad{{{"grad"}}};
 
 std::string_view layer_type(const Op& op, const Plan& plan) {
   return op.layer >= 0 && static_cast<std::size_t>(op.layer) < plan.layers.size()
@@ -66,14 +66,16 @@ OpSignature op_signature(const Op& op, const Plan& plan) {
 
 std::string operand_count_error(const Op& op, const Plan& plan) {
   const OpSignature sig = op_signature(op, plan);
-  const std::pair<const std::vector<int>*, std::span<const std::string_view>> lists[] = {
+  const std::pair<const std::vector<int>*, std::span<const Operand>> lists[] = {
       {&op.inputs, sig.inputs}, {&op.outputs, sig.outputs}, {&op.state, sig.state}};
   const char* const names[] = {"inputs", "outputs", "state operands"};
   for (std::size_t i = 0; i < 3; ++i) {
     const auto& [got, want] = lists[i];
-    if (got->size() != want.size())
-      return fmt::format("has {} {} but a {} takes {} ({})", got->size(), names[i],
-                         op_kind_name(op.kind), want.size(), fmt::join(want, ", "));
+    if (got->size() == want.size()) continue;
+    std::vector<std::string_view> positions;
+    for (const Operand& o : want) positions.push_back(o.name);
+    return fmt::format("has {} {} but a {} takes {} ({})", got->size(), names[i],
+                       op_kind_name(op.kind), want.size(), fmt::join(positions, ", "));
   }
   return {};
 }

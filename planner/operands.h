@@ -2,7 +2,7 @@
 // tensor of an op's inputs, outputs and state is which. The plan writer and reader, the
 // text printer, the memory walk, the cost model and the engine's checks walk operands
 // through op_signature and for_each_operand; builders and kernels name positions with
-// the constants below.
+// the constants below, and a layer's by role (planner/layer_ops.h, layer_operand).
 #pragma once
 
 #include <cstddef>
@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "planner/layer_kinds.h"
 #include "planner/plan.h"
 
 namespace popkit::planner {
@@ -24,32 +25,14 @@ inline constexpr std::size_t kSrc = 0;
 inline constexpr std::size_t kDst = 0;
 }  // namespace shard_operand
 
-// forward (linear): inputs {in, weight, bias}, outputs {out, pre}.
-namespace forward_operand {
-inline constexpr std::size_t kIn = 0, kWeight = 1, kBias = 2;
-inline constexpr std::size_t kOut = 0, kPre = 1;
-}  // namespace forward_operand
-
-// forward (dropout): inputs {in}, outputs {out}; backward (dropout): inputs {dy},
-// outputs {dx}. The mask is drawn again in backward from the same key, never stored.
-namespace dropout_operand {
-inline constexpr std::size_t kIn = 0, kOut = 0;
-inline constexpr std::size_t kDy = 0, kDx = 0;
-}  // namespace dropout_operand
+// forward and backward: the positions the layer's kind declares (planner/layer_kinds.h),
+// found by role with layer_operand (planner/layer_ops.h).
 
 // loss: inputs {logits, labels}, outputs {loss, dlogits}.
 namespace loss_operand {
 inline constexpr std::size_t kLogits = 0, kLabels = 1;
 inline constexpr std::size_t kLoss = 0, kDlogits = 1;
 }  // namespace loss_operand
-
-// backward (linear): inputs {in, pre, weight}, outputs {dx}, state {dy, grad_weight,
-// grad_bias} (dy is overwritten with dz).
-namespace backward_operand {
-inline constexpr std::size_t kIn = 0, kPre = 1, kWeight = 2;
-inline constexpr std::size_t kDx = 0;
-inline constexpr std::size_t kDy = 0, kGradWeight = 1, kGradBias = 2;
-}  // namespace backward_operand
 
 // optimizer_step: inputs {grad}, state {weight, then the optimizer's state in the order
 // optimizer_state() lists it}.
@@ -58,13 +41,13 @@ inline constexpr std::size_t kGrad = 0;
 inline constexpr std::size_t kWeight = 0, kFirstState = 1;
 }  // namespace optimizer_operand
 
-// The names of an op's operand positions. A forward or backward follows its layer's
+// The operands of an op's positions, by name. A forward or backward follows its layer's
 // kind; an optimizer step's state follows the plan's optimizer (weight, adam_m, adam_v
 // for Adam). A layer index out of range counts as linear (the walk reports it).
 struct OpSignature {
-  std::span<const std::string_view> inputs;
-  std::span<const std::string_view> outputs;
-  std::span<const std::string_view> state;
+  std::span<const Operand> inputs;
+  std::span<const Operand> outputs;
+  std::span<const Operand> state;
 };
 OpSignature op_signature(const Op& op, const Plan& plan);
 

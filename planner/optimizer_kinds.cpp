@@ -11,9 +11,9 @@ namespace popkit::planner {
 namespace {
 
 // Adam: the first moment (stored as first_order_dtype) and the second moment.
-constexpr std::array<std::string_view, 3> kAdamStepState{"weight", "adam_m", "adam_v"};
+constexpr std::array<Operand, 3> kAdamStepState{{{"weight"}, {"adam_m"}, {"adam_v"}}};
 
-std::span<const std::string_view> adam_step_state(const config::Optimizer&) {
+std::span<const Operand> adam_step_state(const config::Optimizer&) {
   return kAdamStepState;
 }
 std::vector<OptimizerState> adam_state(const config::Optimizer& o) {
@@ -26,13 +26,13 @@ std::uint64_t adam_flops(const config::Optimizer&) {
 }
 
 // SGD: a momentum buffer, which torch.optim.SGD keeps only with a momentum.
-constexpr std::array<std::string_view, 2> kMomentumStepState{"weight", "momentum"};
-constexpr std::array<std::string_view, 1> kPlainStepState{"weight"};
+constexpr std::array<Operand, 2> kMomentumStepState{{{"weight"}, {"momentum"}}};
+constexpr std::array<Operand, 1> kPlainStepState{{{"weight"}}};
 
 bool has_momentum(const config::Optimizer& o) {
   return o.attributes.number("momentum") != 0.0;
 }
-std::span<const std::string_view> sgd_step_state(const config::Optimizer& o) {
+std::span<const Operand> sgd_step_state(const config::Optimizer& o) {
   if (has_momentum(o)) return kMomentumStepState;
   return kPlainStepState;
 }
@@ -56,16 +56,17 @@ const OptimizerKind& optimizer_kind(std::string_view type) {
   return config::kind_entry(std::span<const OptimizerKind>(kOptimizerKinds), type);
 }
 
-std::span<const std::string_view> optimizer_step_state(const config::Optimizer& o) {
+std::span<const Operand> optimizer_step_state(const config::Optimizer& o) {
   return optimizer_kind(o.type).step_state(o);
 }
 
 std::vector<OptimizerState> optimizer_state(const config::Optimizer& o) {
   std::vector<OptimizerState> state = optimizer_kind(o.type).state(o);
   // The step's operands name the same tensors in the same order.
-  const std::span<const std::string_view> operands = optimizer_step_state(o);
+  const std::span<const Operand> operands = optimizer_step_state(o);
   POPKIT_ASSERT(state.size() + 1 == operands.size());
-  for (std::size_t i = 0; i < state.size(); ++i) POPKIT_ASSERT(state[i].suffix == operands[i + 1]);
+  for (std::size_t i = 0; i < state.size(); ++i)
+    POPKIT_ASSERT(state[i].suffix == operands[i + 1].name);
   return state;
 }
 

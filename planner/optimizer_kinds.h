@@ -1,7 +1,7 @@
 // The planner's optimizer kinds, each defined in one place (optimizer_kinds.cpp): the
 // state it keeps per parameter and what a step costs. Each state tensor is a Variable
 // like the parameter itself: sharded under RTS, remote with remote.optimizer_state,
-// saved in checkpoints as "<param>.<suffix>". The step itself is the engine's
+// saved in checkpoints as "<param>.<suffix>", starting at zero. The step itself is the engine's
 // (engine/tensor/optimizer.h); the keys and rules are config/'s (config/optimizer_kinds.h),
 // and plan files write and read the keys from there.
 #pragma once
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "planner/layer_kinds.h"
 
 namespace popkit::planner {
 
@@ -27,7 +28,7 @@ struct OptimizerKind {
   std::string_view type;  // the kind's name (config/optimizer_kinds.h)
   // The optimizer step's state operands (planner/operands.h): "weight", then the
   // suffixes of `state`, in the same order.
-  std::span<const std::string_view> (*step_state)(const config::Optimizer& optimizer);
+  std::span<const Operand> (*step_state)(const config::Optimizer& optimizer);
   std::vector<OptimizerState> (*state)(const config::Optimizer& optimizer);
   // FLOPs of one step per element of the parameter.
   std::uint64_t (*flops_per_element)(const config::Optimizer& optimizer);
@@ -41,7 +42,7 @@ const OptimizerKind& optimizer_kind(std::string_view type);
 std::vector<OptimizerState> optimizer_state(const config::Optimizer& optimizer);
 
 // The optimizer step's state operands: "weight", then the suffixes of optimizer_state().
-std::span<const std::string_view> optimizer_step_state(const config::Optimizer& optimizer);
+std::span<const Operand> optimizer_step_state(const config::Optimizer& optimizer);
 
 // FLOPs of one step per element of the parameter.
 std::uint64_t optimizer_flops_per_element(const config::Optimizer& optimizer);

@@ -35,6 +35,8 @@ constexpr NameArray<OpKind, 18> kOpKinds{{
 constexpr NameArray<VariableRole, 3> kRoles{{{VariableRole::kWeight, "weight"},
                                              {VariableRole::kBias, "bias"},
                                              {VariableRole::kOptimizerState, "optimizer_state"}}};
+constexpr NameArray<InitKind, 3> kInitKinds{
+    {{InitKind::kZeros, "zeros"}, {InitKind::kOnes, "ones"}, {InitKind::kNormal, "normal"}}};
 constexpr NameArray<Stream, 4> kStreams{{{Stream::kImages, "images"},
                                          {Stream::kLabels, "labels"},
                                          {Stream::kLoss, "loss"},
@@ -52,6 +54,9 @@ NameTable<OpKind> name_table(OpKind) {
 }
 NameTable<VariableRole> name_table(VariableRole) {
   return kRoles;
+}
+NameTable<InitKind> name_table(InitKind) {
+  return kInitKinds;
 }
 NameTable<Stream> name_table(Stream) {
   return kStreams;

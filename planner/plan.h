@@ -98,9 +98,22 @@ struct LayerInfo {
   int row = 0;
 };
 
-// What a variable is to its layer: a parameter (weight or bias) or the optimizer's
-// state for one (Adam's moments, SGD's momentum buffer; the optimizer kind names them).
+// What a variable is to its layer: a parameter (a weight or a bias, as its kind declares:
+// planner/layer_kinds.h) or the optimizer's state for one (Adam's moments, SGD's momentum
+// buffer; the optimizer kind names them).
 enum class VariableRole { kWeight, kBias, kOptimizerState };
+
+// A variable's initial value, the same for every group and replica, whatever the plan's
+// replication, mode or sharding: zeros, ones, or normal(mean, std) keyed by the
+// variable's name and the plan's init_seed (engine/tensor/init.h).
+enum class InitKind { kZeros, kOnes, kNormal };
+struct VariableInit {
+  InitKind kind = InitKind::kZeros;
+  double mean = 0.0;  // kNormal
+  double std = 0.0;   // kNormal
+
+  bool operator==(const VariableInit&) const = default;
+};
 
 // A named value that lives across optimizer steps: a weight, a bias, or a piece of the
 // optimizer's state. Its home is a device tensor (always live) or a remote buffer entry.
@@ -112,6 +125,7 @@ struct Variable {
   VariableRole role = VariableRole::kWeight;
   TensorClass cls = TensorClass::kWeights;
   DType dtype = DType::kFloat32;
+  VariableInit init;                     // what Engine::initialize writes
   std::vector<std::int64_t> meta_shape;  // the full shape
   std::int64_t nelms = 0;
   // RTS: sharded when nelms >= threshold and its class is sharded. A shard is flat,
@@ -151,9 +165,9 @@ enum class OpKind {
                    //   replica's rank in `shard_grouping`
   kAllReduce,      // tensor reduced in place over `grouping`
   kSliceShard,     // src full -> dst shard: this replica's own slice, padded with zeros
-  kForward,        // layer: in -> pre (pre-activation, when the layer has one) -> out
+  kForward,        // layer: in, its parameters -> out, what it saves for its backward
   kLoss,           // logits, labels -> loss (1 element), dlogits (mean over the micro-batch)
-  kBackward,       // layer: dy, in, pre, weight -> dx (when >= 0); accumulates dW, db
+  kBackward,       // layer: dy and what it needs -> dx (when >= 0); accumulates its gradients
   kOptimizerStep,  // the optimizer on one variable: weight, grad, state (full or shard)
   kRepeat,         // body runs `steps` times; io_mode says how its streams move
   kSend,           // pipelined: src (this stage's) -> dst, a receive buffer of stage `peer`
@@ -166,15 +180,20 @@ enum class OpKind {
 //    r at repeat step s, normalised (x - mean) / std. labels: [mb] float32 class ids.
 //  kHostStore loss: the host records the loss of (r, s). logits: [mb, n_classes], the
 //    host scores them (evaluation).
-//  kForward: pre = in * W + b (W [in, out], b [out]); out = act(pre). Without a pre
-//    tensor (-1: no activation, or an evaluation plan, which keeps nothing for a
-//    backward) it writes act(in * W + b) to out.
+//  kForward, kBackward: what the layer's kind computes (engine/layer_kinds.cpp), on the
+//    operands its kind declares (planner/layer_kinds.h). Every kind's forward reads the
+//    layer's input [rows, in_features] and writes its output [rows, out_features]; a
+//    saved tensor is -1 where the layer keeps none (an evaluation plan keeps nothing for
+//    a backward). Every kind's backward reads dy [rows, out_features] and writes dx
+//    [rows, in_features] when dx >= 0; a gradient accumulator of parameter p becomes
+//    s/(s+1) * acc + g_p/(s+1), g_p the micro-batch's gradient (popxl-addons' running
+//    mean; at s = 0 the backward writes it whole), s the enclosing repeat's step (0
+//    outside a repeat). linear: pre = in * W + b (W [in, out], b [out]), out = act(pre)
+//    (act(in * W + b) when pre is -1); backward dz = dy * act'(pre) in place in dy (which
+//    is why dy is state), grad_weight from in^T dz, grad_bias from dz's column sums,
+//    dx = dz W^T. dropout: out = in * mask / (1 - rate), dx = dy * mask / (1 - rate).
 //  kLoss: loss[0] = mean over the micro-batch of -log softmax(logits)[label];
 //    dlogits = (softmax(logits) - onehot(label)) / mb.
-//  kBackward: dz = dy * act'(pre) (dy itself when no activation; computed in place in
-//    dy, which is why dy is state); grad_weight = s/(s+1) * grad_weight + (in^T dz)/(s+1);
-//    grad_bias likewise with the column sums of dz; dx = dz W^T when dx >= 0.
-//    s is the enclosing repeat's step (0 outside a repeat).
 //  kAllReduce: tensor = mean (or sum) over the members of r's group in `grouping`,
 //    added in replica order.
 //  kReduceScatter: dst = slice k of (mean or sum over r's group in `grouping` of src),
@@ -347,7 +366,7 @@ struct NetworkEstimate {
 };
 
 struct Plan {
-  int version = 4;  // of the plan file format (planner/plan_read.cpp)
+  int version = 5;  // of the plan file format (planner/plan_read.cpp)
   std::string name;
   Program program = Program::kTrain;
   std::int64_t replication_factor = 1;
@@ -367,6 +386,7 @@ struct Plan {
   // training.seed: with the optimizer step, a sample's index in the global batch and the
   // layer, the key of a dropout mask (PopXL's seed input, fresh for every step).
   std::uint64_t seed = 42;
+  std::uint64_t init_seed = 42;  // model.init.seed: the key of the variables' normal values
 
   std::vector<LayerInfo> layers;
   std::vector<Variable> variables;

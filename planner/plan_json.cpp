@@ -114,6 +114,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
   j["sharding_threshold"] = plan.sharding_threshold;
   j["optimizer"] = optimizer_json(plan.optimizer);
   j["seed"] = plan.seed;
+  j["init_seed"] = plan.init_seed;
   json layers = json::array();
   for (const auto& l : plan.layers) {
     // The kind's keys beside the layer's shape (config/layer_kinds.h names none alike but
@@ -135,6 +136,9 @@ nlohmann::json plan_to_json(const Plan& plan) {
                {"class", name_of(v.cls)}, {"dtype", name_of(v.dtype)}, {"meta_shape", v.meta_shape},
                {"nelms", v.nelms},        {"sharded", v.sharded},      {"shard_size", v.shard_size},
                {"padding", v.padding},    {"remote", v.remote}};
+    jv["init"] = {{"kind", name_of(v.init.kind)}};
+    if (v.init.kind == InitKind::kNormal)
+      jv["init"].update({{"mean", v.init.mean}, {"std", v.init.std}});
     if (v.remote) {
       jv["buffer"] = v.buffer;
       jv["entry"] = v.entry;

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "config/layer_kinds.h"
 #include "config/optimizer_kinds.h"
+#include "planner/layer_ops.h"
 #include "planner/memory.h"
 #include "planner/names.h"
 #include "planner/plan_json.h"
@@ -33,7 +34,8 @@ using nlohmann::json;
 // 3: the workspace class and an op's workspace tensor (planner/workspace.h).
 // 4: a layer's keys are its kind's (config/layer_kinds.h): a dropout layer has no
 //    activation.
-constexpr int kPlanVersion = 4;
+// 5: each variable's initialiser ("init") and the plan's "init_seed".
+constexpr int kPlanVersion = 5;
 
 // Values quoted in an error message are cut to this many bytes, so a message stays a line.
 constexpr std::size_t kMaxShown = 40;
@@ -267,6 +269,13 @@ class Reader {
     v.role = enumeration<VariableRole>(j, path, "role");
     v.cls = enumeration<TensorClass>(j, path, "class");
     v.dtype = enumeration<DType>(j, path, "dtype");
+    const json& init = field(j, path, "init");
+    const std::string at = join(path, "init");
+    v.init.kind = enumeration<InitKind>(init, at, "kind");
+    if (v.init.kind == InitKind::kNormal) {
+      v.init.mean = number(init, at, "mean");
+      v.init.std = number(init, at, "std");
+    }
     v.meta_shape = shape(j, path, "meta_shape");
     v.nelms = integer(j, path, "nelms");
     v.sharded = boolean(j, path, "sharded");
@@ -420,9 +429,12 @@ Plan Reader::plan(const json& j) const {
         attributes(o, "optimizer", config::optimizer_kind_rules(p.optimizer.type).keys);
   }
   p.seed = bytes(j, "", "seed");
+  p.init_seed = bytes(j, "", "init_seed");
   auto from = [this](auto member) { return split_ != nullptr ? &(split_->*member) : nullptr; };
   p.layers = list<LayerInfo>(j, "", "layers", from(&PlanSplit::Arrays::layers),
                              [this](const json& e, const std::string& at) { return layer(e, at); });
+  for (std::size_t i = 0; i < p.layers.size(); ++i)  // what its kind allows
+    if (const std::string e = layer_error(p.layers[i]); !e.empty()) fail(index("layers", i), e);
   p.variables =
       list<Variable>(j, "", "variables", from(&PlanSplit::Arrays::variables),
                      [this](const json& e, const std::string& at) { return variable(e, at); });

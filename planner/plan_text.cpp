@@ -136,12 +136,12 @@ const std::string& tensor_name(const Plan& plan, int t) {
 // names, unused positions left out.
 void print_operands(Printer& out, const Plan& plan, const Op& op) {
   const OpSignature sig = op_signature(op, plan);
-  auto list = [&](const std::vector<int>& ts, std::span<const std::string_view> names) {
+  auto list = [&](const std::vector<int>& ts, std::span<const Operand> names) {
     std::string text;
     for (std::size_t i = 0; i < ts.size() && i < names.size(); ++i) {
       if (ts[i] < 0) continue;
       if (!text.empty()) text += ", ";
-      text += fmt::format("{} {}", names[i], tensor_name(plan, ts[i]));
+      text += fmt::format("{} {}", names[i].name, tensor_name(plan, ts[i]));
     }
     return text;
   };

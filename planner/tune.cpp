@@ -12,6 +12,8 @@
 #include "config/names.h"
 #include "config/validate.h"
 #include "planner/build.h"
+#include "planner/layer_kinds.h"
+#include "planner/layer_ops.h"
 #include "planner/layers.h"
 #include "planner/plan_text.h"
 

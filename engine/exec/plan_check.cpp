@@ -123,9 +123,9 @@ class PlanChecker {
     const planner::OpSignature sig = planner::op_signature(op, plan_);
     if (const std::string error = planner::operand_count_error(op, plan_); !error.empty())
       throw Error("plan: {}, op '{}': {}", where_, op.label, error);
-    auto positions = [&](const std::vector<int>& got, std::span<const std::string_view> want) {
+    auto positions = [&](const std::vector<int>& got, std::span<const planner::Operand> want) {
       for (std::size_t i = 0; i < got.size(); ++i)
-        if (got[i] >= 0) need_index(got[i], op, std::string(want[i]).c_str());
+        if (got[i] >= 0) need_index(got[i], op, std::string(want[i].name).c_str());
     };
     positions(op.inputs, sig.inputs);
     positions(op.outputs, sig.outputs);

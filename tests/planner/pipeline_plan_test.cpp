@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "planner/build.h"
+#include "planner/layer_ops.h"
 #include "planner/memory.h"
 #include "planner/operands.h"
 #include "planner/pipeline.h"
@@ -117,8 +118,10 @@ BOOST_AUTO_TEST_CASE(backward_reads_what_its_forward_stashed) {
         for (std::int64_t o = slot.first_op; o < slot.end_op; ++o) {
           const Op& op = ph.ops[static_cast<std::size_t>(o)];
           const auto mb = static_cast<int>(slot.micro_batch);
-          if (op.kind == OpKind::kBackward && op.inputs.size() == 3) {
-            for (int t : {op.inputs[backward_operand::kIn], op.inputs[backward_operand::kPre]})
+          if (op.kind == OpKind::kBackward) {
+            const LayerKind& kind = layer_kind(p.layers[static_cast<std::size_t>(op.layer)].kind);
+            for (int t : {layer_operand(op, kind, OperandRole::kIn),
+                          layer_operand(op, kind, OperandRole::kSaved, 0)})
               if (t >= 0) BOOST_TEST(written_by.at(t) == mb, ph.name << " " << op.label);
           }
           if (op.kind != OpKind::kBackward)
@@ -245,7 +248,7 @@ BOOST_AUTO_TEST_CASE(walk_refuses_a_tensor_of_another_stage) {
   Plan p = build_plan(pipelined(2, 1, false));
   for (Op& op : p.phases[1].ops)
     if (op.kind == OpKind::kForward) {
-      op.inputs[forward_operand::kWeight] = p.variables[0].device_tensor;  // fc1.weight, stage 0
+      op.inputs[1] = p.variables[0].device_tensor;  // fc1.weight (linear's input 1), stage 0
       break;
     }
   BOOST_CHECK_EXCEPTION(check_plan(p), popkit::Error, [](const popkit::Error& e) {

@@ -8,6 +8,7 @@
 #include "config/layer_kinds.h"
 #include "config/optimizer_kinds.h"
 #include "planner/build.h"
+#include "planner/layer_ops.h"
 #include "planner/operands.h"
 #include "tests/planner/configs.h"
 #include "tests/planner/helpers.h"
@@ -183,8 +184,11 @@ BOOST_AUTO_TEST_CASE(identical_layers_share_graph_buffers_and_tensors) {
   // Phases 2 and 3 run the same graph on the same device tensors.
   const Op& fc2 = test::repeat_of(p.phases[1]).body[1];
   const Op& fc3 = test::repeat_of(p.phases[2]).body[1];
-  BOOST_TEST(fc2.outputs[forward_operand::kOut] == fc3.outputs[forward_operand::kOut]);
-  BOOST_TEST(fc2.inputs[forward_operand::kWeight] == fc3.inputs[forward_operand::kWeight]);
+  const LayerKind& linear = layer_kind("linear");
+  BOOST_TEST(layer_operand(fc2, linear, OperandRole::kOut) ==
+             layer_operand(fc3, linear, OperandRole::kOut));
+  BOOST_TEST(layer_operand(fc2, linear, OperandRole::kParam, 0) ==  // the weight
+             layer_operand(fc3, linear, OperandRole::kParam, 0));
   // 4 layers, 3 graphs: 3 * 6 variable buffers + x, dx, pre.
   BOOST_TEST(p.buffers.size() == 21u);
 }
