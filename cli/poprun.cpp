@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -29,7 +31,13 @@ std::string kernels_line() {
 int main(int argc, char** argv) {
   // Under mpirun each rank is a poprun process hosting its share of the replicas
   // (engine/runtime/world.h); without it, one process hosts them all.
-  popkit::engine::WorldSession session(argc, argv);
+  std::optional<popkit::engine::WorldSession> session;
+  try {
+    session.emplace(argc, argv);
+  } catch (const std::exception& e) {  // MPI would not start, or not as poprun needs it
+    std::cerr << "poprun: error: " << e.what() << '\n';
+    return popkit::cli::kExitFailure;
+  }
   popkit::cli::Tool tool("poprun", "poprun: execute a popkit plan on this CPU: train and evaluate");
   tool.add_version_detail([] { return kernels_line() + "\n" + popkit::engine::mpi_build_info(); });
   // A failure in one rank after the ranks began to work together (others may be waiting

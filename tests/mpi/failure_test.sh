@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A failure on any rank stops every rank within seconds, prints the error once with its
 # rank, and exits non-zero; nothing hangs (each run has 60 s, far more than it needs).
+#   failure_test.sh SHIM  (SHIM: thread_single.cpp's library, an MPI without threads)
 set -uo pipefail
+shim=$1
 source "$POPKIT_SOURCE_DIR/tests/mpi/lib.sh"
 
 # expect_once NAME WANT -- COMMAND...: exits non-zero within 60 s, and poprun printed one
@@ -29,6 +31,14 @@ expect_once() {
 expect_once missing_data "rank 1: MNIST not found" -- \
   "${mpirun[@]}" -np 1 poprun train "$config" --steps 2 -q -o a/run.json \
   : -np 1 -x POPKIT_DATA_DIR="$tmp/nowhere" poprun train "$config" --steps 2 -q -o a/run.json
+
+# An MPI library without thread support (MPI_THREAD_SINGLE) is refused as MPI starts,
+# naming both levels. Preloaded before a sanitized poprun's runtime, hence the option.
+expect_once thread_level \
+  "provides the thread level MPI_THREAD_SINGLE, but poprun needs MPI_THREAD_FUNNELED" -- \
+  env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+  "${mpirun[@]}" -np 1 -x LD_PRELOAD="$shim" poprun train "$config" "${synthetic[@]}" \
+  --steps 2 -q -o t/run.json
 
 # A bad checkpoint, on every rank: rank 0 alone reports it.
 echo "not a checkpoint" >bad.safetensors
