@@ -327,7 +327,7 @@ void BM_TrainStep(benchmark::State& state) {
   const planner::Plan plan = planner::build_plan(cfg);
   const double rate = machine_sgemm_flops();
   engine::Engine engine(plan);
-  engine.initialize(cfg.model.init);
+  engine.initialize();
   const engine::Dataset data = engine::make_synthetic(4096, 28, 28, 42, 0.5);
   engine::DatasetBatches batches(data, plan.replication_factor, plan.gradient_accumulation,
                                  plan.micro_batch_size);

@@ -119,7 +119,7 @@ void BM_Setup(benchmark::State& state) {
       engine::Engine engine(plan, one_thread_per_replica());
       engine_s += seconds_since(t);
       t = Clock::now();
-      engine.initialize(c.model.init);
+      engine.initialize();
       init_s += seconds_since(t);
       t = Clock::now();
       reports::RunRecord record = reports::record_from_plan(plan);
@@ -145,7 +145,7 @@ void BM_Setup(benchmark::State& state) {
 void BM_ReadVariables(benchmark::State& state) {
   const config::Config c = load(deep_yaml(static_cast<int>(state.range(0)), mode_name(0)));
   engine::Engine engine(planner::build_plan(c), one_thread_per_replica());
-  engine.initialize(c.model.init);
+  engine.initialize();
   const std::vector<std::string> names = engine.variable_names();
   for (auto _ : state) {
     for (const std::string& name : names) {
@@ -159,7 +159,7 @@ void BM_ReadVariables(benchmark::State& state) {
 void BM_Evaluate(benchmark::State& state) {
   const config::Config c = load(deep_yaml(static_cast<int>(state.range(0)), mode_name(0)));
   engine::Engine engine(planner::build_plan(c, planner::Program::kEval), one_thread_per_replica());
-  engine.initialize(c.model.init);
+  engine.initialize();
   const engine::Dataset test = engine::load_dataset(c, engine::Split::kTest);
   for (auto _ : state) benchmark::DoNotOptimize(engine.evaluate(test).correct);
   per_layer(state);

@@ -15,7 +15,6 @@
 namespace popkit::engine {
 
 using planner::Variable;
-using planner::VariableRole;
 
 struct Engine::Impl {
   Impl(planner::Plan plan, EngineOptions options)
@@ -72,15 +71,16 @@ Engine::Engine(planner::Plan&& plan, EngineOptions options)
 
 Engine::~Engine() = default;
 
-void Engine::initialize(const config::Init& init) {
+void Engine::initialize() {
   const FlushDenormals mode;  // the initial values round as the engine's threads would
   Impl& m = *impl_;
   const planner::Plan& plan = m.state.plan;
   for (const auto& v : plan.variables) {
-    std::vector<float> values(static_cast<std::size_t>(v.nelms), 0.0f);
-    if (v.role == VariableRole::kWeight || (v.role == VariableRole::kBias && !init.biases_zero))
-      fill_normal(values.data(), v.nelms, init.weights_mean, init.weights_std,
-                  name_key(v.name, init.seed));
+    const planner::VariableInit& init = v.init;
+    std::vector<float> values(static_cast<std::size_t>(v.nelms),
+                              init.kind == planner::InitKind::kOnes ? 1.0f : 0.0f);
+    if (init.kind == planner::InitKind::kNormal)
+      fill_normal(values.data(), v.nelms, init.mean, init.std, name_key(v.name, plan.init_seed));
     for (std::int64_t g = 0; g < plan.variables_grouping.n_groups(); ++g)
       m.variables.write_group(v, g, values);
   }

@@ -5,7 +5,7 @@
 // pool, a collective runs across each group.
 //
 //   engine::Engine engine(plan, {.normalize_mean = cfg.data.normalize_mean, ...});
-//   engine.initialize(cfg.model.init);
+//   engine.initialize();
 //   DatasetBatches batches(train, R, A, B);
 //   for (step...) { batches.set_batch(order, step); double loss = engine.train_step(batches); }
 //   engine::Engine eval(planner::build_plan(cfg, planner::Program::kEval), options);
@@ -120,9 +120,10 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Weights normal(mean, std) keyed by name and seed, biases and Adam state zero; the
-  // same values in every group. Resets the optimizer step counter.
-  void initialize(const config::Init& init);
+  // Every variable at the initial value the plan gives it (its kind's initialiser:
+  // zeros, ones, or normal keyed by its name and the plan's init_seed), the same in
+  // every group. Resets the optimizer step counter.
+  void initialize();
 
   // One optimizer step over the global batch `batches` serves; returns the mean loss
   // over all replicas and accumulation steps. A training plan only.

@@ -68,8 +68,7 @@ std::vector<float> to_floats(const SafeTensor& t) {
 }
 
 bool restored(const Variable& v, Restore what) {
-  return what == Restore::kEverything || v.role == VariableRole::kWeight ||
-         v.role == VariableRole::kBias;
+  return what == Restore::kEverything || v.role != VariableRole::kOptimizerState;
 }
 
 // An evaluation plan holds no optimizer state: in a training checkpoint, "<param>.<suffix>"

@@ -64,7 +64,7 @@ EvalOutcome evaluate_agreed(const config::Config& config, const EvalOptions& opt
   agreement.reached();
   engine::Engine engine(std::move(planned), engine_options(config, options.n_threads));
   const planner::Plan& plan = engine.plan();
-  engine.initialize(config.model.init);
+  engine.initialize();
   restore_checkpoint(engine, ckpt, options.checkpoint, Restore::kWeights);
   EvalOutcome out;
   try {

@@ -444,7 +444,7 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   // The engine keeps the plan (it is the program it runs): moved, not copied.
   engine::Engine engine(std::move(p.planned),
                         engine_options(config, options.n_threads, options.io_overlap));
-  engine.initialize(config.model.init);
+  engine.initialize();
   // Evaluation runs its own plan on its own engine, the weights copied over each time.
   engine::Engine eval_engine(std::move(p.eval_planned),
                              engine_options(config, options.n_threads, options.io_overlap));

@@ -66,7 +66,7 @@ const Engine& trained() {
   static const Engine* e = [] {
     const config::Config c = model(2);
     auto* engine = new Engine(planner::build_plan(c), options());
-    engine->initialize(c.model.init);
+    engine->initialize();
     const engine::Dataset train = engine::make_synthetic(64, kSide, kSide, 11, 0.8);
     const auto& p = engine->plan();
     engine::DatasetBatches batches(train, p.replication_factor, p.gradient_accumulation,

@@ -120,7 +120,7 @@ bool bitwise_equal(const std::vector<std::vector<float>>& a,
 std::vector<std::vector<float>> run(const config::Config& c, std::int64_t steps,
                                     const engine::EngineOptions& o = options()) {
   Engine e(planner::build_plan(c), o);
-  e.initialize(c.model.init);
+  e.initialize();
   train(e, steps);
   return all_state(e);
 }
@@ -310,7 +310,7 @@ BOOST_AUTO_TEST_CASE(a_failing_load_is_reported_alike_in_every_io_mode) {
       engine::EngineOptions o = options();
       o.io_overlap = m.how;
       Engine e(planner::build_plan(c), o);
-      e.initialize(c.model.init);
+      e.initialize();
       engine::DatasetBatches batches(train_set(), 2, 4, 2);
       std::vector<std::int64_t> order(static_cast<std::size_t>(train_set().n));
       std::iota(order.begin(), order.end(), 0);
@@ -375,7 +375,7 @@ BOOST_AUTO_TEST_CASE(host_loads_wait_as_the_sync_pattern_says) {
       config::Config c = base_config(4, 2, 4);
       c.execution.sync_pattern = pattern;
       Engine e(planner::build_plan(c), options());
-      e.initialize(c.model.init);
+      e.initialize();
       engine::DatasetBatches batches(train_set(), 4, 4, 2);
       std::vector<std::int64_t> order(static_cast<std::size_t>(train_set().n));
       std::iota(order.begin(), order.end(), 0);
@@ -468,13 +468,13 @@ BOOST_AUTO_TEST_CASE(groups_train_apart_and_replicas_of_a_group_agree) {
   c.sharding.grouping = "pairs";
   shard(c, 16);
   Engine e(planner::build_plan(c), options());
-  e.initialize(c.model.init);
+  e.initialize();
 
   // The same steps on a 2-replica engine fed the data of replicas 0 and 2 only.
   config::Config c2 = base_config(2, 2, 2);
   drop_dropout(c2);
   Engine solo(planner::build_plan(c2), options());
-  solo.initialize(c2.model.init);
+  solo.initialize();
 
   engine::DatasetBatches batches(train_set(), 4, 2, 2);
   std::vector<std::int64_t> order(static_cast<std::size_t>(train_set().n));
@@ -503,7 +503,7 @@ BOOST_AUTO_TEST_CASE(one_per_group_retrieval) {
   c.variables = {"halves", config::RetrievalMode::kOnePerGroup};
   c.sharding.grouping = "halves";
   Engine e(planner::build_plan(c), options());
-  e.initialize(c.model.init);
+  e.initialize();
   train(e, 2);
   const auto groups = e.retrieve_variable("fc1.weight");
   BOOST_REQUIRE_EQUAL(groups.size(), 2u);
@@ -560,7 +560,7 @@ BOOST_AUTO_TEST_CASE(no_op_reads_a_tensor_before_writing_it) {
       BOOST_TEST(bitwise_equal(run(c, 3, poisoned), run(c, 3)));
       // Evaluation, of the same trained weights.
       Engine trained(planner::build_plan(c), options());
-      trained.initialize(c.model.init);
+      trained.initialize();
       train(trained, 2);
       auto evaluate = [&](const engine::EngineOptions& o) {
         Engine e(planner::build_plan(c, planner::Program::kEval), o);
@@ -639,7 +639,7 @@ BOOST_AUTO_TEST_CASE(measured_equals_planned_per_phase_replica_and_class) {
       k.change(c);
       const planner::Plan plan = planner::build_plan(c);
       Engine e(plan, options());
-      e.initialize(c.model.init);
+      e.initialize();
       train(e, 2);
       const auto report = e.memory_report();
       BOOST_REQUIRE_EQUAL(report.phases.size(), plan.phases.size());
@@ -727,7 +727,7 @@ BOOST_AUTO_TEST_CASE(bytes_moved_equal_the_plan) {
       const PlannedBytes want = planned_bytes(plan);
       for (const auto n : want.n_collectives) BOOST_TEST(n > 0u);  // all three kinds run
       Engine e(plan, options());
-      e.initialize(c.model.init);
+      e.initialize();
       train(e, 2);
       std::uint64_t sent = 0, received = 0;
       std::vector<std::uint64_t> per_replica;
@@ -761,7 +761,7 @@ BOOST_AUTO_TEST_CASE(bytes_moved_over_groups_of_three_round_down_per_op) {
   const std::uint64_t n_collectives =
       want.n_collectives[0] + want.n_collectives[1] + want.n_collectives[2];
   Engine e(plan, options());
-  e.initialize(c.model.init);
+  e.initialize();
   train(e, 2);
   std::uint64_t moved = 0;
   for (const auto& b : e.bytes_moved()) moved += b.collective_sent + b.collective_received;
@@ -782,7 +782,7 @@ BOOST_AUTO_TEST_CASE(training_lowers_the_loss) {
   c.remote = {true, true};
   shard(c, 16);
   Engine e(planner::build_plan(c), options());
-  e.initialize(c.model.init);
+  e.initialize();
   const auto losses = train(e, 36);
   const double first = (losses[0] + losses[1] + losses[2]) / 3;
   const double last = (losses[33] + losses[34] + losses[35]) / 3;
@@ -816,7 +816,7 @@ BOOST_AUTO_TEST_CASE(nan_names_step_phase_and_tensor) {
   config::Config c = base_config(2, 2, 2);
   c.execution.mode = config::ExecutionMode::kPhased;
   Engine e(planner::build_plan(c), options());
-  e.initialize(c.model.init);
+  e.initialize();
   train(e, 1);
   std::vector<float> w = e.read_variable("fc4.weight");
   w[3] = std::nanf("");
@@ -865,11 +865,37 @@ BOOST_AUTO_TEST_CASE(initial_values_do_not_depend_on_r_mode_or_sharding) {
   shard(b, 1);
   Engine ea(planner::build_plan(a), options());
   Engine eb(planner::build_plan(b), options());
-  ea.initialize(a.model.init);
-  eb.initialize(b.model.init);
+  ea.initialize();
+  eb.initialize();
   BOOST_TEST(bitwise_equal(all_state(ea), all_state(eb)));
   const auto bias = ea.read_variable("fc1.bias");
   BOOST_TEST(std::all_of(bias.begin(), bias.end(), [](float x) { return x == 0.0f; }));
+}
+
+// What initialize writes is each variable's initialiser in the plan, not a rule of the
+// engine's: a plan that asks for ones (or another normal) gets them.
+BOOST_AUTO_TEST_CASE(initial_values_are_the_plans) {
+  planner::Plan plan = planner::build_plan(base_config(2, 2, 1));
+  const auto index = [&](const std::string& name) {
+    for (std::size_t i = 0; i < plan.variables.size(); ++i)
+      if (plan.variables[i].name == name) return i;
+    BOOST_FAIL("no variable " << name);
+    return std::size_t{0};
+  };
+  plan.variables[index("fc2.bias")].init = {planner::InitKind::kOnes};
+  plan.variables[index("fc1.weight")].init = {planner::InitKind::kNormal, 3.0, 0.5};
+  plan.init_seed = 11;
+  Engine e(plan, options());
+  e.initialize();
+  const auto ones = e.read_variable("fc2.bias");
+  BOOST_TEST(std::all_of(ones.begin(), ones.end(), [](float x) { return x == 1.0f; }));
+  const auto w = e.read_variable("fc1.weight");
+  double mean = 0;
+  for (float x : w) mean += x;
+  mean /= static_cast<double>(w.size());
+  BOOST_TEST(std::abs(mean - 3.0) < 0.05);  // 576 samples of std 0.5: 0.02 is 1 sigma
+  const auto zeros = e.read_variable("fc1.bias");
+  BOOST_TEST(std::all_of(zeros.begin(), zeros.end(), [](float x) { return x == 0.0f; }));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -986,7 +1012,7 @@ BOOST_AUTO_TEST_CASE(host_loads_wait_as_the_sync_pattern_says) {
       c.execution.sync_pattern = k.pattern;
       const planner::Plan plan = planner::build_plan(c);
       Engine e(plan, options());
-      e.initialize(c.model.init);
+      e.initialize();
       engine::DatasetBatches batches(train_set(), 2, 6, 2);
       std::vector<std::int64_t> order(static_cast<std::size_t>(train_set().n));
       std::iota(order.begin(), order.end(), 0);
@@ -1038,7 +1064,7 @@ BOOST_AUTO_TEST_CASE(a_sync_pattern_changes_no_weight) {
   config::Config plain = pipelined(2, 3);
   plain.pipeline.stages = 1;
   Engine flat(planner::build_plan(plain), options());
-  flat.initialize(plain.model.init);
+  flat.initialize();
   const auto lf = train(flat, 2);
   for (const SyncPattern pattern :
        {SyncPattern::kFull, SyncPattern::kSinglePipeline, SyncPattern::kReplicaAndLadder}) {
@@ -1046,7 +1072,7 @@ BOOST_AUTO_TEST_CASE(a_sync_pattern_changes_no_weight) {
       config::Config c = pipelined(2, 3);
       c.execution.sync_pattern = pattern;
       Engine piped(planner::build_plan(c), options());
-      piped.initialize(c.model.init);
+      piped.initialize();
       const auto lp = train(piped, 2);
       BOOST_TEST(std::memcmp(lp.data(), lf.data(), lp.size() * sizeof(double)) == 0);
       BOOST_TEST(bitwise_equal(all_state(piped), all_state(flat)));
@@ -1066,7 +1092,7 @@ BOOST_AUTO_TEST_CASE(weights_and_evaluation_are_bitwise_those_without_pipelining
           plain.pipeline.stages = 1;
           Engine piped(planner::build_plan(c), options());
           Engine flat(planner::build_plan(plain), options());
-          for (Engine* e : {&piped, &flat}) e->initialize(c.model.init);
+          for (Engine* e : {&piped, &flat}) e->initialize();
           const auto lp = train(piped, 3), lf = train(flat, 3);
           BOOST_TEST(std::memcmp(lp.data(), lf.data(), lp.size() * sizeof(double)) == 0);
           BOOST_TEST(bitwise_equal(all_state(piped), all_state(flat)));
@@ -1092,7 +1118,7 @@ BOOST_AUTO_TEST_CASE(measured_memory_equals_planned_per_stage_and_replica) {
     engine::EngineOptions poisoned = options();
     poisoned.poison_new_tensors = true;  // nothing reads a tensor before writing it
     Engine e(plan, poisoned);
-    e.initialize(c.model.init);
+    e.initialize();
     const auto losses = train(e, 2);
     for (double l : losses) BOOST_TEST(std::isfinite(l));
     const auto report = e.memory_report();
@@ -1116,7 +1142,7 @@ BOOST_AUTO_TEST_CASE(measured_memory_equals_planned_per_stage_and_replica) {
 BOOST_AUTO_TEST_CASE(a_failing_stage_stops_every_worker) {
   const config::Config c = pipelined(2, 3);
   Engine e(planner::build_plan(c), options());
-  e.initialize(c.model.init);
+  e.initialize();
   const auto& p = e.plan();
   engine::DatasetBatches batches(train_set(), p.replication_factor, p.gradient_accumulation,
                                  p.micro_batch_size);

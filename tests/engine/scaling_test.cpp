@@ -39,7 +39,7 @@ AllocationCount engine_work(int n_layers, config::ExecutionMode mode) {
       engine::make_synthetic(8, 4, 4, 7, 0.3, 0, 4);  // the model's 4 classes
   return count_allocations([&] {
     engine::Engine engine(plan, one_thread());
-    engine.initialize(config.model.init);
+    engine.initialize();
     for (const std::string& name : engine.variable_names()) {
       const std::vector<std::vector<float>> values = engine.retrieve_variable(name);
       engine.write_variable(name, 0, values.front());

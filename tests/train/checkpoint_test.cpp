@@ -74,7 +74,7 @@ CheckpointState some_state(const config::Config& c) {
 std::string tiny_checkpoint(const fs::path& dir, const config::Config& c) {
   const planner::Plan plan = planner::build_plan(c);
   engine::Engine e(plan, two_threads());
-  e.initialize(c.model.init);
+  e.initialize();
   train_steps(e, engine::load_dataset(c, engine::Split::kTrain), 3);
   const std::string path = (dir / "ckpt.safetensors").string();
   save_checkpoint(path, e, some_state(c));
@@ -86,7 +86,7 @@ std::vector<std::vector<float>> restored_state(const config::Config& c, const st
                                                std::int64_t* steps_done = nullptr) {
   const planner::Plan plan = planner::build_plan(c);
   engine::Engine e(plan, two_threads());
-  e.initialize(c.model.init);
+  e.initialize();
   const auto ckpt = read_checkpoint(path, plan, Restore::kEverything);
   restore_checkpoint(e, ckpt, path, Restore::kEverything);
   if (steps_done) *steps_done = e.steps_done();
@@ -138,7 +138,7 @@ BOOST_AUTO_TEST_CASE(round_trip_restores_every_variable_bitwise) {
       const auto c = tiny_config({std::string("training.optimizer.first_order_dtype=") + dtype});
       const planner::Plan plan = planner::build_plan(c);
       engine::Engine e(plan, two_threads());
-      e.initialize(c.model.init);
+      e.initialize();
       train_steps(e, engine::load_dataset(c, engine::Split::kTrain), 3);
       const std::string path = (dir / "ckpt.safetensors").string();
       save_checkpoint(path, e, some_state(c));
@@ -199,7 +199,7 @@ BOOST_AUTO_TEST_CASE(groups_keep_their_own_values) {
   const planner::Plan plan = planner::build_plan(c);
   BOOST_REQUIRE(plan.variables_grouping.n_groups() == 2);
   engine::Engine e(plan, two_threads());
-  e.initialize(c.model.init);
+  e.initialize();
   train_steps(e, engine::load_dataset(c, engine::Split::kTrain), 2);
   const std::string path = (dir / "ckpt.safetensors").string();
   save_checkpoint(path, e, some_state(c));
@@ -223,7 +223,7 @@ BOOST_AUTO_TEST_CASE(weights_from_elsewhere_without_metadata) {
   const auto loaded = read_checkpoint(path, plan, Restore::kWeights);
   BOOST_TEST(!loaded.has_state);
   engine::Engine e(plan, two_threads());
-  e.initialize(c.model.init);
+  e.initialize();
   restore_checkpoint(e, loaded, path, Restore::kWeights);
   const auto& w = file.tensors.at("fc2.weight");
   std::vector<float> want(w.data.size() / 4);
@@ -463,7 +463,7 @@ BOOST_AUTO_TEST_CASE(largest_shuffle_seed_round_trips) {
   const auto c = tiny_config();
   const planner::Plan plan = planner::build_plan(c);
   engine::Engine e(plan, two_threads());
-  e.initialize(c.model.init);
+  e.initialize();
   CheckpointState state = some_state(c);
   state.shuffle_seed = std::numeric_limits<std::uint64_t>::max();
   const std::string path = (dir / "ckpt.safetensors").string();
