@@ -1,4 +1,4 @@
-// The config's layer kinds (layer_kinds.h): linear and dropout.
+// The config's layer kinds (layer_kinds.h): linear, dropout and layer_norm.
 #include "config/layer_kinds.h"
 
 #include <fmt/format.h>
@@ -71,11 +71,32 @@ bool dropout_check(const Layer& layer, std::int64_t, const std::string& path, Ru
   return true;
 }
 
-const std::array<LayerKindRules, 2> kLayerKinds{{
+// ---- layer_norm: y = (x - mean) / sqrt(var + eps) * scale + shift, per sample --------
+
+constexpr std::array<KindKey, 1> kLayerNormKeys{{number_key("eps", 1.0e-5)}};
+
+std::string layer_norm_foreign_key(std::string_view key) {
+  return fmt::format("a layer_norm layer takes name, type and eps, not {}{}", key,
+                     key == "out_features" ? " (its output has its input's width)" : "");
+}
+
+bool layer_norm_check(const Layer& layer, std::int64_t, const std::string& path,
+                      RuleChecks& checks) {
+  // eps keeps 1 / sqrt(var + eps) finite for a constant sample.
+  if (!checks.ok(path + ".eps")) return true;
+  const double eps = layer.attributes.number("eps");
+  if (!(eps > 0 && eps < 1))
+    checks.error(path + ".eps", fmt::format("a layer_norm eps must be in (0, 1), got {}", eps));
+  return true;
+}
+
+const std::array<LayerKindRules, 3> kLayerKinds{{
     {"linear", kLinearKeys, /*gives_logits=*/true, "out_features", linear_out_width,
      linear_foreign_key, linear_check},
     {"dropout", kDropoutKeys, /*gives_logits=*/false, "", keeps_width, dropout_foreign_key,
      dropout_check},
+    {"layer_norm", kLayerNormKeys, /*gives_logits=*/false, "", keeps_width, layer_norm_foreign_key,
+     layer_norm_check},
 }};
 
 std::string_view owner_of(std::string_view key) {

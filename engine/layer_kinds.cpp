@@ -1,5 +1,5 @@
-// The engine's layer kinds (layer_kinds.h): linear and dropout. Operands are found by role
-// (planner/layer_kinds.h); what each op computes is planner/plan.h's contract.
+// The engine's layer kinds (layer_kinds.h): linear, dropout and layer_norm. Operands are found by
+// role (planner/layer_kinds.h); what each op computes is planner/plan.h's contract.
 #include "engine/layer_kinds.h"
 
 #include <fmt/format.h>
@@ -149,9 +149,73 @@ void dropout_run(const Op& op, const LayerInfo& l, const OpRun& run) {
                op.layer);
 }
 
-const std::array<LayerKernel, 2> kLayerKernels{{
+// ---- layer_norm: y = (x - mean) rstd scale + shift, rstd = 1 / sqrt(var + eps) -------
+
+// Every operand of the op at the shape the kind declares (planner/layer_ops.h), the rows
+// those of its first input.
+void check_declared(const Op& op, const LayerInfo& l, const OpChecks& c) {
+  const std::int64_t n = c.rows(op.inputs.at(0), "the first input");
+  for (const planner::OperandNeed& need : planner::operand_needs(op, l, n)) {
+    if (need.tensor >= 0)
+      c.shape(need.tensor, need.shape, need.what.c_str());
+    else if (need.required)
+      c.fail(fmt::format("layer {}: {} is missing", l.name, need.what));
+  }
+  if (l.in_features != l.out_features)
+    c.fail(fmt::format("layer_norm layer {} has {} -> {} features", l.name, l.in_features,
+                       l.out_features));
+}
+
+constexpr int kScale = 0, kShift = 1, kMean = 0, kRstd = 1;
+
+int ln_operand(const Op& op, R role, int index = 0) {
+  return planner::layer_operand(op, planner::layer_kind("layer_norm"), role, index);
+}
+
+// Rows on the pool in blocks the shapes fix; mean and rstd are -1 in evaluation.
+void layer_norm_forward(const Op& op, const LayerInfo& l, const OpRun& run) {
+  const int in = ln_operand(op, R::kIn), mean_t = ln_operand(op, R::kSaved, kMean);
+  const int rstd_t = ln_operand(op, R::kSaved, kRstd);
+  const std::int64_t n = run.rows(in), C = l.in_features;
+  const float* x = run.f32(in);
+  const float* scale = run.f32(ln_operand(op, R::kParam, kScale));
+  const float* shift = run.f32(ln_operand(op, R::kParam, kShift));
+  float* out = run.f32(ln_operand(op, R::kOut));
+  float* mean = mean_t >= 0 ? run.f32(mean_t) : nullptr;
+  float* rstd = rstd_t >= 0 ? run.f32(rstd_t) : nullptr;
+  const double eps = l.attributes.number("eps");
+  const Kernels& k = run.kernels();
+  run.in_column_blocks(C, n, [&](std::int64_t r0, std::int64_t r1) {
+    k.layer_norm_forward_rows(x, scale, shift, out, mean, rstd, C, eps, r0, r1);
+  });
+}
+
+void layer_norm_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
+  const int dy_t = ln_operand(op, R::kDy), dx_t = ln_operand(op, R::kDx);
+  const std::int64_t n = run.rows(dy_t), C = l.in_features;
+  const float* dy = run.f32(dy_t);
+  const float* x = run.f32(ln_operand(op, R::kIn));
+  const float* mean = run.f32(ln_operand(op, R::kSaved, kMean));
+  const float* rstd = run.f32(ln_operand(op, R::kSaved, kRstd));
+  const Kernels& k = run.kernels();
+  if (dx_t >= 0) {
+    const float* scale = run.f32(ln_operand(op, R::kParam, kScale));
+    float* dx = run.f32(dx_t);
+    run.in_column_blocks(C, n, [&](std::int64_t r0, std::int64_t r1) {
+      k.layer_norm_dx_rows(dy, x, scale, mean, rstd, dx, C, r0, r1);
+    });
+  }
+  float* gscale = run.f32(ln_operand(op, R::kGrad, kScale));
+  float* gshift = run.f32(ln_operand(op, R::kGrad, kShift));
+  run.in_column_blocks(n, C, [&](std::int64_t c0, std::int64_t c1) {
+    k.layer_norm_grad_columns(dy, x, mean, rstd, gscale, gshift, n, C, run.repeat_step, c0, c1);
+  });
+}
+
+const std::array<LayerKernel, 3> kLayerKernels{{
     {"linear", linear_check_forward, linear_check_backward, linear_forward, linear_backward},
     {"dropout", dropout_check, dropout_check, dropout_run, dropout_run},
+    {"layer_norm", check_declared, check_declared, layer_norm_forward, layer_norm_backward},
 }};
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The planner's layer kinds (layer_kinds.h): linear and dropout.
+// The planner's layer kinds (layer_kinds.h): linear, dropout and layer_norm.
 #include "planner/layer_kinds.h"
 
 #include "config/kind_keys.h"
@@ -127,7 +127,55 @@ std::uint64_t dropout_backward_flops(const LayerInfo& l, std::uint64_t rows, boo
   return kDropoutFlops * rows * u(l.in_features);
 }
 
-const std::array<LayerKind, 2> kLayerKinds{{
+// ---- layer_norm: y = (x - mean) rstd scale + shift, rstd = 1 / sqrt(var + eps) -------
+
+// scale [C] starts at 1 and shift [C] at 0 (torch.nn.LayerNorm's), whatever model.init.
+constexpr std::array<ParamSpec, 2> kLayerNormParams{{
+    {"scale", VariableRole::kWeight, ParamInit::kOnes, DType::kFloat32,
+     [](const LayerInfo& l) { return Shape{l.in_features}; }},
+    {"shift", VariableRole::kBias, ParamInit::kZeros, DType::kFloat32,
+     [](const LayerInfo& l) { return Shape{l.in_features}; }},
+}};
+constexpr int kScale = 0, kShift = 1;
+
+// Each row's mean and 1 / sqrt(var + eps): the backward's normalised input from x.
+Shape per_row(const LayerInfo&, std::int64_t rows) {
+  return Shape{rows};
+}
+bool always(const LayerInfo&) {
+  return true;
+}
+constexpr std::array<SavedSpec, 2> kLayerNormSaved{{
+    {"mean", "the row means", per_row, always},
+    {"rstd", "the row reciprocal deviations", per_row, always},
+}};
+constexpr int kMean = 0, kRstd = 1;
+
+constexpr std::array<Operand, 3> kLayerNormForwardIn{
+    {{"in", R::kIn}, {"scale", R::kParam, kScale}, {"shift", R::kParam, kShift}}};
+constexpr std::array<Operand, 3> kLayerNormForwardOut{
+    {{"out", R::kOut}, {"mean", R::kSaved, kMean}, {"rstd", R::kSaved, kRstd}}};
+// The parameters' gradients need dy, x, mean and rstd; dx needs the scale too.
+constexpr std::array<Operand, 5> kLayerNormBackwardIn{{{"dy", R::kDy},
+                                                       {"in", R::kIn},
+                                                       {"mean", R::kSaved, kMean},
+                                                       {"rstd", R::kSaved, kRstd},
+                                                       {"scale", R::kParam, kScale, true}}};
+constexpr std::array<Operand, 2> kLayerNormBackwardState{
+    {{"grad_scale", R::kGrad, kScale}, {"grad_shift", R::kGrad, kShift}}};
+
+// Per element: forward the two sums, the centring, the square, the scale and shift;
+// backward the normalised value again, the two row sums, dx and the two column sums.
+constexpr std::uint64_t kLayerNormFlops = 7, kLayerNormBackwardFlops = 12;
+std::uint64_t layer_norm_forward_flops(const LayerInfo& l, std::uint64_t rows) {
+  return kLayerNormFlops * rows * u(l.in_features);
+}
+std::uint64_t layer_norm_backward_flops(const LayerInfo& l, std::uint64_t rows, bool) {
+  return kLayerNormBackwardFlops * rows * u(l.in_features) +
+         kRunningMeanFlops * accumulator_elements(l);
+}
+
+const std::array<LayerKind, 3> kLayerKinds{{
     {"linear", kLinearParams, kLinearSaved, /*identity_in_eval=*/false, kLinearForwardIn,
      kLinearForwardOut, kLinearBackwardIn, kDxOut, kLinearBackwardState, linear_forward_flops,
      linear_backward_flops, linear_forward_gemms, linear_backward_gemms, linear_forward_ws,
@@ -147,6 +195,10 @@ const std::array<LayerKind, 2> kLayerKinds{{
      no_backward_gemms,
      no_workspace,
      no_backward_workspace},
+    {"layer_norm", kLayerNormParams, kLayerNormSaved, /*identity_in_eval=*/false,
+     kLayerNormForwardIn, kLayerNormForwardOut, kLayerNormBackwardIn, kDxOut,
+     kLayerNormBackwardState, layer_norm_forward_flops, layer_norm_backward_flops, no_gemms,
+     no_backward_gemms, no_workspace, no_backward_workspace},
 }};
 
 }  // namespace

@@ -38,6 +38,17 @@ struct Kernels {
                             std::int64_t in, std::int64_t n_out, std::int64_t i0, std::int64_t i1,
                             float* workspace, std::uint64_t workspace_bytes);
   void (*activation_backward)(config::Activation act, const float* pre, float* dy, std::int64_t n);
+  // layer_norm.h: rows [r0, r1) of the forward (mean and rstd may be null) and of dx;
+  // columns [c0, c1) of the scale's and shift's gradients at repeat step s.
+  void (*layer_norm_forward_rows)(const float* x, const float* scale, const float* shift,
+                                  float* out, float* mean, float* rstd, std::int64_t C, double eps,
+                                  std::int64_t r0, std::int64_t r1);
+  void (*layer_norm_dx_rows)(const float* dy, const float* x, const float* scale, const float* mean,
+                             const float* rstd, float* dx, std::int64_t C, std::int64_t r0,
+                             std::int64_t r1);
+  void (*layer_norm_grad_columns)(const float* dy, const float* x, const float* mean,
+                                  const float* rstd, float* gscale, float* gshift, std::int64_t n,
+                                  std::int64_t C, std::int64_t s, std::int64_t c0, std::int64_t c1);
   float (*softmax_cross_entropy)(const float* logits, const float* labels, float* dlogits,
                                  std::int64_t n, std::int64_t classes);
   // adam_step.h

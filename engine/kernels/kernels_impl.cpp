@@ -7,6 +7,7 @@
 
 #include "engine/kernels/kernels.h"
 #include "engine/tensor/adam_step.h"
+#include "engine/tensor/layer_norm.h"
 #include "engine/tensor/layers.h"
 #include "engine/tensor/sgd.h"
 
@@ -36,6 +37,19 @@ void dx(const float* dz, const float* w, float* dxp, std::int64_t n, std::int64_
 }
 void act_backward(config::Activation act, const float* pre, float* dy, std::int64_t n) {
   activation_backward<float>(act, pre, dy, n);
+}
+void ln_forward(const float* x, const float* scale, const float* shift, float* out, float* mean,
+                float* rstd, std::int64_t C, double eps, std::int64_t r0, std::int64_t r1) {
+  layer_norm_forward_rows<float>(x, scale, shift, out, mean, rstd, C, eps, r0, r1);
+}
+void ln_dx(const float* dy, const float* x, const float* scale, const float* mean,
+           const float* rstd, float* dxp, std::int64_t C, std::int64_t r0, std::int64_t r1) {
+  layer_norm_dx_rows<float>(dy, x, scale, mean, rstd, dxp, C, r0, r1);
+}
+void ln_grad(const float* dy, const float* x, const float* mean, const float* rstd, float* gs,
+             float* gb, std::int64_t n, std::int64_t C, std::int64_t s, std::int64_t c0,
+             std::int64_t c1) {
+  layer_norm_grad_columns<float>(dy, x, mean, rstd, gs, gb, n, C, s, c0, c1);
 }
 float loss(const float* logits, const float* labels, float* dlogits, std::int64_t n,
            std::int64_t classes) {
@@ -100,6 +114,9 @@ const popkit::engine::Kernels POPKIT_KERNEL_SYMBOL = {
     .linear_grad_columns = &popkit::engine::grad,
     .linear_dx_columns = &popkit::engine::dx,
     .activation_backward = &popkit::engine::act_backward,
+    .layer_norm_forward_rows = &popkit::engine::ln_forward,
+    .layer_norm_dx_rows = &popkit::engine::ln_dx,
+    .layer_norm_grad_columns = &popkit::engine::ln_grad,
     .softmax_cross_entropy = &popkit::engine::loss,
     .adam_step = &popkit::engine::adam,
     .adam_step_half_m = &popkit::engine::adam_half,

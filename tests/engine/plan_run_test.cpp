@@ -70,6 +70,19 @@ void shard(config::Config& c, std::int64_t threshold) {
   c.sharding.threshold = threshold;
 }
 
+// The model with a layer norm after each linear layer but the last (its scale and shift
+// trained, sharded and remote like any variable).
+void add_layer_norms(config::Config& c) {
+  std::vector<config::Layer> layers;
+  for (std::size_t i = 0; i < c.model.layers.size(); ++i) {
+    const config::Layer& l = c.model.layers[i];
+    layers.push_back(l);
+    if (l.type == "linear" && i + 1 < c.model.layers.size())
+      layers.push_back(config::make_layer(l.name + "_ln", "layer_norm"));
+  }
+  c.model.layers = std::move(layers);
+}
+
 const engine::Dataset& train_set() {
   static const engine::Dataset d = engine::make_synthetic(600, kSide, kSide, 7, 0.3);
   return d;
@@ -169,110 +182,129 @@ std::vector<OptimizerCase> optimizer_cases() {
           {"sgd", sgd}};
 }
 
-BOOST_AUTO_TEST_CASE(sharding_modes_and_io_modes_are_bitwise_identical) {
-  for (const OptimizerCase& opt : optimizer_cases()) {
-    config::Config ref = base_config(4, 2, 3);
-    ref.training.optimizer = opt.optimizer;
-    const auto expected = run(ref, 3);
-    struct Variant {
-      std::string name;
-      std::function<void(config::Config&)> change;
-    };
-    const std::vector<Variant> variants = {
-        {"sharded threshold 1", [](auto& c) { shard(c, 1); }},
-        {"sharded threshold 16", [](auto& c) { shard(c, 16); }},
-        {"sharded threshold 500 (fc1.weight only)", [](auto& c) { shard(c, 500); }},
-        {"sharded weights only",
-         [](auto& c) {
-           shard(c, 16);
-           c.sharding.optimizer_state = false;
-         }},
-        {"sharded optimizer state only",
-         [](auto& c) {
-           shard(c, 16);
-           c.sharding.weights = false;
-         }},
-        {"phased remote, sharded optimizer state only",
-         [](auto& c) {
-           c.execution.mode = config::ExecutionMode::kPhased;
-           c.remote = {true, true};
-           shard(c, 16);
-           c.sharding.weights = false;
-         }},
-        {"io", [](auto& c) { c.execution.io_mode = config::IoMode::kIo; }},
-        {"io_overlapped", [](auto& c) { c.execution.io_mode = config::IoMode::kIoOverlapped; }},
-        {"off-chip optimizer", [](auto& c) { c.remote.optimizer_state = true; }},
-        {"off-chip optimizer sharded",
-         [](auto& c) {
-           c.remote.optimizer_state = true;
-           shard(c, 1);
-         }},
-        {"phased", [](auto& c) { c.execution.mode = config::ExecutionMode::kPhased; }},
-        {"phased, sync full",
-         [](auto& c) {
-           c.execution.mode = config::ExecutionMode::kPhased;
-           c.execution.sync_pattern = config::SyncPattern::kFull;
-         }},
-        {"sync replica_and_ladder",
-         [](auto& c) { c.execution.sync_pattern = config::SyncPattern::kReplicaAndLadder; }},
-        {"phased remote sharded io, sync replica_and_ladder",
-         [](auto& c) {
-           c.execution.mode = config::ExecutionMode::kPhased;
-           c.remote = {true, true};
-           shard(c, 16);
-           c.execution.io_mode = config::IoMode::kIo;
-           c.execution.sync_pattern = config::SyncPattern::kReplicaAndLadder;
-         }},
-        {"phased remote",
-         [](auto& c) {
-           c.execution.mode = config::ExecutionMode::kPhased;
-           c.remote = {true, true};
-         }},
-        {"phased remote sharded io_overlapped",
-         [](auto& c) {
-           c.execution.mode = config::ExecutionMode::kPhased;
-           c.remote = {true, true};
-           shard(c, 16);
-           c.execution.io_mode = config::IoMode::kIoOverlapped;
-         }},
-        {"phased sharded io",
-         [](auto& c) {
-           c.execution.mode = config::ExecutionMode::kPhased;
-           shard(c, 1);
-           c.execution.io_mode = config::IoMode::kIo;
-         }},
-        {"phased remote sharded, preload",
-         [](auto& c) {
-           c.execution.mode = config::ExecutionMode::kPhased;
-           c.remote = {true, true};
-           shard(c, 16);
-           c.execution.io_schedule = config::IoSchedule::kPreload;
-         }},
-        {"phased remote, preload, io_overlapped",
-         [](auto& c) {
-           c.execution.mode = config::ExecutionMode::kPhased;
-           c.remote = {true, false};
-           c.execution.io_schedule = config::IoSchedule::kPreload;
-           c.execution.io_mode = config::IoMode::kIoOverlapped;
-         }},
-    };
-    for (const auto& v : variants) {
-      BOOST_TEST_CONTEXT(v.name << ", " << opt.name) {
-        config::Config c = ref;
-        v.change(c);
-        BOOST_TEST(bitwise_equal(run(c, 3), expected));
-        if (c.execution.io_mode != config::IoMode::kIoOverlapped) continue;
-        // Both ways of moving the data, whatever this machine's core count picks.
-        for (const auto how : {engine::IoOverlap::kThread, engine::IoOverlap::kInline}) {
-          BOOST_TEST_CONTEXT((how == engine::IoOverlap::kThread ? "IO thread" : "inline")) {
-            engine::EngineOptions o = options();
-            o.io_overlap = how;
-            BOOST_TEST(bitwise_equal(run(c, 3, o), expected));
-          }
+// Every sharding, phasing, IO and sync mode the equivalences run, each a change to a
+// standard, unsharded config.
+struct Variant {
+  std::string name;
+  std::function<void(config::Config&)> change;
+};
+std::vector<Variant> mode_variants() {
+  return {
+      {"sharded threshold 1", [](auto& c) { shard(c, 1); }},
+      {"sharded threshold 16", [](auto& c) { shard(c, 16); }},
+      {"sharded threshold 500 (fc1.weight only)", [](auto& c) { shard(c, 500); }},
+      {"sharded weights only",
+       [](auto& c) {
+         shard(c, 16);
+         c.sharding.optimizer_state = false;
+       }},
+      {"sharded optimizer state only",
+       [](auto& c) {
+         shard(c, 16);
+         c.sharding.weights = false;
+       }},
+      {"phased remote, sharded optimizer state only",
+       [](auto& c) {
+         c.execution.mode = config::ExecutionMode::kPhased;
+         c.remote = {true, true};
+         shard(c, 16);
+         c.sharding.weights = false;
+       }},
+      {"io", [](auto& c) { c.execution.io_mode = config::IoMode::kIo; }},
+      {"io_overlapped", [](auto& c) { c.execution.io_mode = config::IoMode::kIoOverlapped; }},
+      {"off-chip optimizer", [](auto& c) { c.remote.optimizer_state = true; }},
+      {"off-chip optimizer sharded",
+       [](auto& c) {
+         c.remote.optimizer_state = true;
+         shard(c, 1);
+       }},
+      {"phased", [](auto& c) { c.execution.mode = config::ExecutionMode::kPhased; }},
+      {"phased, sync full",
+       [](auto& c) {
+         c.execution.mode = config::ExecutionMode::kPhased;
+         c.execution.sync_pattern = config::SyncPattern::kFull;
+       }},
+      {"sync replica_and_ladder",
+       [](auto& c) { c.execution.sync_pattern = config::SyncPattern::kReplicaAndLadder; }},
+      {"phased remote sharded io, sync replica_and_ladder",
+       [](auto& c) {
+         c.execution.mode = config::ExecutionMode::kPhased;
+         c.remote = {true, true};
+         shard(c, 16);
+         c.execution.io_mode = config::IoMode::kIo;
+         c.execution.sync_pattern = config::SyncPattern::kReplicaAndLadder;
+       }},
+      {"phased remote",
+       [](auto& c) {
+         c.execution.mode = config::ExecutionMode::kPhased;
+         c.remote = {true, true};
+       }},
+      {"phased remote sharded io_overlapped",
+       [](auto& c) {
+         c.execution.mode = config::ExecutionMode::kPhased;
+         c.remote = {true, true};
+         shard(c, 16);
+         c.execution.io_mode = config::IoMode::kIoOverlapped;
+       }},
+      {"phased sharded io",
+       [](auto& c) {
+         c.execution.mode = config::ExecutionMode::kPhased;
+         shard(c, 1);
+         c.execution.io_mode = config::IoMode::kIo;
+       }},
+      {"phased remote sharded, preload",
+       [](auto& c) {
+         c.execution.mode = config::ExecutionMode::kPhased;
+         c.remote = {true, true};
+         shard(c, 16);
+         c.execution.io_schedule = config::IoSchedule::kPreload;
+       }},
+      {"phased remote, preload, io_overlapped",
+       [](auto& c) {
+         c.execution.mode = config::ExecutionMode::kPhased;
+         c.remote = {true, false};
+         c.execution.io_schedule = config::IoSchedule::kPreload;
+         c.execution.io_mode = config::IoMode::kIoOverlapped;
+       }},
+  };
+}
+
+// Each of mode_variants() applied to `ref` trains 3 steps to the bits `ref` trains to
+// (io_overlapped both with its IO thread and inline).
+void expect_every_mode_bitwise(const config::Config& ref, const std::string& what) {
+  const auto expected = run(ref, 3);
+  for (const auto& v : mode_variants()) {
+    BOOST_TEST_CONTEXT(v.name << ", " << what) {
+      config::Config c = ref;
+      v.change(c);
+      BOOST_TEST(bitwise_equal(run(c, 3), expected));
+      if (c.execution.io_mode != config::IoMode::kIoOverlapped) continue;
+      // Both ways of moving the data, whatever this machine's core count picks.
+      for (const auto how : {engine::IoOverlap::kThread, engine::IoOverlap::kInline}) {
+        BOOST_TEST_CONTEXT((how == engine::IoOverlap::kThread ? "IO thread" : "inline")) {
+          engine::EngineOptions o = options();
+          o.io_overlap = how;
+          BOOST_TEST(bitwise_equal(run(c, 3, o), expected));
         }
       }
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(sharding_modes_and_io_modes_are_bitwise_identical) {
+  for (const OptimizerCase& opt : optimizer_cases()) {
+    config::Config ref = base_config(4, 2, 3);
+    ref.training.optimizer = opt.optimizer;
+    expect_every_mode_bitwise(ref, opt.name);
+  }
+}
+
+// Layer norms (per-row statistics saved for the backward, a scale starting at 1) change
+// none of it.
+BOOST_AUTO_TEST_CASE(layer_norm_in_every_mode_is_bitwise_identical) {
+  config::Config ref = base_config(4, 2, 3);
+  add_layer_norms(ref);
+  expect_every_mode_bitwise(ref, "layer norms");
 }
 
 // Batches that fail for some (replica, accumulation step): a host load error.
@@ -412,6 +444,25 @@ BOOST_AUTO_TEST_CASE(host_loads_wait_as_the_sync_pattern_says) {
   }
 }
 
+// dp and single train on the same global batches: after 3 steps every variable agrees to
+// `tolerance` of its largest magnitude, but not bitwise (the sums run in another order).
+void expect_data_parallel(const config::Config& dp_config, const config::Config& single_config,
+                          const std::string& what, double tolerance = 2e-6) {
+  const auto dp = run(dp_config, 3);
+  const auto single = run(single_config, 3);
+  BOOST_REQUIRE_EQUAL(dp.size(), single.size());
+  double worst = 0;
+  for (std::size_t v = 0; v < dp.size(); ++v) {
+    double scale = 0;
+    for (float x : single[v]) scale = std::max(scale, double{std::abs(x)});
+    for (std::size_t i = 0; i < dp[v].size(); ++i)
+      worst = std::max(worst, std::abs(double{dp[v][i]} - single[v][i]) / std::max(scale, 1e-30));
+  }
+  BOOST_TEST_MESSAGE(what << ": largest difference relative to the variable's scale: " << worst);
+  BOOST_TEST(worst < tolerance);
+  BOOST_TEST(!bitwise_equal(dp, single));  // really a different computation
+}
+
 BOOST_AUTO_TEST_CASE(replicas_are_data_parallelism) {
   // 4 replicas x micro-batch 2 x accumulation 3 against 1 replica x micro-batch 24: the
   // same global batches, so the same weights up to float rounding. Tolerance: the
@@ -424,23 +475,20 @@ BOOST_AUTO_TEST_CASE(replicas_are_data_parallelism) {
       config::Config dp_config = base_config(4, 2, 3);
       config::Config single_config = base_config(1, 24, 1);
       dp_config.training.optimizer = single_config.training.optimizer = opt.optimizer;
-      const auto dp = run(dp_config, 3);
-      const auto single = run(single_config, 3);
-      BOOST_REQUIRE_EQUAL(dp.size(), single.size());
-      double worst = 0;
-      for (std::size_t v = 0; v < dp.size(); ++v) {
-        double scale = 0;
-        for (float x : single[v]) scale = std::max(scale, double{std::abs(x)});
-        for (std::size_t i = 0; i < dp[v].size(); ++i)
-          worst =
-              std::max(worst, std::abs(double{dp[v][i]} - single[v][i]) / std::max(scale, 1e-30));
-      }
-      BOOST_TEST_MESSAGE(opt.name << ": largest difference relative to the variable's scale: "
-                                  << worst);
-      BOOST_TEST(worst < 2e-6);
-      BOOST_TEST(!bitwise_equal(dp, single));  // really a different computation
+      expect_data_parallel(dp_config, single_config, opt.name);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(layer_norm_replicas_are_data_parallelism) {
+  // As above with layer norms. A row's statistics and the shift's gradient (a column sum
+  // of dy) are sums too, and Adam's first steps magnify a gradient's relative rounding
+  // where the gradient is small: 1e-5 (measured: 2.7e-6).
+  config::Config dp_config = base_config(4, 2, 3);
+  config::Config single_config = base_config(1, 24, 1);
+  add_layer_norms(dp_config);
+  add_layer_norms(single_config);
+  expect_data_parallel(dp_config, single_config, "layer norms", 1e-5);
 }
 
 BOOST_AUTO_TEST_CASE(dropout_is_applied_in_training) {
@@ -631,6 +679,15 @@ BOOST_AUTO_TEST_CASE(measured_equals_planned_per_phase_replica_and_class) {
          c.remote = {true, true};
          shard(c, 16);
          c.execution.io_schedule = config::IoSchedule::kPreload;
+       }},
+      {"layer norms", [](auto& c) { add_layer_norms(c); }},
+      {"layer norms, phased remote sharded io_overlapped",
+       [](auto& c) {
+         add_layer_norms(c);
+         c.execution.mode = config::ExecutionMode::kPhased;
+         c.remote = {true, true};
+         shard(c, 16);
+         c.execution.io_mode = config::IoMode::kIoOverlapped;
        }},
   };
   for (const auto& k : cases) {
@@ -872,6 +929,24 @@ BOOST_AUTO_TEST_CASE(initial_values_do_not_depend_on_r_mode_or_sharding) {
   BOOST_TEST(std::all_of(bias.begin(), bias.end(), [](float x) { return x == 0.0f; }));
 }
 
+BOOST_AUTO_TEST_CASE(a_layer_norm_starts_as_the_identity_whatever_model_init) {
+  config::Config c = base_config(2, 2, 1);
+  add_layer_norms(c);
+  c.model.init.biases_zero = false;  // normal biases: the layer norm's shift stays 0
+  shard(c, 1);
+  Engine e(planner::build_plan(c), options());
+  e.initialize();
+  for (std::int64_t g = 0; g < e.plan().variables_grouping.n_groups(); ++g) {
+    const auto scale = e.read_variable("fc1_ln.scale", g);
+    const auto shift = e.read_variable("fc1_ln.shift", g);
+    BOOST_TEST(scale.size() == 16u);
+    BOOST_TEST(std::all_of(scale.begin(), scale.end(), [](float x) { return x == 1.0f; }));
+    BOOST_TEST(std::all_of(shift.begin(), shift.end(), [](float x) { return x == 0.0f; }));
+  }
+  const auto bias = e.read_variable("fc1.bias");
+  BOOST_TEST(std::any_of(bias.begin(), bias.end(), [](float x) { return x != 0.0f; }));
+}
+
 // What initialize writes is each variable's initialiser in the plan, not a rule of the
 // engine's: a plan that asks for ones (or another normal) gets them.
 BOOST_AUTO_TEST_CASE(initial_values_are_the_plans) {
@@ -1108,6 +1183,19 @@ BOOST_AUTO_TEST_CASE(weights_and_evaluation_are_bitwise_those_without_pipelining
           BOOST_TEST(std::memcmp(&ep.loss, &ef.loss, sizeof ep.loss) == 0);
         }
       }
+}
+
+BOOST_AUTO_TEST_CASE(layer_norm_weights_are_bitwise_those_without_pipelining) {
+  for (std::int64_t S : {2, 3}) {
+    BOOST_TEST_CONTEXT("S " << S) {
+      config::Config c = pipelined(2, S);
+      add_layer_norms(c);
+      shard(c, 16);
+      config::Config plain = c;
+      plain.pipeline.stages = 1;
+      BOOST_TEST(bitwise_equal(run(c, 3), run(plain, 3)));
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(measured_memory_equals_planned_per_stage_and_replica) {
