@@ -108,7 +108,9 @@ void add_run_verbs(Tool& tool) {
                 "continue from a checkpoint file, a run folder (its newest checkpoint) or "
                 "'latest' (the newest checkpoint of runs/<config name>/latest), in a new run "
                 "folder whose run file starts with the earlier run's losses and step times; "
-                "the run ends bitwise identical to an uninterrupted one");
+                "the run ends bitwise identical to an uninterrupted one. Refused (exit 2) when "
+                "the checkpoint's config trains otherwise (the keys are named) or is past "
+                "--steps/--epochs; at the run's end, nothing is trained");
   t->add_option("--init-from", train->options.init_from,
                 "start from the weights in a safetensors file (overrides model.init_from)");
   t->add_option("--threads", train->options.n_threads,

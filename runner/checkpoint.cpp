@@ -304,14 +304,4 @@ void restore_checkpoint(engine::Engine& engine, const LoadedCheckpoint& checkpoi
   if (what == Restore::kEverything) engine.set_steps_done(checkpoint.state.step);
 }
 
-void check_checkpoint_config(const LoadedCheckpoint& checkpoint, const std::string& path,
-                             const std::string& config_name, const std::string& config_hash) {
-  if (!checkpoint.has_state || checkpoint.state.config_hash == config_hash) return;
-  throw Error(
-      "{} was trained under config '{}' (hash {}), not this one, '{}' (hash {}): its accuracy "
-      "here would not measure it. Evaluate with the config (and the --set values) that trained "
-      "it, or give --force to evaluate anyway",
-      path, checkpoint.state.config_name, checkpoint.state.config_hash, config_name, config_hash);
-}
-
 }  // namespace popkit::runner

@@ -53,14 +53,6 @@ LoadedCheckpoint read_checkpoint(const std::string& path, const planner::Plan& p
 LoadedCheckpoint check_checkpoint(engine::SafeTensorsFile file, const std::string& name,
                                   const planner::Plan& plan, Restore what);
 
-// Evaluating weights under a config other than the one that trained them gives a
-// number that looks like a result (Fashion-MNIST weights on MNIST: 7.80%), so a
-// checkpoint whose metadata names another config hash is refused unless `force`; the
-// message names both configs. A file without popkit metadata (weights from elsewhere)
-// has nothing to compare and passes.
-void check_checkpoint_config(const LoadedCheckpoint& checkpoint, const std::string& path,
-                             const std::string& config_name, const std::string& config_hash);
-
 // Writes the checkpoint's values into the engine (every group; per group or replica when
 // the checkpoint holds copies that match the plan's groups), and for kEverything the
 // Adam step counter. Throws popkit::Error naming `path` when the copies do not fit.

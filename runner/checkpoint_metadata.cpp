@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
 
@@ -72,6 +73,7 @@ void put_checkpoint_metadata(std::map<std::string, std::string>& m, const Checkp
   m["format_version"] = std::to_string(kCheckpointVersion);
   m["config_name"] = s.config_name;
   m["config_hash"] = s.config_hash;
+  if (!s.config.empty()) m["config"] = s.config;
   m["step"] = std::to_string(s.step);
   m["epoch"] = std::to_string(s.data.epoch);
   m["data_position"] = std::to_string(s.data.position);
@@ -143,6 +145,11 @@ CheckpointMetadata parse_checkpoint_metadata(const std::map<std::string, std::st
   s.config_hash = r.text("config_hash");
   if (s.config_hash.size() != 16 || !is_hex(s.config_hash))
     r.wrong("config_hash", fmt::format("'{}', not 16 hex digits", s.config_hash));
+  if (const auto it = metadata.find("config"); it != metadata.end()) {
+    const auto parsed = nlohmann::json::parse(it->second, nullptr, false);
+    if (!parsed.is_object()) r.wrong("config", "not the JSON object of a config");
+    s.config = it->second;
+  }
   CheckpointCopies& c = out.copies;
   c.replication_factor = r.integer("replication_factor", 1, kMaxMetadataCount);
   c.n_groups = r.parse_int("n_groups");

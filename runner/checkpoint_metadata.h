@@ -30,6 +30,9 @@ struct CheckpointState {
   std::int64_t n_train = 0;
   std::string config_name;
   std::string config_hash;
+  // The config as resolved (runner/resolved_config.h), as JSON text: what a resume
+  // compares key by key (runner/config_match.h). "" in checkpoints older than it.
+  std::string config;
 };
 
 // How the variables are stored: "one" value each, or one per "group" or "replica"

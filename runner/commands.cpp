@@ -117,6 +117,13 @@ EvalCommand with_run_folder(EvalCommand command) {
 
 void print_train_summary(std::ostream& out, const TrainResult& r) {
   const auto& rec = r.record;
+  if (!r.nothing_to_train.empty()) {
+    out << fmt::format(
+        "nothing to train: {} is at step {}, the end of this run ({}); no run folder was made. "
+        "Give more steps or epochs to train on\n",
+        r.checkpoint, r.steps, r.nothing_to_train);
+    return;
+  }
   // A resumed run: this process's steps over this process's time, the run's total apart.
   const char* status = r.interrupted ? "interrupted" : "trained";
   if (r.first_step > 0)
@@ -159,6 +166,7 @@ nlohmann::json train_summary_json(const TrainResult& r) {
   nlohmann::json j = {
       {"name", rec.name},
       {"interrupted", r.interrupted},
+      {"nothing_to_train", !r.nothing_to_train.empty()},
       {"steps", r.steps},
       {"steps_this_process", r.steps - r.first_step},
       {"resumed_at_step", r.first_step},

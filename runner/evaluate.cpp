@@ -8,6 +8,7 @@
 #include "engine/runtime/world.h"
 #include "runner/agreement.h"
 #include "runner/checkpoint.h"
+#include "runner/config_match.h"
 #include "runner/outputs.h"
 #include "runner/resolved_config.h"
 #include "runner/run_measurements.h"
@@ -59,8 +60,7 @@ EvalOutcome evaluate_agreed(const config::Config& config, const EvalOptions& opt
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
   check_dataset(test_set, planned);
   check_test_set(test_set);
-  if (!options.force)
-    check_checkpoint_config(ckpt, options.checkpoint, config.name, config_hash(config));
+  if (!options.force) check_eval_config(ckpt, options.checkpoint, config);
   agreement.reached();
   engine::Engine engine(std::move(planned), engine_options(config, options.n_threads));
   const planner::Plan& plan = engine.plan();

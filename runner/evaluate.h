@@ -22,7 +22,7 @@ struct EvalOptions {
   std::string checkpoint;  // required
   std::string run_file;    // "" = do not write one
   int n_threads = 0;
-  bool force = false;  // evaluate a checkpoint of another config (check_checkpoint_config)
+  bool force = false;  // evaluate a checkpoint of another config (runner/config_match.h)
 };
 
 struct EvalOutcome {

@@ -14,12 +14,14 @@
 #include "runner/agreement.h"
 #include "runner/calibrate.h"
 #include "runner/checkpoint.h"
+#include "runner/config_match.h"
 #include "runner/evaluate.h"
 #include "runner/metrics_log.h"
 #include "runner/outputs.h"
 #include "runner/placement.h"
 #include "runner/resolved_config.h"
 #include "runner/run_dir.h"
+#include "runner/run_length.h"
 #include "runner/run_measurements.h"
 #include "runner/run_setup.h"
 
@@ -33,35 +35,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-struct Limits {
-  std::optional<std::int64_t> steps;
-  std::optional<std::int64_t> epochs;
-};
-
-Limits limits_of(const config::Config& config, const TrainOptions& options) {
-  if (options.steps || options.epochs) return {options.steps, options.epochs};
-  Limits l{config.training.steps, config.training.epochs};
-  if (!l.steps && !l.epochs) l.epochs = 1;
-  return l;
-}
-
-// Steps at which the run will stop, counted from `step` at position `data`.
-std::int64_t total_steps(const Limits& l, std::int64_t step, DataPosition data,
-                         std::int64_t steps_per_epoch, std::int64_t global_batch) {
-  std::int64_t total = std::numeric_limits<std::int64_t>::max();
-  if (l.epochs) {
-    // Saturating: --epochs near 2^63 runs until stopped; it does not wrap around.
-    std::int64_t epoch_steps = 0, end = 0;
-    const bool overflow =
-        __builtin_mul_overflow(*l.epochs - data.epoch, steps_per_epoch, &epoch_steps) ||
-        __builtin_add_overflow(
-            step, std::max<std::int64_t>(0, epoch_steps - data.position / global_batch), &end);
-    if (!overflow) total = end;
-  }
-  if (l.steps) total = std::min(total, *l.steps);
-  return std::max(total, step);
-}
-
 // What a run decides and reads before its ranks work together: its plans, what it
 // continues from, its folders (rank 0 holds them: `folder`; every rank knows `paths`),
 // its checkpoints and its data. Until the run's set-up has succeeded, destroying it
@@ -69,7 +42,10 @@ std::int64_t total_steps(const Limits& l, std::int64_t step, DataPosition data,
 struct Prepared {
   planner::Plan eval_planned;
   planner::Plan planned;
+  Limits limits;
   ResumePoint resume_point;
+  bool at_end = false;      // resumed from a checkpoint at the run's end: nothing to train
+  std::string config_note;  // how the resumed checkpoint's config differs, if it does
   std::string init_from;
   std::optional<LoadedCheckpoint> resumed, initial;
   std::optional<RunFolder> folder;
@@ -110,10 +86,15 @@ void prepare(Prepared& p, engine::World& world, const config::Config& config,
                      }).get<ResumePoint>();
   const std::string& resume = p.resume_point.checkpoint;
   p.init_from = !options.init_from.empty() ? options.init_from : config.model.init_from;
-  if (!resume.empty())
+  p.limits = limits_of(config, options.steps, options.epochs);
+  if (!resume.empty()) {
     p.resumed = read_checkpoint(resume, p.planned, Restore::kEverything);
-  else if (!p.init_from.empty())
+    p.config_note = check_resume_config(*p.resumed, resume, config);
+    p.at_end = resumed_at_end(p.resumed->state, p.limits, resume, config);
+    if (p.at_end) return;
+  } else if (!p.init_from.empty()) {
     p.initial = read_checkpoint(p.init_from, p.planned, Restore::kWeights);
+  }
 
   // Outputs next: a path that cannot be written fails before any data is read.
   decide_outputs(world, config, options, p);
@@ -138,6 +119,7 @@ void prepare(Prepared& p, engine::World& world, const config::Config& config,
   check_test_set(p.test_set);
   const planner::Plan& planned = p.planned;
   const std::int64_t g = planned.global_batch_size;
+  if (p.resumed) check_resumed_position(p.resumed->state, train_set.n, g, resume);
   p.steps_per_epoch = batches_per_epoch(train_set.n, g);
   if (p.steps_per_epoch == 0)
     throw Error(
@@ -260,27 +242,15 @@ void Steps::restore() {
   state_.n_train = train_set.n;
   state_.config_name = config_.name;
   state_.config_hash = config_hash(config_);
+  state_.config = resolved_config_json(config_).dump();
   const std::string& resume = p_.resume_point.checkpoint;
   if (p_.resumed) {
     const LoadedCheckpoint& ckpt = *p_.resumed;
     restore_checkpoint(engine_, ckpt, resume, Restore::kEverything);
     state_.step = ckpt.state.step;
     state_.data = ckpt.state.data;
-    state_.shuffle = ckpt.state.shuffle;
-    state_.shuffle_seed = ckpt.state.shuffle_seed;
-    if (ckpt.state.config_hash != state_.config_hash)
-      progress_.note(
-          fmt::format("note: {} was written under a different config (hash {}, this "
-                      "one {}); continuing from its state",
-                      resume, ckpt.state.config_hash, state_.config_hash));
-    if (ckpt.state.n_train != train_set.n)
-      progress_.note(
-          fmt::format("note: {} was taken over {} training samples, this dataset has "
-                      "{}: the data order differs from the original run's",
-                      resume, ckpt.state.n_train, train_set.n));
+    if (!p_.config_note.empty()) progress_.note(p_.config_note);
     p_.resumed.reset();  // its tensors are in the engine now
-    // A different global batch may leave less than a batch in the epoch.
-    if (state_.data.position + g_ > train_set.n) state_.data = {state_.data.epoch + 1, 0};
     progress_.note(fmt::format("resuming from {} at step {} (epoch {}, sample {} of the epoch)",
                                resume, state_.step, state_.data.epoch + 1, state_.data.position));
     history_ = earlier_history(p_.resume_point.run_dir, state_.step);
@@ -293,7 +263,7 @@ void Steps::restore() {
 }
 
 void Steps::begin() {
-  limits_ = limits_of(config_, options_);
+  limits_ = p_.limits;
   first_step_ = state_.step;
   total_ = total_steps(limits_, state_.step, state_.data, p_.steps_per_epoch, g_);
   const std::string& resume = p_.resume_point.checkpoint;
@@ -415,6 +385,19 @@ TrainResult Steps::finish() {
   return std::move(result_);
 }
 
+// A run resumed from a checkpoint at its end: nothing trained, no folder made.
+TrainResult at_end_result(const config::Config& config, const Prepared& p) {
+  TrainResult result;
+  const CheckpointState& s = p.resumed->state;
+  result.nothing_to_train = describe(p.limits, config);
+  result.steps = s.step;
+  result.first_step = s.step;
+  result.data = s.data;
+  result.checkpoint = p.resume_point.checkpoint;
+  result.record.name = config.name;
+  return result;
+}
+
 TrainResult train_agreed(const config::Config& config, const TrainOptions& options,
                          Progress& progress, SetupAgreement& agreement);
 
@@ -438,6 +421,10 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   const bool writer = world.rank() == 0;
   Prepared p;
   prepare(p, world, config, options, progress);
+  if (p.at_end) {
+    agreement.reached();
+    return at_end_result(config, p);
+  }
 
   // From here the ranks work together: a failure ends them all (poprun's MPI_Abort).
   agreement.reached();

@@ -42,7 +42,8 @@ struct TrainOptions {
   bool force = false;                 // write into a folder that holds an earlier run
   std::int64_t checkpoint_every = 0;  // optimizer steps; 0 = only at the end
   // What to continue from: a checkpoint, a run folder (its newest checkpoint) or
-  // "latest" (the newest checkpoint of runs/<config name>/latest).
+  // "latest" (the newest checkpoint of runs/<config name>/latest). It must be of the same
+  // training (runner/config_match.h) and not past the limits (runner/run_length.h).
   std::string resume;
   std::string init_from;  // starting weights; "" = the config's model.init_from
   // The command line that started the run (the tool's name first), for the run folder.
@@ -59,6 +60,9 @@ struct TrainResult {
   std::int64_t first_step = 0;  // the step this process started from (> 0: resumed)
   DataPosition data;            // where the next step would start
   bool interrupted = false;
+  // Resumed from a checkpoint at the run's end: what ends it ("--steps 10"); nothing was
+  // trained and no run folder made. "" for a run that trained.
+  std::string nothing_to_train;
   double last_loss = 0.0;
   std::optional<engine::EvalResult> test;          // at the end (none when interrupted)
   std::vector<std::uint64_t> measured_peak_bytes;  // per replica

@@ -108,16 +108,6 @@ std::string write_raw_safetensors(const fs::path& path, std::string header,
   return path.string();
 }
 
-// Rewrites the checkpoint at `path` through `change`, with a checksum that fits again:
-// what a buggy writer (not a damaged file) would leave.
-template <typename F>
-void rewrite_checkpoint(const std::string& path, F&& change) {
-  auto file = engine::read_safetensors(path);
-  change(file);
-  file.metadata["checksum"] = fmt::format("{:08x}", checkpoint_checksum(file));
-  engine::write_safetensors(path, file);
-}
-
 void set_float(engine::SafeTensor& t, std::size_t i, float value) {
   BOOST_REQUIRE(t.dtype == "F32");
   std::memcpy(t.data.data() + 4 * i, &value, 4);
@@ -428,6 +418,8 @@ BOOST_AUTO_TEST_CASE(metadata_out_of_range_is_refused) {
       {{{"copies", "some"}}, "'copies' is 'some', not one, group or replica"},
       {{{"n_copies", "2"}}, "'n_copies' is 2, but copies 'one' means 1"},
       {{{"copies", "replica"}}, "'n_copies' is 1, but copies 'replica' means 2"},
+      {{{"config", "[1]"}}, "'config' is not the JSON object of a config"},
+      {{{"config", "{"}}, "'config' is not the JSON object of a config"},
       {{{"format_version", "0"}}, "'format_version' is 0, out of range 1 to 1"},
       {{{"config_hash", "xyz"}}, "'config_hash' is 'xyz', not 16 hex digits"},
   };

@@ -15,6 +15,8 @@
 
 #include "base/error.h"
 #include "config/yaml/load.h"
+#include "engine/io/safetensors.h"
+#include "runner/checkpoint.h"
 #include "runner/evaluate.h"
 #include "runner/progress.h"
 #include "runner/trainer.h"
@@ -65,6 +67,16 @@ inline std::vector<char> file_bytes(const fs::path& path) {
 inline void write_bytes(const fs::path& path, const std::vector<char>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Rewrites the checkpoint at `path` through `change`, with a checksum that fits again:
+// what a buggy writer or a forger (not a damaged file) would leave.
+template <typename F>
+void rewrite_checkpoint(const std::string& path, F&& change) {
+  auto file = engine::read_safetensors(path);
+  change(file);
+  file.metadata["checksum"] = fmt::format("{:08x}", checkpoint_checksum(file));
+  engine::write_safetensors(path, file);
 }
 
 // Trains with progress and notes into `log`.

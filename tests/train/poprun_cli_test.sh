@@ -37,10 +37,10 @@ grep -qE "^r/checkpoint-step3.safetensors on the 128 test samples: loss [0-9.]+,
 [ -f e/eval.json ] || fail "eval --out wrote nothing"
 
 # A checkpoint of another config (here: another seed) is refused, naming both configs'
-# hashes, unless --force.
+# hashes and the key that differs, unless --force.
 out=$(poprun eval "$config" --checkpoint r/checkpoint-step3.safetensors --set training.seed=8 2>&1)
 [ $? = 1 ] || fail "eval of another config's checkpoint did not exit 1: $out"
-grep -qE "^poprun: error: r/checkpoint-step3.safetensors was trained under config 'tiny' \(hash [0-9a-f]{16}\), not this one, 'tiny' \(hash [0-9a-f]{16}\): .* give --force to evaluate anyway$" <<<"$out" \
+grep -qE "^poprun: error: r/checkpoint-step3.safetensors was trained under config 'tiny' \(hash [0-9a-f]{16}\), not this one, 'tiny' \(hash [0-9a-f]{16}\), which differs in training.seed \(7 there, 8 here\): .* give --force to evaluate anyway$" <<<"$out" \
   || fail "eval refusal message: $out"
 poprun eval "$config" --checkpoint r/checkpoint-step3.safetensors --set training.seed=8 --force >/dev/null \
   || fail "eval --force refused"

@@ -88,6 +88,19 @@ assert f["run_dir"] == sys.argv[3] and f["step"] == 6, f
 assert f["checkpoint"] == sys.argv[3] + "/checkpoint-step6.safetensors", f
 PY
 check_metrics "runs/tiny/$third" 6
+# A resume continues the same training: a checkpoint of another config, or a limit below
+# the checkpoint's step, is refused (exit 2) with latest and the folders as they were; at
+# the run's end nothing is trained, and no folder is made.
+folders=$(ls runs/tiny)
+expect 2 "poprun: error: runs/tiny/$third/checkpoint-step10.safetensors was written under another config: training.optimizer.lr (0.01 there, 0.5 here)" \
+  -- poprun train "$config" --steps 12 --resume latest --set training.optimizer.lr=0.5
+expect 2 "poprun: error: runs/tiny/$third/checkpoint-step10.safetensors is at step 10, past this run's end (--steps 2)" \
+  -- poprun train "$config" --steps 2 --resume latest
+out=$(poprun train "$config" --steps 10 --resume latest 2>&1) || fail "resume at the end: $out"
+grep -qxF "nothing to train: runs/tiny/$third/checkpoint-step10.safetensors is at step 10, the end of this run (--steps 10); no run folder was made. Give more steps or epochs to train on" <<<"$out" \
+  || fail "resume at the end: $out"
+[ "$(ls runs/tiny)" = "$folders" ] && [ "$(readlink runs/tiny/latest)" = "$third" ] \
+  || fail "refused or empty resumes changed runs/tiny: $(ls -l runs/tiny)"
 # popreport reads the whole run: 10 steps, and says where it resumed.
 report=$(popreport throughput "runs/tiny/$third/run.json") || fail "popreport throughput: $report"
 grep -qF "10 steps, the first 2 not counted (warm-up)" <<<"$report" || fail "throughput: $report"
@@ -109,6 +122,16 @@ expect 2 "poprun: error: --run-dir from-dir holds an earlier run (run.json, metr
   -- poprun train "$config" --steps 2 --run-dir from-dir
 expect 2 "or give --force" -- poprun train "$config" --steps 2 -o from-dir/run.json
 poprun train "$config" --steps 2 --run-dir from-dir --force -q || fail "--force"
+# --force leaves nothing of the earlier run to resume: from-dir's step-8 checkpoint (of
+# another lr here) is gone, so --resume from-dir continues the forced run.
+poprun train "$config" --steps 3 --run-dir from-dir --force --set training.optimizer.lr=0.5 -q \
+  || fail "--force with another lr"
+[ "$(ls from-dir | grep -c checkpoint-step)" = 1 ] || fail "--force left: $(ls from-dir)"
+out=$(poprun train "$config" --steps 5 --resume from-dir --set training.optimizer.lr=0.5 --run-dir after-force 2>&1) \
+  || fail "--resume of the forced folder: $out"
+grep -qF "resuming from from-dir/checkpoint-step3.safetensors at step 3" <<<"$out" || fail "after --force: $out"
+expect 2 "from-dir/checkpoint-step3.safetensors was written under another config: training.optimizer.lr (0.5 there, 0.01 here)" \
+  -- poprun train "$config" --steps 5 --resume from-dir --run-dir after-force-2
 expect 1 "poprun: error: --resume latest: runs/other/latest does not exist" \
   -- poprun train "$config" --set name=other --resume latest
 

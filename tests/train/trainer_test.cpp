@@ -193,6 +193,98 @@ BOOST_AUTO_TEST_CASE(resumes_under_another_replication_factor) {
   BOOST_TEST(worst < 1e-3f);
 }
 
+// A resume continues the same training: a checkpoint of a config that trains otherwise
+// is refused before any folder is made, naming the keys that differ (the global batch
+// too) and the config beside it.
+BOOST_AUTO_TEST_CASE(refuses_a_checkpoint_of_another_training) {
+  const auto dir = scratch("resume_other_training");
+  const TrainResult part = run(tiny_config(), steps(4), dir / "a");
+  TrainOptions more = steps(8);
+  more.resume = part.checkpoint;
+  const std::string why = error_of([&] {
+    run(tiny_config({"training.optimizer.lr=0.5", "data.synthetic_noise=0.2"}), more, dir / "b");
+  });
+  BOOST_TEST(why == part.checkpoint +
+                        " was written under another config: data.synthetic_noise (1.5 there, 0.2 "
+                        "here), training.optimizer.lr (0.01 there, 0.5 here); a resumed run "
+                        "continues the same training (only how long it runs, where tensors live "
+                        "and how replicas split the global batch may change): resume with the "
+                        "config that wrote it (" +
+                        (dir / "a" / "config.yaml").string() +
+                        "), or start from its weights alone with --init-from " + part.checkpoint,
+             why);
+  BOOST_TEST(!fs::exists(dir / "b"));
+  const std::string why2 =
+      error_of([&] { run(tiny_config({"training.micro_batch_size=16"}), more, dir / "b"); });
+  BOOST_TEST(why2.find(" was written under another config: the global batch (micro_batch_size x "
+                       "gradient_accumulation x replication.factor) (32 there, 64 here); ") !=
+                 std::string::npos,
+             why2);
+}
+
+// Steps and epochs count the whole run: a limit below the checkpoint is refused; at it,
+// nothing is trained and no folder is made.
+BOOST_AUTO_TEST_CASE(a_limit_below_or_at_the_checkpoint) {
+  const auto c = tiny_config();
+  const auto dir = scratch("resume_limits");
+  const TrainResult part = run(c, steps(kStepsPerEpoch), dir / "a");
+  TrainOptions fewer = steps(5);
+  fewer.resume = part.checkpoint;
+  BOOST_TEST(error_of([&] { run(c, fewer, dir / "b"); }) ==
+             part.checkpoint +
+                 " is at step 16, past this run's end (--steps 5): steps and epochs count the "
+                 "whole run, a resumed one too: give more to train on");
+  BOOST_TEST(!fs::exists(dir / "b"));
+  for (const auto& [limit, said] :
+       {std::pair{steps(kStepsPerEpoch), "--steps 16"}, std::pair{TrainOptions{}, ""}}) {
+    TrainOptions same = limit;
+    same.resume = part.checkpoint;
+    if (!same.steps) same.epochs = 1;
+    const TrainResult done = run(c, same, dir / "c");
+    BOOST_TEST(done.nothing_to_train == (*said ? said : "--epochs 1"));
+    BOOST_TEST(done.steps == kStepsPerEpoch);
+    BOOST_TEST(done.first_step == kStepsPerEpoch);
+    BOOST_TEST(done.run_file.empty());
+    BOOST_TEST(!fs::exists(dir / "c"));
+  }
+  // The config's two epochs go on from there.
+  TrainOptions on;
+  on.resume = part.checkpoint;
+  BOOST_TEST(run(c, on, dir / "d").steps == 2 * kStepsPerEpoch);
+}
+
+// A checkpoint's step is where its epoch and position put it, over the data it claims:
+// one forged to step 1,000,000 at epoch 0, or taken over another number of samples, is
+// refused before anything is trained.
+BOOST_AUTO_TEST_CASE(a_checkpoint_stands_where_its_schedule_puts_it) {
+  const auto c = tiny_config();
+  const auto dir = scratch("resume_forged");
+  const TrainResult part = run(c, steps(5), dir / "a");
+  const std::string forged = (dir / "forged.safetensors").string();
+  const auto forge = [&](const std::string& key, const std::string& value) {
+    fs::copy_file(part.checkpoint, forged, fs::copy_options::overwrite_existing);
+    rewrite_checkpoint(forged, [&](engine::SafeTensorsFile& f) { f.metadata[key] = value; });
+    TrainOptions o = steps(2000000);
+    o.resume = forged;
+    return error_of([&] { run(c, o, dir / "b"); });
+  };
+  BOOST_TEST(forge("step", "1000000") ==
+             forged +
+                 ": its metadata says step 1000000 at epoch 1, sample 160 of the epoch, but a run "
+                 "of 16 global batches of 32 an epoch is there at step 5: no run of this data "
+                 "and batch wrote it");
+  BOOST_TEST(forge("data_position", "150") ==
+             forged +
+                 ": its metadata says step 5 at epoch 1, sample 150 of the epoch, but a run of 16 "
+                 "global batches of 32 an epoch never stands there: no run of this data and "
+                 "batch wrote it");
+  BOOST_TEST(forge("n_train", "1024") ==
+             forged +
+                 " was taken over 1024 training samples, but this dataset has 512: the order of "
+                 "the samples would not be its run's; resume on the data it was trained on");
+  BOOST_TEST(!fs::exists(dir / "b"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(trainer)
