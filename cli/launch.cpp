@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "cli/mpirun_output.h"
 #include "engine/runtime/world.h"
 
 #ifndef POPKIT_MPIEXEC
@@ -56,6 +58,56 @@ bool is_launch_option_with_value(std::string_view arg) {
   return arg.starts_with("--processes=") || arg.starts_with("--hostfile=");
 }
 
+// Passes mpirun's error stream on through `err` until mpirun exits and the stream is
+// drained (a process it left behind may hold the pipe open: it is not waited for).
+pid_t pass_on_until_exit(pid_t pid, int fd, MpirunStderr& err, int& status) {
+  char buffer[4096];
+  pid_t done = 0;
+  while (true) {
+    pollfd readable{fd, POLLIN, 0};
+    const int ready = poll(&readable, 1, 200);
+    if (ready > 0) {
+      const ssize_t n = read(fd, buffer, sizeof buffer);
+      if (n > 0) {
+        err.feed(std::string_view(buffer, static_cast<std::size_t>(n)));
+        continue;
+      }
+      if (n == 0 || errno != EINTR) break;  // the stream ended
+    }
+    if (done == 0 && (done = waitpid(pid, &status, WNOHANG)) != 0) {
+      // Exited (or failed): what it wrote is in the pipe, read without waiting for more.
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+      for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;)
+        err.feed(std::string_view(buffer, static_cast<std::size_t>(n)));
+      break;
+    }
+  }
+  err.finish();
+  while (done == 0 && (done = waitpid(pid, &status, 0)) < 0 && errno == EINTR) done = 0;
+  return done;
+}
+
+// The launcher's exit code: mpirun's when it is one of poprun's (0, 1, 2, 130); a rank
+// killed by a signal, or mpirun failing on its own (its message passed on above), is a
+// run-time failure, said here.
+int exit_code_of(int status, bool mpirun_said_something) {
+  if (WIFSIGNALED(status)) {
+    std::cerr << fmt::format("poprun: error: mpirun was killed by signal {} ({})\n",
+                             WTERMSIG(status), strsignal(WTERMSIG(status)));
+    return 1;
+  }
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  if (code == 0 || code == 1 || code == 2 || code == 130) return code;
+  // mpirun reports a rank killed by a signal as 128 + the signal.
+  if (code > 128 && code - 128 <= SIGRTMAX)
+    std::cerr << fmt::format("poprun: error: a rank was killed by signal {} ({})\n", code - 128,
+                             strsignal(code - 128));
+  else
+    std::cerr << fmt::format("poprun: error: mpirun could not run the ranks (exit code {}){}\n",
+                             code, mpirun_said_something ? "; its message is above" : "");
+  return 1;
+}
+
 }  // namespace
 
 bool wants_ranks(const Launch& launch) {
@@ -65,6 +117,14 @@ bool wants_ranks(const Launch& launch) {
         "--processes {} under mpirun: mpirun started this process as a rank already; leave "
         "out --processes, or run `poprun ... --processes {}` without mpirun",
         launch.processes, launch.processes);
+  if (!launch.hostfile.empty()) {
+    // mpirun's own refusal of a hostfile it cannot read is long and vague; say it here.
+    const int fd = open(launch.hostfile.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      throw Error("--hostfile {}: {}: give mpirun's hostfile, a host per line (docs/multi-host.md)",
+                  launch.hostfile, std::strerror(errno));
+    close(fd);
+  }
   if (!engine::mpi_built_in())
     throw Error(
         "--processes {}: this poprun was built without MPI; install libopenmpi-dev and "
@@ -83,10 +143,11 @@ std::vector<std::string> mpirun_command(const Launch& launch,
   } else if (launch.processes > static_cast<int>(std::thread::hardware_concurrency())) {
     command.emplace_back("--oversubscribe");
   }
-  // The ranks read no terminal input (a process group of its own must not try to), and
-  // speak for themselves: a rank's error is printed by poprun with its rank, and the
-  // launcher names a signal that killed one; OpenMPI's boxes would only repeat it.
-  command.insert(command.end(), {"--stdin", "none", "--quiet"});
+  // The ranks read no terminal input (a process group of its own must not try to). They
+  // speak for themselves (a rank's error is printed by poprun with its rank), so the
+  // launcher takes out OpenMPI's boxes that repeat it, and passes on mpirun's own
+  // messages, which --quiet would hide (cli/mpirun_output.h).
+  command.insert(command.end(), {"--stdin", "none"});
   // The ranks run this very binary (on other hosts, at the same path).
   std::error_code error;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
@@ -106,14 +167,18 @@ int run_ranks(const std::vector<std::string>& command) {
   std::vector<char*> argv;
   for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
-  // A pipe closed on exec tells the parent whether exec worked.
-  int status_pipe[2];
-  if (pipe2(status_pipe, O_CLOEXEC) != 0) throw Error("pipe: {}", std::strerror(errno));
+  // A pipe closed on exec tells the parent whether exec worked; another carries mpirun's
+  // error stream (the ranks' too) through the filter.
+  int status_pipe[2], err_pipe[2];
+  if (pipe2(status_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
+    throw Error("pipe: {}", std::strerror(errno));
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw Error("fork: {}", std::strerror(errno));
   if (pid == 0) {
     close(status_pipe[0]);
+    close(err_pipe[0]);
+    dup2(err_pipe[1], STDERR_FILENO);
     setpgid(0, 0);
     // mpirun goes (and takes its ranks) when the launcher dies.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -125,12 +190,14 @@ int run_ranks(const std::vector<std::string>& command) {
   }
   setpgid(pid, pid);
   close(status_pipe[1]);
+  close(err_pipe[1]);
   int exec_error = 0;
   ssize_t got = 0;
   while ((got = read(status_pipe[0], &exec_error, sizeof exec_error)) < 0 && errno == EINTR) {
   }
   close(status_pipe[0]);
   if (got == sizeof exec_error) {
+    close(err_pipe[0]);
     waitpid(pid, nullptr, 0);
     throw Error("cannot run {}: {} (set POPKIT_MPIRUN to mpirun's path)", command[0],
                 std::strerror(exec_error));
@@ -145,23 +212,15 @@ int run_ranks(const std::vector<std::string>& command) {
   }, old_term{};
   sigaction(SIGINT, &action, &old_int);
   sigaction(SIGTERM, &action, &old_term);
+  MpirunStderr err(STDERR_FILENO);
   int status = 0;
-  pid_t done = 0;
-  while ((done = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
-  }
+  const pid_t done = pass_on_until_exit(pid, err_pipe[0], err, status);
+  close(err_pipe[0]);
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   g_mpirun = 0;
   if (done < 0) throw Error("waiting for {}: {}", command[0], std::strerror(errno));
-  const int code = WIFEXITED(status)     ? WEXITSTATUS(status)
-                   : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-                                         : 1;
-  // mpirun reports a rank killed by a signal as 128 + the signal; 130 is poprun's own
-  // stop, and it said so.
-  if (code > 128 && code != 130)
-    std::cerr << fmt::format("poprun: error: a rank was killed by signal {} ({})\n", code - 128,
-                             strsignal(code - 128));
-  return code;
+  return exit_code_of(status, err.said_anything());
 }
 
 }  // namespace popkit::cli

@@ -19,7 +19,7 @@ struct Launch {
 };
 
 // Whether `launch` asks for ranks. Throws popkit::Error (exit 2) when it cannot be done:
-// a build without MPI, or a process that mpirun started already.
+// a build without MPI, a process that mpirun started already, a hostfile not readable.
 [[nodiscard]] bool wants_ranks(const Launch& launch);
 
 // The mpirun command line that runs this poprun command as `launch.processes` ranks:
@@ -29,7 +29,9 @@ struct Launch {
 [[nodiscard]] std::vector<std::string> mpirun_command(const Launch& launch,
                                                       const std::vector<std::string>& arguments);
 
-// Runs the command and returns its exit code (128 + the signal when it was killed).
+// Runs the command, its error stream passed on without OpenMPI's boxes that repeat a
+// rank's error (cli/mpirun_output.h), and returns its exit code when it is poprun's (0,
+// 1, 2, 130); else 1, saying why (a rank killed by a signal, mpirun failing on its own).
 int run_ranks(const std::vector<std::string>& command);
 
 }  // namespace popkit::cli

@@ -36,6 +36,11 @@ class SetupAgreement {
   // This rank's set-up succeeded: returns when every rank's did, else throws AgreedError
   // (silent here: the failing rank prints).
   void reached();
+  // Every rank's set-up so far succeeded, or throws AgreedError as reached() does: called
+  // before a collective (rank 0 deciding for all, ranks comparing) that follows work that
+  // may fail on one rank alone, so a failed rank, meeting the others in fail(), never
+  // meets them in that collective instead.
+  void sync();
   // Called from a catch block after this rank's set-up failed before reached(): meets
   // the others' reached() and throws AgreedError with the current exception's message,
   // printed by the lowest failing rank, every rank exiting with its code (2 for

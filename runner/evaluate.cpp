@@ -49,8 +49,13 @@ EvalOutcome evaluate_agreed(const config::Config& config, const EvalOptions& opt
                             SetupAgreement& agreement) {
   engine::World& world = engine::process_world();
   const bool writer = world.rank() == 0;
+  check_ranks_agree(world,
+                    {{"--checkpoint", options.checkpoint},
+                     {"-o/--output", options.run_file},
+                     {"--force", options.force ? "given" : ""}},
+                    "the command line");
   planner::Plan planned = plan_of(config, planner::Program::kEval);
-  (void)engine::hosted_replicas(planned.replication_factor, world.rank(), world.size());
+  check_ranks_host(planned, world);
   if (!options.run_file.empty() && writer) {
     check_run_file_path(options.run_file);
     remove_stale_temporaries(std::nullopt, options.run_file);

@@ -10,6 +10,7 @@
 #include "base/units.h"
 #include "planner/build.h"
 #include "planner/host_memory.h"
+#include "runner/agreement.h"
 
 namespace popkit::runner {
 
@@ -66,6 +67,19 @@ void check_host_memory(const planner::Plan& plan, const planner::Plan* eval,
   if (const std::string why = planner::host_memory_problem(need, planner::available_host_memory());
       !why.empty())
     throw Error("{}; POPKIT_HOST_MEMORY=SIZE overrides what poprun takes as available", why);
+}
+
+void check_ranks_host(const planner::Plan& plan, const engine::World& world) {
+  try {
+    (void)engine::hosted_replicas(plan.replication_factor, world.rank(), world.size());
+  } catch (const Error& e) {
+    throw InputRefused(e.what());
+  }
+  if (world.size() > 1 && plan.pipeline && plan.pipeline->stages.size() > 1)
+    throw InputRefused(
+        "the plan of '{}' is pipelined ({} stages): its stage workers run as threads of one "
+        "process, not over {} ranks; run it in one process (without --processes or mpirun)",
+        plan.name, plan.pipeline->stages.size(), world.size());
 }
 
 }  // namespace popkit::runner

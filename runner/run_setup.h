@@ -6,6 +6,7 @@
 
 #include "config/config.h"
 #include "engine/engine.h"
+#include "engine/runtime/world.h"
 #include "planner/plan.h"
 
 namespace popkit::runner {
@@ -26,6 +27,12 @@ void check_dataset(const engine::Dataset& data, const planner::Plan& plan);
 
 // Evaluation needs a sample to average over: an empty test set would report 0/0.
 void check_test_set(const engine::Dataset& test);
+
+// The ranks of this process's world can host the plan: each the same share of the
+// replicas (the rank count divides replication.factor), and a pipelined plan in one
+// process (its stage workers are threads of it, as the engine requires). Otherwise
+// InputRefused (exit 2) on every rank, before any folder is made.
+void check_ranks_host(const planner::Plan& plan, const engine::World& world);
 
 // Refuses, before anything large is allocated, a run this machine cannot hold: the
 // datasets' sizes come from the config or the IDX headers, the rest from the plans

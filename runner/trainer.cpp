@@ -71,13 +71,32 @@ void decide_outputs(engine::World& world, const config::Config& config, const Tr
             }).get<RunPaths>();
 }
 
+// What decides the run, as every rank must have it alike (runner/agreement.h).
+std::vector<Setting> run_settings(const TrainOptions& o) {
+  const auto number = [](const std::optional<std::int64_t>& v) {
+    return v ? std::to_string(*v) : std::string();
+  };
+  return {{"--steps", number(o.steps)},
+          {"--epochs", number(o.epochs)},
+          {"--checkpoint-every", o.checkpoint_every > 0 ? std::to_string(o.checkpoint_every) : ""},
+          {"--resume", o.resume},
+          {"--init-from", o.init_from},
+          {"--run-dir", o.run_dir},
+          {"-o/--output", o.write_run_file ? o.run_file : "(none)"},
+          {"--checkpoint-dir", o.checkpoint_dir},
+          {"--force", o.force ? "given" : ""}};
+}
+
+// Every collective here (rank 0 deciding, ranks comparing) follows either work that is
+// the same on every rank or agreement.sync(), so a rank that failed alone meets the
+// others in the agreement, never in the collective.
 void prepare(Prepared& p, engine::World& world, const config::Config& config,
-             const TrainOptions& options, Progress& progress) {
+             const TrainOptions& options, Progress& progress, SetupAgreement& agreement) {
   const bool writer = world.rank() == 0;
+  check_ranks_agree(world, run_settings(options), "the command line");
   p.eval_planned = plan_of(config, planner::Program::kEval);
   p.planned = plan_of(config, planner::Program::kTrain, &p.eval_planned);
-  (void)engine::hosted_replicas(p.planned.replication_factor, world.rank(), world.size());
-  check_host_memory(p.planned, &p.eval_planned, config);
+  check_ranks_host(p.planned, world);
 
   // What to continue from, and its checkpoint: a bad one fails before any folder is made.
   if (!options.resume.empty())
@@ -87,13 +106,24 @@ void prepare(Prepared& p, engine::World& world, const config::Config& config,
   const std::string& resume = p.resume_point.checkpoint;
   p.init_from = !options.init_from.empty() ? options.init_from : config.model.init_from;
   p.limits = limits_of(config, options.steps, options.epochs);
-  if (!resume.empty()) {
+  if (!resume.empty())
     p.resumed = read_checkpoint(resume, p.planned, Restore::kEverything);
+  else if (!p.init_from.empty())
+    p.initial = read_checkpoint(p.init_from, p.planned, Restore::kWeights);
+  check_host_memory(p.planned, &p.eval_planned, config);
+  agreement.sync();
+  if (p.resumed) {
+    // Every rank continues from the same file (ranks on several hosts read their own).
+    const auto& metadata = p.resumed->file.metadata;
+    const auto checksum = metadata.find("checksum");
+    check_ranks_agree(world,
+                      {{"the step of " + resume, std::to_string(p.resumed->state.step)},
+                       {"the checksum of " + resume,
+                        checksum == metadata.end() ? std::string() : checksum->second}},
+                      "the checkpoint resumed");
     p.config_note = check_resume_config(*p.resumed, resume, config);
     p.at_end = resumed_at_end(p.resumed->state, p.limits, resume, config);
     if (p.at_end) return;
-  } else if (!p.init_from.empty()) {
-    p.initial = read_checkpoint(p.init_from, p.planned, Restore::kWeights);
   }
 
   // Outputs next: a path that cannot be written fails before any data is read.
@@ -113,6 +143,11 @@ void prepare(Prepared& p, engine::World& world, const config::Config& config,
 
   p.train_set = engine::load_dataset(config, engine::Split::kTrain);
   p.test_set = engine::load_dataset(config, engine::Split::kTest);
+  agreement.sync();
+  check_ranks_agree(world,
+                    {{"the training set's size", std::to_string(p.train_set.n)},
+                     {"the test set's size", std::to_string(p.test_set.n)}},
+                    "the data");
   const engine::Dataset& train_set = p.train_set;
   check_dataset(train_set, p.planned);
   check_dataset(p.test_set, p.planned);
@@ -420,7 +455,7 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   engine::World& world = engine::process_world();
   const bool writer = world.rank() == 0;
   Prepared p;
-  prepare(p, world, config, options, progress);
+  prepare(p, world, config, options, progress, agreement);
   if (p.at_end) {
     agreement.reached();
     return at_end_result(config, p);

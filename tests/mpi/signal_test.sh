@@ -37,12 +37,37 @@ stop() {
 
 # The launcher's mpirun command: its own options out, the rest of the command as typed.
 printf '#!/bin/sh\necho "$@"\n' >show-args && chmod +x show-args
+echo "localhost slots=4" >hosts
 got=$(POPKIT_MPIRUN=./show-args poprun train "$config" --processes=4 --steps 3 --hostfile hosts -q)
-want="-np 4 --hostfile hosts --stdin none --quiet $(readlink -f "$(command -v poprun)") train $config --steps 3 -q"
+want="-np 4 --hostfile hosts --stdin none $(readlink -f "$(command -v poprun)") train $config --steps 3 -q"
 [ "$got" = "$want" ] || fail "poprun --processes=4 --hostfile hosts ran
   $got
 want
   $want"
+
+# What the launcher passes on of mpirun's error stream: its own messages and boxes, not
+# OpenMPI's boxes that repeat a rank's error; an exit code of mpirun's own (not 0, 1, 2,
+# 130, nor a signal's) is a failure that says so.
+cat >fake-mpirun <<'SH'
+#!/bin/sh
+border=--------------------------------------------------------------------------
+printf '%s\n' "mpirun: cannot reach host h1" "$border" "ORTE was unable to start a daemon." "$border" >&2
+printf '%s\n' "$border" "Primary job  terminated normally, but 1 process returned" "$border" >&2
+printf '%s\n' "[h1:42] 1 more process has sent help message help-mpi-api.txt / mpi-abort" >&2
+exit 3
+SH
+chmod +x fake-mpirun
+POPKIT_MPIRUN=./fake-mpirun poprun train "$config" --processes 2 -q 2>fake.err
+rc=$?
+want="mpirun: cannot reach host h1
+--------------------------------------------------------------------------
+ORTE was unable to start a daemon.
+--------------------------------------------------------------------------
+poprun: error: mpirun could not run the ranks (exit code 3); its message is above"
+[ "$rc" = 1 ] && [ "$(cat fake.err)" = "$want" ] || fail "mpirun's stream: exit $rc, stderr
+$(cat fake.err)
+want
+$want"
 
 # last_checkpoint DIR: the checkpoint of the highest step
 last_checkpoint() { ls "$1"/checkpoint-step*.safetensors | sort -V | tail -1; }
