@@ -93,7 +93,7 @@ machine_alike() {  # machine_alike RUN_JSON
            .environment.cache_probe_seconds.max // 0] | map(. * 1e6 | round)) +
          [.environment.cache_probe_seconds.probes // 0] | join(" ")' "$1" |
     tr '\n' ' '
-  notes=$("$popreport" compare "$1")
+  notes=$("$popreport" compare "$1" --format wide)  # notes unwrapped
   grep -q "ran with its CPUs placed otherwise" <<<"$notes" && differed+="placed"
   grep -q "ran with another share of the host's last-level cache" <<<"$notes" &&
     differed+="${differed:+,}cache"

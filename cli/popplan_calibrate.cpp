@@ -16,6 +16,7 @@
 #include "config/yaml/profile.h"
 #include "planner/build.h"
 #include "planner/calibrate.h"
+#include "planner/estimate_check.h"
 
 namespace popkit::cli {
 namespace {
@@ -32,7 +33,7 @@ struct CalibrateOptions {
 int run_calibrate(const CalibrateOptions& o) {
   const config::CalibrationTable table = config::load_calibration_table(o.table);
   config::print_diagnostics(std::cerr, table.diagnostics, table.sources);
-  if (!table.ok()) return kExitInvalid;
+  if (!table.ok() || table.entries.empty()) return kExitInvalid;
   // Every case prices with one profile: the first row's; the others must name the same.
   const config::DeviceProfile& profile = *table.entries.front().config.device.resolved;
   std::vector<planner::CalibrationCase> cases;
@@ -44,7 +45,13 @@ int run_calibrate(const CalibrateOptions& o) {
           o.table, e.name, e.config.device.resolved->source, profile.source);
       return kExitInvalid;
     }
-    cases.push_back({e.name, planner::build_plan(e.config), e.samples_per_second});
+    planner::Plan plan = planner::build_plan(e.config);
+    if (const std::string why = planner::estimate_problem(plan); !why.empty()) {
+      std::cerr << fmt::format("popplan calibrate: error: {}: case '{}': {}\n", o.table, e.name,
+                               why);
+      return kExitInvalid;
+    }
+    cases.push_back({e.name, std::move(plan), e.samples_per_second});
   }
   // --fit KEY: its prior is the profile's value.
   std::vector<config::DeviceProfile::Fitted> priors = profile.fitted;
@@ -107,7 +114,7 @@ void add_calibrate_verbs(Tool& tool) {
   calibrate->add_option("--tolerance", o->tolerance,
                         "Fail (exit 1) when a residual exceeds this fraction, e.g. 0.15, or the "
                         "estimates rank the cases differently");
-  calibrate->add_option("--write", o->write, "Write the fitted profile (YAML) to this file");
+  add_output_option(calibrate, o->write, "Write the fitted profile (YAML) to this file", "--write");
   calibrate->add_option("--format", o->format, "Report as text or json")
       ->check(CLI::IsMember({"text", "json"}));
 }

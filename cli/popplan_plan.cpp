@@ -9,8 +9,11 @@
 #include <vector>
 
 #include "cli/verbs.h"
+#include "config/validate.h"
 #include "config/yaml/load.h"
 #include "planner/build.h"
+#include "planner/estimate_check.h"
+#include "planner/fit_advice.h"
 #include "planner/host_memory.h"
 #include "planner/plan_json.h"
 #include "planner/plan_text.h"
@@ -26,6 +29,7 @@ struct PlanOptions {
   std::string output;
   std::string chart;  // --chart FILE.svg
   bool eval = false;
+  bool ops = false;
   std::vector<std::string> overrides;
   // The network, when the replicas span hosts (0: all on one host). Where a run is
   // deployed is not part of what it computes, so it is an option, not a config key.
@@ -42,11 +46,20 @@ int run_plan(const PlanOptions& o) {
   if (o.replicas_per_host > 0)
     network = planner::NetworkProfile{o.replicas_per_host, o.network_gbps * 1e9 / 8,
                                       o.network_latency_us / 1e6};
+  const planner::Program program = o.eval ? planner::Program::kEval : planner::Program::kTrain;
   try {
-    plan = planner::build_plan(*cfg, o.eval ? planner::Program::kEval : planner::Program::kTrain,
-                               nullptr, network ? &*network : nullptr);
-    // The tuner ranks training plans, so an evaluation plan keeps the hand-written advice.
-    if (!plan.fits && !o.eval) plan.not_fitting.advice = planner::advise_fit(*cfg);
+    plan = planner::build_plan(*cfg, program, nullptr, network ? &*network : nullptr);
+    if (const std::string why = planner::estimate_problem(plan); !why.empty())
+      throw Error("{}", why);
+    // Advice is only what planning showed to fit: the builder's hints are not checked.
+    if (!plan.fits) {
+      const std::vector<planner::FitAdvice> advice = planner::advise_fit(*cfg, program);
+      plan.not_fitting.advice = advice.front();
+      plan.not_fitting.suggestions.clear();
+      for (const auto& a : advice)
+        plan.not_fitting.suggestions.push_back(
+            planner::describe_advice(a, plan.memory_per_replica));
+    }
   } catch (const Error& e) {
     std::cerr << "popplan: error: " << o.config << ": " << e.what() << '\n';
     return kExitInvalid;
@@ -60,7 +73,7 @@ int run_plan(const PlanOptions& o) {
   if (o.format == "json") {
     out << planner::plan_to_json(plan).dump(1) << '\n';
   } else {
-    planner::print_plan(out, plan);
+    planner::print_plan(out, plan, {o.ops, o.format == "wide"});
   }
   if (!out) throw Error("cannot write {}", o.output.empty() ? "the plan" : o.output);
   if (!o.chart.empty())
@@ -73,10 +86,8 @@ int run_plan(const PlanOptions& o) {
                                o.config, plan.not_fitting.phase,
                                planner::format_bytes(plan.not_fitting.bytes_over),
                                planner::format_bytes(plan.memory_per_replica));
-      if (plan.not_fitting.advice)
-        std::cerr << "popplan: "
-                  << planner::describe_advice(*plan.not_fitting.advice, plan.memory_per_replica)
-                  << '\n';
+      for (const auto& advice : plan.not_fitting.suggestions)
+        std::cerr << "popplan: " << advice << '\n';
     }
   }
   // This machine's memory is not the plan's business (the plan is for the device and
@@ -111,6 +122,13 @@ int run_groups(const GroupsOptions& o) {
     if (o.factor < 1 || o.group_size < 1 || o.stride < 1) {
       std::cerr
           << "popplan groups: give CONFIG, or --factor, --group-size (and --stride), all >= 1\n";
+      return kExitInvalid;
+    }
+    // A table a row per group: as many replicas as a config may have, no more.
+    if (o.factor > config::kMaxReplicationFactor) {
+      std::cerr << fmt::format(
+          "popplan groups: --factor {} is more than {}, the most replicas a config may have\n",
+          o.factor, config::kMaxReplicationFactor);
       return kExitInvalid;
     }
     // PopXL ReplicaGrouping rules.
@@ -187,8 +205,13 @@ void add_plan_verbs(Tool& tool) {
       "replica. Exit 0 when it fits the device, 1 when it does not, 2 for an invalid config.",
       [plan] { return run_plan(*plan); });
   p->add_option("config", plan->config, "the config file (YAML)")->required();
-  p->add_option("--format", plan->format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  p->add_option("-o,--output", plan->output, "write the plan to FILE instead of stdout");
+  p->add_option("--format", plan->format,
+                "text (tables within 100 columns), wide (each table in one piece) or json")
+      ->check(CLI::IsMember({"text", "wide", "json"}));
+  p->add_flag("--ops", plan->ops,
+              "text: also the device tensors and every phase's ops (the schedule), after the "
+              "verdict, the memory and the variables");
+  add_output_option(p, plan->output, "write the plan to FILE instead of stdout");
   p->add_option("--chart", plan->chart,
                 "also draw the plan as SVG into FILE.svg: each phase's loads, collectives, "
                 "compute and stores with its device memory, or a pipeline's schedule");
@@ -202,16 +225,16 @@ void add_plan_verbs(Tool& tool) {
                     "spread the replicas over hosts, N per host (host h holds replicas [h N, "
                     "(h+1) N), as mpirun fills hosts with consecutive ranks) and price the "
                     "collectives' cross-host bytes over the network")
-          ->check(CLI::PositiveNumber);
+          ->check(positive());
   p->add_option("--network-gbps", plan->network_gbps,
                 "each host's network link in Gb/s, each way (with --replicas-per-host)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->needs(per_host);
   p->add_option("--network-latency-us", plan->network_latency_us,
                 "microseconds per message across hosts (with --replicas-per-host)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative())
       ->needs(per_host);
 
   auto groups = std::make_shared<GroupsOptions>();

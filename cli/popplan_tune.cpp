@@ -1,7 +1,7 @@
 // popplan tune: plan every combination of pipeline stages on the same devices, execution
 // mode, remote placement, sharding threshold and group, io mode and micro-batch ×
 // accumulation for a config (planner/tune.h), and list the ones that fit the memory per
-// replica, fastest first, with the Pareto front of memory against samples/s; --write FILE
+// replica, fastest first, with the Pareto front of memory against samples/s; -o FILE
 // writes the winner as a config, the user's file with the winner's changes. Exit codes: 0 some
 // candidate fits, 1 none does (or the winner could not be written), 2 invalid input (or FILE exists
 // without --force).
@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "cli/verbs.h"
 #include "config/yaml/edit.h"
 #include "config/yaml/load.h"
+#include "planner/fit_advice.h"
 #include "planner/plan_text.h"
 #include "planner/tune.h"
 
@@ -32,6 +34,7 @@ struct TuneOptions {
   std::vector<std::string> overrides;
   std::string write;  // the winner's config file
   bool force = false;
+  std::size_t max_combinations = planner::kMaxTuneCombinations;
 };
 
 // The user's file with their --set overrides and then the winner's changes: the config
@@ -43,7 +46,7 @@ int write_winner(const TuneOptions& o, const planner::TuneCandidate& winner) {
   try {
     changed = config::write_config_with(o.config, settings, winner.config, o.write);
   } catch (const Error& e) {
-    std::cerr << "popplan tune: error: --write: " << e.what() << '\n';
+    std::cerr << "popplan tune: error: -o: " << e.what() << '\n';
     return kExitFailure;
   }
   // Beside a JSON report, on stderr, so stdout stays one JSON document.
@@ -67,7 +70,7 @@ int run_tune(const TuneOptions& o) {
   if (!o.write.empty() && !o.force &&
       std::filesystem::exists(std::filesystem::symlink_status(o.write, ec))) {
     std::cerr << fmt::format(
-        "popplan tune: --write {}: the file exists; popplan tune does not overwrite a file: "
+        "popplan tune: -o {}: the file exists; popplan tune does not overwrite a file: "
         "give another path, or --force to write over it\n",
         o.write);
     return kExitInvalid;
@@ -75,16 +78,26 @@ int run_tune(const TuneOptions& o) {
   const auto cfg = config::load_config_reporting(o.config, o.overrides, std::cerr);
   if (!cfg) return kExitInvalid;
   planner::TuneResult r;
+  const planner::TuneRequest request{*memory, o.replicas, o.global_batch, o.max_combinations};
   try {
-    r = planner::tune(*cfg, {*memory, o.replicas, o.global_batch});
+    r = planner::tune(*cfg, request);
   } catch (const Error& e) {
     std::cerr << "popplan tune: error: " << o.config << ": " << e.what() << '\n';
     return kExitInvalid;
   }
   planner::print_tune(std::cout, r, o.format == "json");
   if (r.fits.empty()) {
-    if (!o.write.empty())
-      std::cerr << "popplan tune: nothing fits; " << o.write << " not written\n";
+    // Advice only where planning shows a fit: with more replicas, if any.
+    std::size_t n_planned = r.n_planned;
+    const std::optional<planner::FitAdvice> more =
+        planner::advise_more_replicas(*cfg, request, n_planned);
+    std::cerr << "popplan tune: nothing fits; "
+              << (more ? planner::describe_advice(*more, *memory)
+                       : fmt::format("nor with up to {} times the replicas ({} candidates "
+                                     "planned in all)",
+                                     planner::kMoreReplicas, n_planned))
+              << '\n';
+    if (!o.write.empty()) std::cerr << "popplan tune: " << o.write << " not written\n";
     return kExitFailure;
   }
   if (!o.write.empty()) return write_winner(o, r.fits.front());
@@ -108,10 +121,16 @@ void add_tune_verbs(Tool& tool) {
                    "Samples per optimizer step (default: the config's)");
   tune->add_option("--format", o->format, "Report as text or json")
       ->check(CLI::IsMember({"text", "json"}));
-  tune->add_option("--write", o->write,
-                   "Write the winner to FILE as a config: CONFIG's text with the winner's "
-                   "changes, its comments and layout kept");
-  tune->add_flag("--force", o->force, "With --write: write over an existing FILE");
+  add_output_option(tune, o->write,
+                    "Write the winner to FILE as a config: CONFIG's text with the winner's "
+                    "changes, its comments and layout kept",
+                    "--write");
+  tune->add_flag("--force", o->force, "With -o: write over an existing FILE");
+  tune->add_option("--max-combinations", o->max_combinations,
+                   "Search at most N combinations; past it, fewer sharding groups and "
+                   "micro-batches are tried, spread evenly (the config's own kept)")
+      ->capture_default_str()
+      ->check(positive());
   tune->add_option("--set", o->overrides, "Override a key after loading (repeatable)")
       ->allow_extra_args(false)
       ->take_all();

@@ -45,7 +45,7 @@ void add_common(CLI::App* sub, ReportOptions& o) {
   for (const std::string_view name : enum_names<reports::Format>()) formats.emplace_back(name);
   sub->add_option("--format", o.format, fmt::format("{}", fmt::join(formats, " | ")))
       ->check(CLI::IsMember(formats));
-  sub->add_option("-o,--output", o.output, "write the report to FILE instead of stdout");
+  add_output_option(sub, o.output, "write the report to FILE instead of stdout");
 }
 
 // Runs `body`; input errors (unreadable files, bad options) exit 2.

@@ -38,7 +38,10 @@ int main(int argc, char** argv) {
     std::cerr << "poprun: error: " << e.what() << '\n';
     return popkit::cli::kExitFailure;
   }
-  popkit::cli::Tool tool("poprun", "poprun: execute a popkit plan on this CPU: train and evaluate");
+  popkit::cli::Tool tool(
+      "poprun", "poprun: execute a popkit plan on this CPU: train and evaluate",
+      "poprun train writes a checkpoint before it exits 130; 1 is a run that failed (out of "
+      "host memory, a diverged loss, a rank that died). Run folders: runs/<config name>/.");
   tool.add_version_detail([] { return kernels_line() + "\n" + popkit::engine::mpi_build_info(); });
   // A failure in one rank after the ranks began to work together (others may be waiting
   // for it in a collective) is printed with its rank and ends every rank (MPI_Abort).

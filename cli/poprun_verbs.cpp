@@ -14,13 +14,6 @@
 namespace popkit::cli {
 namespace {
 
-// -o/--output as in popplan; --out, this tool's first spelling, stays as a hidden alias
-// so scripts that use it keep working.
-void add_output_option(CLI::App* app, std::string& file, const std::string& help) {
-  app->add_option("-o,--output", file, help);
-  app->add_option("--out", file, help)->group("");
-}
-
 void add_set_option(CLI::App* app, std::vector<std::string>& overrides) {
   app->add_option("--set", overrides,
                   "Override a config key, typed as YAML: --set training.epochs=2 (repeatable)")
@@ -34,7 +27,7 @@ void add_launch_options(CLI::App* app, Launch& launch) {
                       "run as N MPI ranks under mpirun, each hosting replication.factor/N "
                       "replicas; SIGINT/SIGTERM still stop after the step with a checkpoint "
                       "(exit 130)")
-          ->check(CLI::PositiveNumber);
+          ->check(positive());
   app->add_option("--hostfile", launch.hostfile,
                   "with --processes: mpirun's hostfile, to spread the ranks over hosts "
                   "(docs/multi-host.md)")
@@ -83,10 +76,10 @@ void add_run_verbs(Tool& tool) {
   t->add_option("--steps", *steps,
                 "stop after N optimizer steps of the whole run (a resumed run counts the "
                 "steps before it); replaces the config's training.steps and epochs")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   t->add_option("--epochs", *epochs,
                 "train N epochs; replaces the config's training.epochs and steps")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   t->add_option("--run-dir", train->options.run_dir,
                 "the run's folder (run.json, metrics.jsonl, checkpoints); default a new "
                 "runs/<config name>/<UTC stamp>/, with runs/<config name>/latest pointing at it");
@@ -103,7 +96,7 @@ void add_run_verbs(Tool& tool) {
                 "where checkpoints go; default the run folder");
   t->add_option("--checkpoint-every", train->options.checkpoint_every,
                 "also write a checkpoint every N optimizer steps")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   t->add_option("--resume", train->options.resume,
                 "continue from a checkpoint file, a run folder (its newest checkpoint) or "
                 "'latest' (the newest checkpoint of runs/<config name>/latest), in a new run "
@@ -115,7 +108,7 @@ void add_run_verbs(Tool& tool) {
                 "start from the weights in a safetensors file (overrides model.init_from)");
   t->add_option("--threads", train->options.n_threads,
                 "engine threads; default the machine's, at most one per replica")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   t->add_option("--io-thread", train->io_thread,
                 "io_overlapped: move the next step's data on an IO thread (on), on each "
                 "replica's thread after its step (off), or on an IO thread only when a core is "
@@ -147,8 +140,7 @@ void add_run_verbs(Tool& tool) {
   e->add_flag("--force", eval->options.force,
               "evaluate a checkpoint that another config trained (refused without it: the "
               "checkpoint records its config's hash)");
-  e->add_option("--threads", eval->options.n_threads, "engine threads")
-      ->check(CLI::NonNegativeNumber);
+  e->add_option("--threads", eval->options.n_threads, "engine threads")->check(non_negative());
   add_set_option(e, eval->overrides);
   e->add_flag("--verbose", eval->verbose, "under mpirun: every rank prints its result");
   add_launch_options(e, *launch);
@@ -163,11 +155,11 @@ void add_run_verbs(Tool& tool) {
       "config's device.profile. Exit 0, 1 run-time failure, 2 invalid arguments (e.g. an "
       "output path in a folder that does not exist).",
       [calibrate] { return runner::run_calibrate_command(*calibrate, std::cout, std::cerr); });
-  c->add_option("-o,--output", calibrate->output, "the profile file to write (YAML)")->required();
+  add_output_option(c, calibrate->output, "the profile file to write (YAML; required)");
   c->add_option("--threads", calibrate->options.n_threads,
                 "the threads replicas will run on (poprun train --threads); default the "
                 "machine's cores")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   c->add_option("--name", calibrate->options.name,
                 "the profile's name in plans and reports (default cpu-calibrated)");
 }

@@ -40,9 +40,40 @@ inline std::string docs_help() {
          "first; installed in share/doc/popkit), and man popplan, poprun, popreport.";
 }
 
-inline std::string exit_code_help() {
+// The exit codes every tool shares, then what they mean for this tool's verbs.
+inline std::string exit_code_help(const std::string& tool_codes) {
   return "Exit codes: 0 success, 1 failure at run time, 2 invalid input, 130 stopped by "
-         "SIGINT or SIGTERM (poprun train writes a checkpoint first).";
+         "SIGINT or SIGTERM. " +
+         tool_codes;
+}
+
+// A number option's checks, in words ("--steps: must be > 0, got 0"), where CLI11's own
+// name a range up to 1.8e308.
+inline CLI::Validator positive() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        return CLI::detail::lexical_cast(text, v) && v > 0 ? "" : "must be > 0, got " + text;
+      },
+      "> 0");
+}
+inline CLI::Validator non_negative() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        return CLI::detail::lexical_cast(text, v) && v >= 0 ? "" : "must be >= 0, got " + text;
+      },
+      ">= 0");
+}
+
+// -o/--output FILE wherever a verb writes a file, the same in every tool. --out (poprun's
+// first spelling) and a verb's own older spelling (`older`, e.g. popplan tune's --write)
+// still work, left out of --help so that it shows one way.
+inline void add_output_option(CLI::App* app, std::string& file, const std::string& help,
+                              const std::string& older = "") {
+  app->add_option("-o,--output", file, help);
+  app->add_option("--out", file, help)->group("");
+  if (!older.empty()) app->add_option(older, file, help)->group("");
 }
 
 // "popplan plan: unknown flag '--fromat'; did you mean '--format'?", one line per
@@ -90,10 +121,11 @@ class NullBuffer final : public std::streambuf {
 
 class Tool {
  public:
-  Tool(std::string name, const std::string& description)
+  // `exit_codes`: what the codes mean for this tool's verbs, for the --help footer.
+  Tool(std::string name, const std::string& description, const std::string& exit_codes)
       : name_(std::move(name)), app_(description + "\n" + docs_help(), name_) {
     app_.set_version_flag("--version", version_line(name_));
-    app_.footer(exit_code_help());
+    app_.footer(exit_code_help(exit_codes));
     app_.require_subcommand(0, 1);
   }
 
@@ -152,7 +184,12 @@ class Tool {
       std::cerr << unknown_arguments_message(*at, at->remaining());
       return kExitInvalid;
     } catch (const CLI::ParseError& e) {
-      app_.exit(e);
+      // CLI11's message, prefixed like every error with the tool (and the verb).
+      std::string where = name_;
+      for (const auto& verb : verbs_)
+        if (verb.first->parsed()) where = name_ + " " + verb.first->get_name();
+      std::cerr << where << ": error: " << e.what() << "\nRun '" << where
+                << " --help' for more information.\n";
       return kExitInvalid;
     }
     NullBuffer discard;

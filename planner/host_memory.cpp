@@ -176,14 +176,6 @@ std::optional<std::uint64_t> cgroup_limit() {
   return out;
 }
 
-std::string host_memory_parts(const HostMemory& m) {
-  return fmt::format(
-      "{}streaming memory {}, device memory {}, host buffers {}, overhead {}",
-      m.datasets_counted ? fmt::format("datasets {}, ", format_bytes(m.datasets)) : "",
-      format_bytes(m.streaming), format_bytes(m.device), format_bytes(m.host_buffers),
-      format_bytes(m.overhead));
-}
-
 }  // namespace
 
 std::uint64_t HostMemory::total() const {
@@ -217,6 +209,14 @@ HostMemory estimate_host_memory(const Plan& plan, const Plan* eval, const config
   m.host_buffers = host_buffer_bytes(plan, eval, config, data, use);
   m.overhead = kHostOverhead;
   return m;
+}
+
+std::string host_memory_parts(const HostMemory& m) {
+  return fmt::format(
+      "{}streaming memory {}, device memory {}, host buffers {}, overhead {}",
+      m.datasets_counted ? fmt::format("datasets {}, ", format_bytes(m.datasets)) : "",
+      format_bytes(m.streaming), format_bytes(m.device), format_bytes(m.host_buffers),
+      format_bytes(m.overhead));
 }
 
 std::string describe_host_memory(const HostMemory& m) {

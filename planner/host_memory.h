@@ -74,6 +74,8 @@ inline constexpr std::uint64_t kHostOverhead = 20ull << 20;
 // "74.66 GiB (datasets 73.11 GiB, streaming memory 10.02 MiB, device memory 19.58 MiB,
 // host buffers 1.50 GiB, overhead 20.00 MiB)"; "... + the datasets (...)" when not counted.
 std::string describe_host_memory(const HostMemory& memory);
+// The parts alone: "datasets 73.11 GiB, streaming memory 10.02 MiB, ..., overhead 20.00 MiB".
+std::string host_memory_parts(const HostMemory& memory);
 
 struct AvailableMemory {
   std::uint64_t bytes = 0;

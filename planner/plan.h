@@ -313,14 +313,15 @@ struct PipelinePlan {
   double estimated_bubble = 0.0;  // of the 1F1B schedule timed with the stages' estimates
 };
 
-// What the tuner found for a plan that does not fit (planner/tune.h, advise_fit): the
-// cheapest change that fits, or, when no candidate fits, the one with the least peak.
+// A change that makes a plan that does not fit fit, found by planning it
+// (planner/fit_advice.h); or, when no candidate fits, the least peak of those planned.
 struct FitAdvice {
   bool fits = false;
   std::vector<std::string> settings;  // `--set` arguments: the changes to the config
   std::uint64_t peak_bytes = 0;       // of that candidate, per replica
   double samples_per_second = 0.0;    // its estimate
-  std::size_t n_planned = 0;          // candidates the tuner planned
+  std::size_t n_planned = 0;          // candidates planned
+  std::string found;                  // how it was chosen, for text
 };
 
 // Why a plan does not fit, and what would help.

@@ -115,6 +115,12 @@ class Reader {
     if (!v.is_number()) fail(join(path, key), fmt::format("expected a number, got {}", shown(v)));
     return v.get<double>();
   }
+  // Times, rates and fractions of time: a negative one is a broken file, not a report.
+  double non_negative(const json& obj, const std::string& path, const char* key) const {
+    const double v = number(obj, path, key);
+    if (v < 0) fail(join(path, key), fmt::format("{} is negative; a time or a rate is >= 0", v));
+    return v;
+  }
   bool boolean(const json& obj, const std::string& path, const char* key) const {
     const json& v = field(obj, path, key);
     if (!v.is_boolean())
@@ -462,7 +468,7 @@ Plan Reader::plan(const json& j) const {
       const std::string key(tensor_class_name(static_cast<TensorClass>(c)));
       ph.memory.peak_by_class[c] = bytes(by, join(mp, "peak_by_class"), key.c_str());
     }
-    ph.estimated_seconds = number(jp, path, "estimated_seconds");
+    ph.estimated_seconds = non_negative(jp, path, "estimated_seconds");
     ph.stage = small_or(jp, path, "stage", -1);
     if (jp.contains("slots")) {
       const std::string sp = join(path, "slots");
@@ -489,8 +495,8 @@ Plan Reader::plan(const json& j) const {
     const json& jp = field(j, "", "pipeline");
     PipelinePlan pp;
     pp.placement_auto = string(jp, "pipeline", "placement") == "auto";
-    pp.planned_bubble = number(jp, "pipeline", "planned_bubble");
-    pp.estimated_bubble = number(jp, "pipeline", "estimated_bubble");
+    pp.planned_bubble = non_negative(jp, "pipeline", "planned_bubble");
+    pp.estimated_bubble = non_negative(jp, "pipeline", "estimated_bubble");
     const json& stages = array(jp, "pipeline", "stages");
     const auto n_layers = static_cast<std::int64_t>(p.layers.size());
     for (std::size_t k = 0; k < stages.size(); ++k) {
@@ -499,10 +505,10 @@ Plan Reader::plan(const json& j) const {
       st.first_layer = static_cast<int>(integer_in(stages[k], at, "first_layer", 0, n_layers - 1));
       st.n_layers = static_cast<int>(integer_in(stages[k], at, "n_layers", 1, n_layers));
       st.stash_depth = integer_in(stages[k], at, "stash_depth", 1, kMaxInt64);
-      st.head_seconds = number(stages[k], at, "head_seconds");
-      st.forward_seconds = number(stages[k], at, "forward_seconds");
-      st.backward_seconds = number(stages[k], at, "backward_seconds");
-      st.tail_seconds = number(stages[k], at, "tail_seconds");
+      st.head_seconds = non_negative(stages[k], at, "head_seconds");
+      st.forward_seconds = non_negative(stages[k], at, "forward_seconds");
+      st.backward_seconds = non_negative(stages[k], at, "backward_seconds");
+      st.tail_seconds = non_negative(stages[k], at, "tail_seconds");
       pp.stages.push_back(st);
     }
     p.pipeline = std::move(pp);
@@ -527,7 +533,7 @@ Plan Reader::plan(const json& j) const {
       a.fits = boolean(ja, at, "fits");
       a.settings = strings(ja, at, "settings");
       a.peak_bytes = bytes(ja, at, "peak_bytes");
-      a.samples_per_second = number(ja, at, "samples_per_second");
+      a.samples_per_second = non_negative(ja, at, "samples_per_second");
       a.n_planned = bytes(ja, at, "planned");
       p.not_fitting.advice = std::move(a);
     }
@@ -538,24 +544,24 @@ Plan Reader::plan(const json& j) const {
                   : p.device_profile == "cpu" ? "cpu"
                                               : "ipu";
   if (j.contains("device_core_round_trip_seconds"))
-    p.device_core_round_trip_seconds = number(j, "", "device_core_round_trip_seconds");
+    p.device_core_round_trip_seconds = non_negative(j, "", "device_core_round_trip_seconds");
   if (j.contains("device_cache_probe_seconds"))
-    p.device_cache_probe_seconds = number(j, "", "device_cache_probe_seconds");
-  p.estimated_step_seconds = number(j, "", "estimated_step_seconds");
-  p.estimated_samples_per_second = number(j, "", "estimated_samples_per_second");
+    p.device_cache_probe_seconds = non_negative(j, "", "device_cache_probe_seconds");
+  p.estimated_step_seconds = non_negative(j, "", "estimated_step_seconds");
+  p.estimated_samples_per_second = non_negative(j, "", "estimated_samples_per_second");
   if (j.contains("network")) {  // only plans priced with a network profile hold it
     const json& jn = field(j, "", "network");
     NetworkEstimate n;
     n.replicas_per_host = integer_in(jn, "network", "replicas_per_host", 1, kMaxInt64);
     n.n_hosts = integer_in(jn, "network", "n_hosts", 1, kMaxInt64);
-    n.bytes_per_second = number(jn, "network", "bytes_per_second");
-    n.latency_seconds = number(jn, "network", "latency_seconds");
+    n.bytes_per_second = non_negative(jn, "network", "bytes_per_second");
+    n.latency_seconds = non_negative(jn, "network", "latency_seconds");
     n.on_host_bytes = bytes(jn, "network", "on_host_bytes");
     n.cross_host_bytes = bytes(jn, "network", "cross_host_bytes");
     n.network_bytes = bytes(jn, "network", "network_bytes");
     n.busiest_link_bytes = bytes(jn, "network", "busiest_link_bytes");
     n.messages = bytes(jn, "network", "messages");
-    n.seconds = number(jn, "network", "seconds");
+    n.seconds = non_negative(jn, "network", "seconds");
     p.network = n;
   }
   if (j.contains("host_memory")) {  // plans written before it was estimated lack it

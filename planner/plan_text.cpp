@@ -14,107 +14,10 @@
 #include "planner/names.h"
 #include "planner/operands.h"
 #include "planner/sync_groups.h"
+#include "planner/text_table.h"
 
 namespace popkit::planner {
 namespace {
-
-// Text for a stream, formatted into a buffer that goes out in blocks of about 64 KiB:
-// a plan of 10,000 layers prints a million lines, and a stream insertion or a string
-// per piece of a line cost more than the formatting.
-class Printer {
- public:
-  explicit Printer(std::ostream& out) : out_(out) {}
-  Printer(const Printer&) = delete;
-  Printer& operator=(const Printer&) = delete;
-  ~Printer() { flush(); }
-
-  template <typename... Args>
-  void print(fmt::format_string<Args...> format, Args&&... args) {
-    fmt::format_to(std::back_inserter(buf_), format, std::forward<Args>(args)...);
-    if (buf_.size() >= kBlock) flush();
-  }
-  void put(std::string_view text) {
-    buf_.append(text);
-    if (buf_.size() >= kBlock) flush();
-  }
-  void put(char c, std::size_t n = 1) {
-    for (std::size_t i = 0; i < n; ++i) buf_.push_back(c);
-  }
-  // fmt's {:<width} (or {:>width} when `right`). fmt measures the width in code points;
-  // for ASCII, the names and numbers of a plan, that is the size, and padding by hand
-  // spares its per-character scan.
-  void aligned(std::string_view text, std::size_t width, bool right) {
-    if (!std::all_of(text.begin(), text.end(), [](char c) { return (c & 0x80) == 0; })) {
-      if (right)
-        print("{:>{}}", text, width);
-      else
-        print("{:<{}}", text, width);
-      return;
-    }
-    const std::size_t pad = width > text.size() ? width - text.size() : 0;
-    if (right) put(' ', pad);
-    put(text);
-    if (!right) put(' ', pad);
-  }
-  void flush() {
-    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-    buf_.clear();
-  }
-
- private:
-  static constexpr std::size_t kBlock = std::size_t{64} << 10;
-  std::ostream& out_;
-  fmt::memory_buffer buf_;
-};
-
-// A table with columns separated by " | ", a rule under the header; numeric columns
-// right-aligned.
-class TextTable {
- public:
-  TextTable(std::vector<std::string> header, std::vector<bool> right)
-      : header_(std::move(header)), right_(std::move(right)) {
-    right_.resize(header_.size(), false);
-  }
-  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-
-  void print(std::ostream& out, const std::string& indent = "  ") const {
-    Printer p(out);
-    print(p, indent);
-  }
-
-  void print(Printer& out, const std::string& indent = "  ") const {
-    std::vector<std::size_t> width(header_.size());
-    for (std::size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
-    for (const auto& r : rows_)
-      for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
-    print_row(out, indent, header_, width);
-    out.put(indent);
-    for (std::size_t c = 0; c < width.size(); ++c) {
-      if (c > 0) out.put("-+-");
-      out.put('-', width[c]);
-    }
-    out.put('\n');
-    for (const auto& r : rows_) print_row(out, indent, r, width);
-  }
-
- private:
-  void print_row(Printer& out, const std::string& indent, const std::vector<std::string>& r,
-                 const std::vector<std::size_t>& width) const {
-    out.put(indent);
-    for (std::size_t c = 0; c < r.size(); ++c) {
-      if (c > 0) out.put(" | ");
-      if (!right_[c] && c + 1 == r.size())
-        out.put(r[c]);
-      else
-        out.aligned(r[c], width[c], right_[c]);
-    }
-    out.put('\n');
-  }
-
-  std::vector<std::string> header_;
-  std::vector<bool> right_;
-  std::vector<std::vector<std::string>> rows_;
-};
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
@@ -134,7 +37,7 @@ const std::string& tensor_name(const Plan& plan, int t) {
 
 // "label: in a, weight b, bias c -> out d, pre e": the operands by their positions'
 // names, unused positions left out.
-void print_operands(Printer& out, const Plan& plan, const Op& op) {
+void operands_text(std::string& line, const Plan& plan, const Op& op) {
   const OpSignature sig = op_signature(op, plan);
   auto list = [&](const std::vector<int>& ts, std::span<const Operand> names) {
     std::string text;
@@ -147,44 +50,57 @@ void print_operands(Printer& out, const Plan& plan, const Op& op) {
   };
   const std::string outputs = list(op.outputs, sig.outputs);
   const std::string state = list(op.state, sig.state);
-  out.print(" {}: {}{}{}{}{}", op.label, list(op.inputs, sig.inputs), outputs.empty() ? "" : " -> ",
-            outputs, state.empty() ? "" : "; updates ", state);
+  fmt::format_to(std::back_inserter(line), "{}: {}{}{}{}{}", op.label, list(op.inputs, sig.inputs),
+                 outputs.empty() ? "" : " -> ", outputs, state.empty() ? "" : "; updates ", state);
 }
 
-// One op's line, without the indent and the newline: the kind in 15 columns, the label,
-// and what the kind shows.
-void print_op(Printer& out, const Plan& plan, const Op& op) {
-  out.aligned(op_kind_name(op.kind), 15, false);
+// What an op's line says after its kind: the label, and what the kind shows.
+void op_text(std::string& line, const Plan& plan, const Op& op) {
+  auto to = std::back_inserter(line);
   switch (op.kind) {
     case OpKind::kAllGather:
     case OpKind::kSliceShard:
     case OpKind::kAllReduce:
-      return out.print(" {}  [{}]", op.label, grouping_text(op.grouping));
+      fmt::format_to(to, "{}  [{}]", op.label, grouping_text(op.grouping));
+      return;
     case OpKind::kReduceScatter:
-      return out.print(" {}  [{}; shards {}]", op.label, grouping_text(op.grouping),
-                       grouping_text(op.shard_grouping));
+      fmt::format_to(to, "{}  [{}; shards {}]", op.label, grouping_text(op.grouping),
+                     grouping_text(op.shard_grouping));
+      return;
     case OpKind::kForward:
     case OpKind::kLoss:
     case OpKind::kBackward:
     case OpKind::kOptimizerStep:
-      return print_operands(out, plan, op);
+      return operands_text(line, plan, op);
     default:
-      return out.print(" {}", op.label);
+      line += op.label;
   }
 }
 
+// One op a line: the kind in 15 columns, then op_text, wrapped under itself past `width`.
 void print_ops(Printer& out, const Plan& plan, const std::vector<Op>& ops,
-               const std::string& indent) {
+               const std::string& indent, std::size_t width) {
+  std::string line;
   for (const Op& op : ops) {
     if (op.kind == OpKind::kRepeat) {
       out.print("{}repeat {} x ({}) {{\n", indent, op.steps, enum_name(op.io_mode));
-      print_ops(out, plan, op.body, indent + "  ");
+      print_ops(out, plan, op.body, indent + "  ", width);
       out.put(indent);
       out.put("}\n");
-    } else {
+      continue;
+    }
+    line.clear();
+    op_text(line, plan, op);
+    constexpr std::size_t kKind = 15;
+    if (width == 0 || indent.size() + kKind + 1 + line.size() <= width) {
       out.put(indent);
-      print_op(out, plan, op);
+      out.aligned(op_kind_name(op.kind), kKind, false);
+      out.put(' ');
+      out.put(line);
       out.put('\n');
+    } else {
+      print_wrapped(out, fmt::format("{}{:<{}} ", indent, op_kind_name(op.kind), kKind),
+                    std::string(indent.size() + kKind + 3, ' '), line, width);
     }
   }
 }
@@ -192,13 +108,13 @@ void print_ops(Printer& out, const Plan& plan, const std::vector<Op>& ops,
 // A pipelined stage's program, shortened: its head, the order of its slots, the ops of
 // its first forward and first backward slot (the others differ only in the micro-batch
 // and the stash slot they use), and its tail.
-void print_stage_program(Printer& out, const Plan& plan, const Phase& ph) {
+void print_stage_program(Printer& out, const Plan& plan, const Phase& ph, std::size_t width) {
   const std::string indent = "    ";
-  if (ph.slots.empty()) return print_ops(out, plan, ph.ops, indent);
+  if (ph.slots.empty()) return print_ops(out, plan, ph.ops, indent, width);
   auto range = [&](std::int64_t first, std::int64_t end) {
     return std::vector<Op>(ph.ops.begin() + first, ph.ops.begin() + end);
   };
-  print_ops(out, plan, range(0, ph.slots.front().first_op), indent);
+  print_ops(out, plan, range(0, ph.slots.front().first_op), indent, width);
   std::string order;
   for (const StageSlot& slot : ph.slots)
     order += fmt::format("{}{}{}", order.empty() ? "" : " ",
@@ -210,11 +126,11 @@ void print_stage_program(Printer& out, const Plan& plan, const Phase& ph) {
     if (slot == ph.slots.end()) continue;
     out.print("{}{} slot, micro-batch {} {{\n", indent,
               work == PipelineWork::kForward ? "forward" : "backward", slot->micro_batch);
-    print_ops(out, plan, range(slot->first_op, slot->end_op), indent + "  ");
+    print_ops(out, plan, range(slot->first_op, slot->end_op), indent + "  ", width);
     out.print("{}}}\n", indent);
   }
   print_ops(out, plan, range(ph.slots.back().end_op, static_cast<std::int64_t>(ph.ops.size())),
-            indent);
+            indent, width);
 }
 
 // Under full the devices meet at every cycle (planner/sync_groups.h).
@@ -255,7 +171,7 @@ void print_pipeline(Printer& out, const Plan& plan) {
   const PipelinePlan& pp = *plan.pipeline;
   const auto S = static_cast<std::int64_t>(pp.stages.size());
   const bool train = plan.program == Program::kTrain;
-  out.print("\nPipeline: {} stages ({}), {}\n", S,
+  out.print("\nPipeline: {} stages, {};\n  {}\n", S,
             pp.placement_auto ? "placement auto: balanced by forward + backward FLOPs"
                               : "placement as written",
             train ? "1F1B with a flush before the optimizer" : "forwards only, in order");
@@ -281,8 +197,8 @@ void print_pipeline(Printer& out, const Plan& plan) {
       pp.planned_bubble * 100, S - 1, plan.gradient_accumulation + S - 1,
       pp.estimated_bubble * 100);
   if (!train) return;
-  out.put(in_lockstep(plan) ? "  schedule (cycle x stage, every device in lockstep under full; "
-                              "Fi/Bi: forward/backward of micro-batch i, . idle):\n"
+  out.put(in_lockstep(plan) ? "  schedule (cycle x stage, every device in lockstep under full;\n"
+                              "  Fi/Bi: forward/backward of micro-batch i, . idle):\n"
                             : "  schedule (time x stage; Fi/Bi: forward/backward of micro-batch "
                               "i, . idle):\n");
   const std::string diagram = schedule_diagram(diagram_schedule(plan));
@@ -302,7 +218,7 @@ void print_sync_groups(Printer& out, const Plan& plan) {
   std::string gs2;
   for (const auto& set : g.gs2) gs2 += (gs2.empty() ? "" : " ") + device_set_text(set);
   if (g.gs2.size() > 4) gs2 = fmt::format("{} groups of one device each", g.gs2.size());
-  out.print("  sync pattern {}: GS1 {}; GS2 {}\n", enum_name(plan.sync_pattern),
+  out.print("  sync pattern {}: GS1 {}\n    GS2 {}\n", enum_name(plan.sync_pattern),
             device_set_text(g.gs1.front()), gs2);
 }
 
@@ -343,25 +259,31 @@ nlohmann::json grouping_to_json(const ReplicaGrouping& g) {
           {"groups", groups}};
 }
 
-std::string describe_advice(const FitAdvice& a, std::uint64_t memory_per_replica) {
-  std::string sets;
-  for (const auto& s : a.settings) sets += fmt::format(" --set {}", s);
-  if (!a.fits)
-    return fmt::format(
-        "nothing popplan tune planned fits: the least peak of its {} candidates is {} of {}{}",
-        a.n_planned, format_bytes(a.peak_bytes), format_bytes(memory_per_replica),
-        sets.empty() ? "" : ", with" + sets);
-  return fmt::format(
-      "fits with:{} (peak {} of {}, est. {} samples/s; the fewest changes that fit of the {} "
-      "candidates popplan tune planned)",
-      sets, format_bytes(a.peak_bytes), format_bytes(memory_per_replica),
-      format_thousands(a.samples_per_second), a.n_planned);
+namespace {
+
+// The verdict, the peak, the estimate and the fit advice: what a plan is asked for.
+void print_verdict(Printer& out, const Plan& plan) {
+  const Phase& peak = plan.phases[static_cast<std::size_t>(plan.peak_phase)];
+  out.print("{} {}: {}, peak {} of {} per replica\n",
+            plan.program == Program::kEval ? "Evaluation plan" : "Plan",
+            plan.name.empty() ? "(unnamed)" : plan.name, plan.fits ? "fits" : "does not fit",
+            format_bytes(plan.peak_bytes), format_bytes(plan.memory_per_replica));
+  out.print("  the peak in phase {}: {}\n", plan.peak_phase + 1, peak.name);
+  const char* per = plan.program == Program::kEval ? "batch" : "step";
+  out.print("  estimated {:.3f} ms per {}, {} samples/s on {}\n", plan.estimated_step_seconds * 1e3,
+            per, format_thousands(plan.estimated_samples_per_second), plan.device_profile);
+  if (!plan.fits) {
+    const NotFitting& nf = plan.not_fitting;
+    out.print("  phase '{}' needs {} more than the {} per replica\n", nf.phase,
+              format_bytes(nf.bytes_over), format_bytes(plan.memory_per_replica));
+    print_wrapped(out, "  largest live tensors at the peak: ", "    ", nf.largest);
+    for (const auto& s : nf.suggestions) print_wrapped(out, "  ", "    ", s);
+  }
+  for (const auto& w : plan.warnings) print_wrapped(out, "  warning: ", "    ", w);
 }
 
-void print_plan(std::ostream& stream, const Plan& plan) {
-  Printer out(stream);
-  out.print("{} {} (plan format {})\n", plan.program == Program::kEval ? "Evaluation plan" : "Plan",
-            plan.name.empty() ? "(unnamed)" : plan.name, plan.version);
+void print_setup(Printer& out, const Plan& plan) {
+  out.print("\nConfiguration (plan format {})\n", plan.version);
   out.print("  replicas {}, micro-batch {}, gradient accumulation {}, global batch {}\n",
             plan.replication_factor, plan.micro_batch_size, plan.gradient_accumulation,
             plan.global_batch_size);
@@ -380,7 +302,9 @@ void print_plan(std::ostream& stream, const Plan& plan) {
               plan.replication_factor * static_cast<std::int64_t>(plan.pipeline->stages.size()),
               plan.pipeline->stages.size());
   print_sync_groups(out, plan);
+}
 
+void print_variables(Printer& out, const Plan& plan, std::size_t width) {
   out.put("\nLayers\n");
   // The kind's keys but the output's width, which has a column of its own.
   TextTable layers({"Layer", "Kind", "In", "Out", "Settings", "Graph", "Row"},
@@ -394,40 +318,45 @@ void print_plan(std::ostream& stream, const Plan& plan) {
                 fmt::format("{}", fmt::join(settings, ", ")), std::to_string(l.graph),
                 std::to_string(l.row)});
   }
-  layers.print(out);
+  layers.print(out, "  ", width);
 
   out.put("\nRemote buffers (per replica)\n");
   TextTable buffers({"Buffer", "Class", "Dtype", "Element shape", "Rows x steps", "Entries",
                      "Entry bytes", "Bytes"},
-                    {false, false, false, false, true, true, true, true});
+                    {false, false, false, false, true, true, true, true}, 1,
+                    {false, false, false, false, false, true, true, false});
   for (const auto& b : plan.buffers)
     buffers.add({b.name, std::string(tensor_class_name(b.cls)), std::string(enum_name(b.dtype)),
                  shape_text(b.element_shape), fmt::format("{} x {}", b.rows, b.steps),
                  std::to_string(b.entries()), std::to_string(b.entry_bytes),
                  format_bytes(b.nbytes())});
-  buffers.print(out);
+  buffers.print(out, "  ", width);
 
   out.put("\nTensors (variables)\n");
   TextTable vars({"Name", "Shape", "Elements", "Dtype", "Class", "Placement", "Sharded",
                   "Shard size", "Padding"},
-                 {false, false, true, false, false, false, false, true, true});
+                 {false, false, true, false, false, false, false, true, true}, 1,
+                 {false, false, true, true, true, false, false, false, true});
   for (const auto& v : plan.variables)
     vars.add({v.name, shape_text(v.meta_shape), std::to_string(v.nelms),
               std::string(enum_name(v.dtype)), std::string(tensor_class_name(v.cls)),
               placement(plan, v), v.sharded ? "yes" : "no", std::to_string(v.shard_size),
               std::to_string(v.padding)});
-  vars.print(out);
+  vars.print(out, "  ", width);
+}
 
+// The device tensors and the schedule's ops: the listing --ops asks for.
+void print_ops_listing(Printer& out, const Plan& plan, std::size_t width) {
   if (plan.pipeline) {
     out.put("\nDevice tensors (per replica, on its stage's device)\n");
     TextTable tensors(
         {"Stage", "Name", "Shape", "Elements", "Dtype", "Class", "Bytes", "Always live"},
-        {true, false, false, true, false, false, true, false});
+        {true, false, false, true, false, false, true, false}, 2);
     for (const auto& t : plan.tensors)
       tensors.add({std::to_string(t.stage), t.name, shape_text(t.shape), std::to_string(t.nelms),
                    std::string(enum_name(t.dtype)), std::string(tensor_class_name(t.cls)),
                    std::to_string(t.nbytes), t.always_live ? "yes" : "no"});
-    tensors.print(out);
+    tensors.print(out, "  ", width);
   } else {
     out.put("\nDevice tensors (per replica)\n");
     TextTable tensors(
@@ -438,81 +367,80 @@ void print_plan(std::ostream& stream, const Plan& plan) {
                    std::string(enum_name(t.dtype)), std::string(tensor_class_name(t.cls)),
                    std::to_string(t.nbytes), t.always_live ? "yes" : "no",
                    t.double_buffer >= 0 ? tensor_name(plan, t.double_buffer) : "-"});
-    tensors.print(out);
+    tensors.print(out, "  ", width);
   }
 
   out.put(plan.program == Program::kEval ? "\nSchedule (per evaluation batch)\n"
                                          : "\nSchedule (per optimizer step)\n");
   out.put("  setup (once):\n");
-  print_ops(out, plan, plan.setup, "    ");
+  print_ops(out, plan, plan.setup, "    ", width);
   for (std::size_t p = 0; p < plan.phases.size(); ++p) {
     out.print("  phase {}: {}\n", p + 1, plan.phases[p].name);
     if (plan.pipeline)
-      print_stage_program(out, plan, plan.phases[p]);
+      print_stage_program(out, plan, plan.phases[p], width);
     else
-      print_ops(out, plan, plan.phases[p].ops, "    ");
+      print_ops(out, plan, plan.phases[p].ops, "    ", width);
   }
-  if (plan.pipeline) print_pipeline(out, plan);
+}
 
+void print_memory(Printer& out, const Plan& plan, std::size_t width) {
   out.put(plan.pipeline ? "\nMemory per device (each phase a stage's device)\n"
                         : "\nMemory per replica\n");
-  TextTable mem({"Phase", "Peak", "Always live", "Not always live", "Weights", "Grad acc",
-                 "Optimizer", "Activations", "IO slots", "Workspace", "Est. time"},
-                {false, true, true, true, true, true, true, true, true, true, true});
+  TextTable mem({"Phase", "Peak", "Always live", "Not always live", "Est. time"},
+                {false, true, true, true, true});
+  TextTable by_class(
+      {"Phase", "Weights", "Grad acc", "Optimizer", "Activations", "IO slots", "Workspace"},
+      {true, true, true, true, true, true, true});
   for (std::size_t p = 0; p < plan.phases.size(); ++p) {
     const Phase& ph = plan.phases[p];
-    std::vector<std::string> row{fmt::format("{}: {}", p + 1, ph.name),
-                                 format_bytes(ph.memory.peak), format_bytes(ph.memory.always_live),
-                                 format_bytes(ph.memory.not_always_live)};
+    mem.add({fmt::format("{}: {}", p + 1, ph.name), format_bytes(ph.memory.peak),
+             format_bytes(ph.memory.always_live), format_bytes(ph.memory.not_always_live),
+             fmt::format("{:.3f} ms", ph.estimated_seconds * 1e3)});
+    std::vector<std::string> row{std::to_string(p + 1)};
     for (auto b : ph.memory.peak_by_class) row.push_back(format_bytes(b));
-    row.push_back(fmt::format("{:.3f} ms", ph.estimated_seconds * 1e3));
-    mem.add(row);
+    by_class.add(std::move(row));
   }
-  mem.print(out);
+  mem.print(out, "  ", width);
+  out.put("\n  At each phase's peak, by class:\n");
+  by_class.print(out, "  ", width);
   out.print("  program peak {} (phase {}), always live {}, device {}\n",
             format_bytes(plan.peak_bytes), plan.peak_phase + 1,
             format_bytes(plan.always_live_bytes), format_bytes(plan.memory_per_replica));
   out.print("  streaming memory {}, host transfers {} per step\n",
             format_bytes(plan.streaming_bytes), format_bytes(plan.host_bytes_per_step));
-  out.print("  host memory of poprun on a CPU {}\n", describe_host_memory(plan.host_memory));
-  if (plan.network) {
-    const NetworkEstimate& n = *plan.network;
-    const char* per = plan.program == Program::kEval ? "batch" : "step";
-    out.print("  network: {} host{} x {} replica{}, {:g} Gb/s links, {:g} us per message\n",
-              n.n_hosts, n.n_hosts == 1 ? "" : "s", n.replicas_per_host,
-              n.replicas_per_host == 1 ? "" : "s", n.bytes_per_second * 8 / 1e9,
-              n.latency_seconds * 1e6);
-    out.print(
-        "    collectives per replica per {}: {} within its host, {} across hosts (sent + "
-        "received)\n",
-        per, format_bytes(n.on_host_bytes), format_bytes(n.cross_host_bytes));
-    out.print(
-        "    crossing the network per {}: {} in all, at most {} through one host's link "
-        "each way; {} messages from the busiest replica\n",
-        per, format_bytes(n.network_bytes), format_bytes(n.busiest_link_bytes), n.messages);
-    out.print("  estimated {:.3f} ms per {} (the network adds {:.3f} ms), {:.0f} samples/s on {}\n",
-              plan.estimated_step_seconds * 1e3, per, n.seconds * 1e3,
-              plan.estimated_samples_per_second, plan.device_profile);
-  } else {
-    out.print("  estimated {:.3f} ms per step, {:.0f} samples/s on {}\n",
-              plan.estimated_step_seconds * 1e3, plan.estimated_samples_per_second,
-              plan.device_profile);
-  }
+  out.print("  host memory of poprun on a CPU {}{}:\n", format_bytes(plan.host_memory.total()),
+            plan.host_memory.datasets_counted ? "" : " + the datasets");
+  print_wrapped(out, "    ", "    ", host_memory_parts(plan.host_memory));
+  if (!plan.network) return;
+  const NetworkEstimate& n = *plan.network;
+  const char* per = plan.program == Program::kEval ? "batch" : "step";
+  out.print("  network: {} host{} x {} replica{}, {:g} Gb/s links, {:g} us per message\n",
+            n.n_hosts, n.n_hosts == 1 ? "" : "s", n.replicas_per_host,
+            n.replicas_per_host == 1 ? "" : "s", n.bytes_per_second * 8 / 1e9,
+            n.latency_seconds * 1e6);
+  out.print(
+      "    collectives per replica per {}: {} within its host, {} across hosts (sent + "
+      "received)\n",
+      per, format_bytes(n.on_host_bytes), format_bytes(n.cross_host_bytes));
+  out.print("    crossing the network per {}: {} in all, at most {} through one host's link\n", per,
+            format_bytes(n.network_bytes), format_bytes(n.busiest_link_bytes));
+  out.print("    each way; {} messages from the busiest replica; the network adds {:.3f} ms\n",
+            n.messages, n.seconds * 1e3);
+}
 
-  for (const auto& w : plan.warnings) out.print("\nwarning: {}\n", w);
-  if (plan.fits) {
-    out.print("\nFits: peak {} of {} per replica\n", format_bytes(plan.peak_bytes),
-              format_bytes(plan.memory_per_replica));
-  } else {
-    const NotFitting& nf = plan.not_fitting;
-    out.print("\nDoes not fit: phase '{}' needs {} more than the {} per replica\n", nf.phase,
-              format_bytes(nf.bytes_over), format_bytes(plan.memory_per_replica));
-    out.put("  largest live tensors at the peak:\n");
-    for (const auto& l : nf.largest) out.print("    {}\n", l);
-    if (nf.advice) out.print("  {}\n", describe_advice(*nf.advice, plan.memory_per_replica));
-    out.put("  what would help:\n");
-    for (const auto& s : nf.suggestions) out.print("    - {}\n", s);
-  }
+}  // namespace
+
+void print_plan(std::ostream& stream, const Plan& plan, const PlanText& options) {
+  Printer out(stream);
+  const std::size_t width = options.wide ? 0 : kTextWidth;
+  print_verdict(out, plan);
+  print_setup(out, plan);
+  print_variables(out, plan, width);
+  if (options.ops) print_ops_listing(out, plan, width);
+  if (plan.pipeline) print_pipeline(out, plan);
+  print_memory(out, plan, width);
+  if (!options.ops)
+    out.put("\nThe device tensors and the schedule's ops: --ops; every figure: --format json\n");
 }
 
 }  // namespace popkit::planner

@@ -1,7 +1,7 @@
 // Plans and replica groupings as text, the way PopXL's schedule printouts read: the
-// header, layers, remote buffers, variables (placement, sharding), device tensors, the
-// phases with their ops, and the memory table. Writes to an injected stream so every
-// printout has a golden-output test.
+// verdict, the configuration, layers, remote buffers, variables (placement, sharding),
+// on request the device tensors and the phases with their ops, and the memory tables.
+// Writes to an injected stream so every printout has a golden-output test.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +17,16 @@ namespace popkit::planner {
 // 0 -> "0 B", 1536 -> "1.50 KiB", 943718400 -> "900.00 MiB".
 std::string format_bytes(std::uint64_t bytes);
 
-void print_plan(std::ostream& out, const Plan& plan);
+// What the text of a plan holds: the verdict, peak, estimate and fit advice first, then
+// the configuration, layers, buffers, variables, the pipeline and memory per phase; with
+// `ops` the device tensors and every phase's ops too. Tables wider than 100 columns are
+// printed in blocks of columns, unless `wide`.
+struct PlanText {
+  bool ops = false;
+  bool wide = false;
+};
 
-// The tuner's advice in one line: "fits with: --set a=b --set c=d (peak 812.00 MiB of
-// 900.00 MiB, est. 41,200 samples/s; ...)", or that nothing fits, with the least peak.
-std::string describe_advice(const FitAdvice& advice, std::uint64_t memory_per_replica);
+void print_plan(std::ostream& out, const Plan& plan, const PlanText& options = {});
 
 // The "Group | Replicas" table of a grouping: one row per group, its members in order.
 void print_grouping(std::ostream& out, const ReplicaGrouping& grouping);

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "config/names.h"
 #include "config/validate.h"
 #include "planner/build.h"
+#include "planner/estimate_check.h"
 #include "planner/layer_kinds.h"
 #include "planner/layer_ops.h"
 #include "planner/layers.h"
@@ -26,12 +28,36 @@ using config::IoMode;
 
 // io_tiles for io modes when the config gives none (PopXL's examples use 32).
 constexpr std::int64_t kDefaultIoTiles = 32;
+// Candidates at least this fraction of a row's fastest are alike: one row.
+constexpr double kAlike = 0.99;
+// The largest global batch split: its divisors are found in 2^20 steps.
+constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 40;
 
+// In O(sqrt n): a global batch of 2^40 has 41 divisors, found in 2^20 steps.
 std::vector<std::int64_t> divisors(std::int64_t n) {
-  std::vector<std::int64_t> out;
-  for (std::int64_t d = 1; d <= n; ++d)
-    if (n % d == 0) out.push_back(d);
-  return out;
+  std::vector<std::int64_t> low, high;
+  for (std::int64_t d = 1; d <= n / d; ++d) {
+    if (n % d != 0) continue;
+    low.push_back(d);
+    if (d != n / d) high.push_back(n / d);
+  }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
+
+// At most `k` of `values` (ascending), spread evenly by position, so by ratio for the
+// near-geometric divisors: the first, the last and between; `keep` stays when present.
+std::vector<std::int64_t> thin(const std::vector<std::int64_t>& values, std::size_t k,
+                               std::int64_t keep) {
+  if (values.size() <= k || k < 2) return values;
+  std::set<std::int64_t> out;
+  for (std::size_t i = 0; i < k; ++i) out.insert(values[i * (values.size() - 1) / (k - 1)]);
+  if (std::find(values.begin(), values.end(), keep) != values.end()) out.insert(keep);
+  return {out.begin(), out.end()};
+}
+
+std::string list_text(const std::vector<std::int64_t>& values) {
+  return fmt::format("{}", fmt::join(values, ", "));
 }
 
 // The thresholds that shard different sets of variables: each distinct element count of
@@ -60,12 +86,6 @@ struct Choices {
   }
 };
 
-// The device memory a plan of `c` must fit: the config's, or its profile's.
-std::uint64_t memory_per_replica(const Config& c) {
-  return c.device.memory_per_replica != 0 ? c.device.memory_per_replica
-                                          : device_profile(c)->memory_bytes;
-}
-
 // Bytes as the config writes them, exactly: "900MiB", "1536KiB", "1000" (bytes).
 std::string exact_bytes(std::uint64_t bytes) {
   for (const auto& [shift, unit] : {std::pair{30, "GiB"}, {20, "MiB"}, {10, "KiB"}})
@@ -83,44 +103,143 @@ class Search {
     c.device.memory_per_replica = r_.memory_per_replica;
     if (r_.memory_per_replica != memory_per_replica(base_))
       base_choices_.set("device.memory_per_replica", exact_bytes(r_.memory_per_replica), true);
-    const std::int64_t replicas = r_.replicas > 0 ? r_.replicas : c.replication.factor;
-    const std::int64_t global =
-        r_.global_batch > 0
-            ? r_.global_batch
-            : c.training.micro_batch_size * c.training.gradient_accumulation * c.replication.factor;
-    if (global % replicas != 0)
-      throw Error("the global batch {} does not split over {} replicas", global, replicas);
-    // Pipeline stages on the same devices: R x S of them (S the config's stages), split
-    // as R' replicas of S' stages for every S' dividing them, up to one layer a stage,
-    // where the global batch splits over the R' replicas. Validation drops the
-    // combinations pipelining refuses (phased, remote optimizer state, io_overlapped,
-    // accumulation < 2 S').
-    const std::int64_t devices = replicas * c.pipeline.stages;
-    const auto n_layers = static_cast<std::int64_t>(c.model.layers.size());
-    for (const std::int64_t stages : divisors(devices)) {
-      const std::int64_t r = devices / stages;
-      if (stages > n_layers || global % r != 0) continue;
+    const std::vector<Split> splits = plan_splits(c);
+    for (const Split& split : splits) {
       Config p = c;
       Choices s = base_choices_;
-      p.replication.factor = r;
-      if (r != base_.replication.factor) s.set("replication.factor", fmt::format("{}", r), true);
-      p.pipeline.stages = stages;
-      if (stages > 1 || base_.pipeline.stages > 1)
-        s.set("pipeline.stages", fmt::format("{}", stages), stages != base_.pipeline.stages);
-      if (stages != base_.pipeline.stages) {
+      p.replication.factor = split.replicas;
+      if (split.replicas != base_.replication.factor)
+        s.set("replication.factor", fmt::format("{}", split.replicas), true);
+      p.pipeline.stages = split.stages;
+      if (split.stages > 1 || base_.pipeline.stages > 1)
+        s.set("pipeline.stages", fmt::format("{}", split.stages),
+              split.stages != base_.pipeline.stages);
+      if (split.stages != base_.pipeline.stages) {
         p.pipeline.placement_auto = true;
         p.pipeline.placement.clear();
-        s.force("pipeline.placement", "auto", stages > 1 && !base_.pipeline.placement_auto);
+        s.force("pipeline.placement", "auto", split.stages > 1 && !base_.pipeline.placement_auto);
       }
-      per_replica_ = global / r;
+      per_replica_ = split.per_replica;
+      split_ = &split;
       modes(p, s);
     }
     TuneResult result;
     result.n_planned = n_planned_;
     result.fits = std::move(fits_);
     result.smallest = std::move(smallest_);
-    // Ties: less memory, then fewer changes to the config.
-    std::stable_sort(result.fits.begin(), result.fits.end(), [](const auto& a, const auto& b) {
+    result.device_profile = device_profile(base_)->name;
+    result.memory_per_replica = r_.memory_per_replica;
+    result.n_combinations = n_combinations_;
+    result.thinned = std::move(thinned_);
+    result.request_changes = base_choices_.changes;
+    rank(result);
+    return result;
+  }
+
+ private:
+  // One way to place the model on the devices: R' replicas of S' stages, each replica
+  // taking `per_replica` samples of the global batch, and the values searched for the
+  // sharding group and the micro-batch.
+  struct Split {
+    std::int64_t stages = 1, replicas = 1, per_replica = 1;
+    std::vector<std::int64_t> groups;         // sharding group sizes, > 1
+    std::vector<std::int64_t> micro_batches;  // dividing per_replica
+  };
+
+  // Pipeline stages on the same devices: R x S of them (S the config's stages), split as
+  // R' replicas of S' stages for every S' dividing them, up to one layer a stage, where
+  // the global batch splits over the R' replicas. Validation drops the combinations
+  // pipelining refuses (phased, remote optimizer state, io_overlapped, accumulation <
+  // 2 S'). The search is bounded (TuneRequest::max_combinations): past it, the sharding
+  // groups and micro-batches are thinned to fewer values each, evenly by ratio.
+  std::vector<Split> plan_splits(const Config& c) {
+    const std::int64_t replicas = r_.replicas > 0 ? r_.replicas : c.replication.factor;
+    if (replicas > config::kMaxReplicationFactor)
+      throw Error("--replicas {} is more than {}, the most replicas a config may have", replicas,
+                  config::kMaxReplicationFactor);
+    std::int64_t global = r_.global_batch;
+    if (global <= 0 && (__builtin_mul_overflow(c.training.micro_batch_size,
+                                               c.training.gradient_accumulation, &global) ||
+                        __builtin_mul_overflow(global, c.replication.factor, &global)))
+      global = kMaxGlobalBatch + 1;
+    if (global > kMaxGlobalBatch)
+      throw Error("the global batch {} is more than {} samples, the most popplan tune splits",
+                  global, kMaxGlobalBatch);
+    if (global % replicas != 0)
+      throw Error("the global batch {} does not split over {} replicas", global, replicas);
+    const std::int64_t devices = replicas * c.pipeline.stages;
+    const auto n_layers = static_cast<std::int64_t>(c.model.layers.size());
+    std::vector<Split> all;
+    for (const std::int64_t stages : divisors(devices)) {
+      const std::int64_t r = devices / stages;
+      if (stages > n_layers || global % r != 0) continue;
+      Split split{stages, r, global / r, {}, divisors(global / r)};
+      for (const std::int64_t g : divisors(r))
+        if (g > 1) split.groups.push_back(g);
+      all.push_back(std::move(split));
+    }
+    const std::size_t n_thresholds = thresholds(c).size();
+    // Execution modes and placements (6) x sharding (off, or a group and a threshold) x io
+    // modes (3) x micro-batches: every combination, valid or not.
+    const auto count = [&](const std::vector<Split>& splits) {
+      std::size_t n = 0;
+      for (const Split& x : splits)
+        n += 6 * (1 + x.groups.size() * n_thresholds) * 3 * x.micro_batches.size();
+      return n;
+    };
+    n_combinations_ = count(all);
+    if (n_combinations_ <= r_.max_combinations) return all;
+    std::size_t widest = 2;
+    for (const Split& x : all) widest = std::max({widest, x.groups.size(), x.micro_batches.size()});
+    for (std::size_t k = widest; k >= 2; --k) {
+      std::vector<Split> thinned = all;
+      for (Split& x : thinned) {
+        x.groups = thin(x.groups, k, base_sharding_group());
+        x.micro_batches = thin(x.micro_batches, k, c.training.micro_batch_size);
+      }
+      if (count(thinned) > r_.max_combinations) continue;
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        const std::string at = all.size() == 1 ? ""
+                                               : fmt::format(" at {} stage(s) of {} replicas",
+                                                             all[i].stages, all[i].replicas);
+        if (thinned[i].micro_batches.size() < all[i].micro_batches.size())
+          thinned_.push_back(fmt::format("micro-batches {} of {}{}",
+                                         list_text(thinned[i].micro_batches),
+                                         all[i].micro_batches.size(), at));
+        if (thinned[i].groups.size() < all[i].groups.size())
+          thinned_.push_back(fmt::format("sharding groups of {} of {}{}",
+                                         list_text(thinned[i].groups), all[i].groups.size(), at));
+      }
+      return thinned;
+    }
+    throw Error(
+        "the search has {} combinations, {} even with 2 sharding groups and 2 micro-batches "
+        "for each split of the devices, more than the {} popplan tune plans at most; ask for "
+        "fewer --replicas, or raise --max-combinations",
+        n_combinations_, count([&] {
+          std::vector<Split> two = all;
+          for (Split& x : two) {
+            x.groups = thin(x.groups, 2, 0);
+            x.micro_batches = thin(x.micro_batches, 2, 0);
+          }
+          return two;
+        }()),
+        r_.max_combinations);
+  }
+
+  // The config's own sharding group size, kept when the groups are thinned.
+  std::int64_t base_sharding_group() const {
+    for (const auto& g : base_.replication.groupings)
+      if (g.name == base_.sharding.grouping)
+        return g.all_replicas ? base_.replication.factor : g.group_size;
+    return 0;
+  }
+
+  // Fastest first; ties: less memory, then fewer changes. Candidates within 1% of a
+  // row's fastest are one row (TuneCandidate::row), led by the fewest changes.
+  static void rank(TuneResult& result) {
+    auto& fits = result.fits;
+    std::stable_sort(fits.begin(), fits.end(), [](const auto& a, const auto& b) {
       if (a.samples_per_second != b.samples_per_second)
         return a.samples_per_second > b.samples_per_second;
       if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
@@ -128,20 +247,42 @@ class Search {
     });
     // On the front: no other candidate is at least as good in both and better in one.
     // Sorted fastest first, only those before a candidate can dominate it.
-    for (std::size_t i = 0; i < result.fits.size(); ++i) {
-      const TuneCandidate& a = result.fits[i];
+    for (std::size_t i = 0; i < fits.size(); ++i) {
+      const TuneCandidate& a = fits[i];
       bool dominated = false;
       for (std::size_t j = 0; j < i && !dominated; ++j) {
-        const TuneCandidate& b = result.fits[j];
+        const TuneCandidate& b = fits[j];
         dominated = b.peak_bytes <= a.peak_bytes && b.samples_per_second >= a.samples_per_second &&
                     (b.peak_bytes < a.peak_bytes || b.samples_per_second > a.samples_per_second);
       }
-      result.fits[i].pareto = !dominated;
+      fits[i].pareto = !dominated;
     }
-    return result;
+    std::size_t row = 0;
+    for (std::size_t first = 0; first < fits.size(); ++row) {
+      std::size_t end = first + 1;
+      while (end < fits.size() &&
+             fits[end].samples_per_second >= fits[first].samples_per_second * kAlike)
+        ++end;
+      const auto lead = std::min_element(
+          fits.begin() + static_cast<std::ptrdiff_t>(first),
+          fits.begin() + static_cast<std::ptrdiff_t>(end),
+          [](const auto& a, const auto& b) { return a.changes.size() < b.changes.size(); });
+      std::rotate(fits.begin() + static_cast<std::ptrdiff_t>(first), lead, lead + 1);
+      for (std::size_t i = first; i < end; ++i) fits[i].row = row + 1;
+      first = end;
+    }
+    result.n_rows = row;
+    // The front among the rows' leads, as the rows show them.
+    std::vector<TuneCandidate*> leads;
+    for (std::size_t i = 0; i < fits.size(); ++i)
+      if (i == 0 || fits[i].row != fits[i - 1].row) leads.push_back(&fits[i]);
+    for (TuneCandidate* a : leads)
+      a->row_on_front = std::none_of(leads.begin(), leads.end(), [&](const TuneCandidate* b) {
+        return b->peak_bytes <= a->peak_bytes && b->samples_per_second >= a->samples_per_second &&
+               (b->peak_bytes < a->peak_bytes || b->samples_per_second > a->samples_per_second);
+      });
   }
 
- private:
   // Execution mode and what is remote.
   void modes(const Config& c, const Choices& base) {
     for (const ExecutionMode mode : {ExecutionMode::kStandard, ExecutionMode::kPhased})
@@ -176,9 +317,7 @@ class Search {
     s_off.set("sharding.enabled", "false", base_.sharding.enabled);
     io(off, s_off);
     const std::int64_t r = c.replication.factor;
-    if (r < 2) return;
-    for (const std::int64_t g : divisors(r)) {
-      if (g < 2) continue;
+    for (const std::int64_t g : split_->groups) {
       for (const std::int64_t t : thresholds(c)) {
         Config on = c;
         Choices s_on = s;
@@ -226,7 +365,7 @@ class Search {
 
   // micro-batch × accumulation = the per-replica batch.
   void batch(const Config& c, const Choices& s) {
-    for (const std::int64_t mb : divisors(per_replica_)) {
+    for (const std::int64_t mb : split_->micro_batches) {
       Config m = c;
       m.training.micro_batch_size = mb;
       m.training.gradient_accumulation = per_replica_ / mb;
@@ -243,6 +382,8 @@ class Search {
     if (config::has_errors(config::validate_config(c))) return;
     ++n_planned_;
     const Plan p = build_plan_for_estimate(c);
+    // A profile that prices a candidate at no finite time ranks nothing.
+    if (const std::string why = estimate_problem(p); !why.empty()) throw Error("{}", why);
     TuneCandidate candidate{std::move(choices.settings),
                             std::move(choices.changes),
                             std::move(c),
@@ -257,6 +398,9 @@ class Search {
   const TuneRequest& r_;
   Choices base_choices_;
   std::int64_t per_replica_ = 1;
+  const Split* split_ = nullptr;
+  std::size_t n_combinations_ = 0;
+  std::vector<std::string> thinned_;
   std::size_t n_planned_ = 0;
   std::vector<TuneCandidate> fits_;
   std::optional<TuneCandidate> smallest_;
@@ -268,50 +412,9 @@ TuneResult tune(const config::Config& config, const TuneRequest& request) {
   return Search(config, request).run();
 }
 
-FitAdvice advise_fit(const config::Config& config) {
-  const TuneResult r = tune(config, {memory_per_replica(config)});
-  FitAdvice advice;
-  advice.n_planned = r.n_planned;
-  const TuneCandidate* best = nullptr;
-  for (const TuneCandidate& c : r.fits)  // fastest first: the first of the fewest changes
-    if (!best || c.changes.size() < best->changes.size()) best = &c;
-  advice.fits = best != nullptr;
-  if (!best && r.smallest) best = &*r.smallest;
-  if (best) {
-    advice.settings = best->changes;
-    advice.peak_bytes = best->peak_bytes;
-    advice.samples_per_second = best->samples_per_second;
-  }
-  return advice;
-}
-
-void print_tune(std::ostream& out, const TuneResult& r, bool json) {
-  if (json) {
-    nlohmann::ordered_json j;
-    j["planned"] = r.n_planned;
-    j["candidates"] = nlohmann::ordered_json::array();
-    for (std::size_t i = 0; i < r.fits.size(); ++i)
-      j["candidates"].push_back({{"rank", i + 1},
-                                 {"samples_per_second", r.fits[i].samples_per_second},
-                                 {"peak_bytes", r.fits[i].peak_bytes},
-                                 {"pareto", r.fits[i].pareto},
-                                 {"settings", r.fits[i].settings},
-                                 {"changes", r.fits[i].changes}});
-    out << j.dump(1) << '\n';
-    return;
-  }
-  fmt::print(out,
-             "{} of {} candidates fit; * marks the Pareto front of peak memory against "
-             "samples/s\n",
-             r.fits.size(), r.n_planned);
-  fmt::print(out, "{:>5}  {:>12}  {:>11}     {}\n", "Rank", "Samples/s", "Peak", "Settings");
-  for (std::size_t i = 0; i < r.fits.size(); ++i) {
-    const TuneCandidate& f = r.fits[i];
-    std::string settings;
-    for (const auto& s : f.settings) settings += (settings.empty() ? "" : " ") + s;
-    fmt::print(out, "{:>5}  {:>12.0f}  {:>11}  {}  {}\n", i + 1, f.samples_per_second,
-               format_bytes(f.peak_bytes), f.pareto ? "*" : " ", settings);
-  }
+std::uint64_t memory_per_replica(const config::Config& config) {
+  return config.device.memory_per_replica != 0 ? config.device.memory_per_replica
+                                               : device_profile(config)->memory_bytes;
 }
 
 }  // namespace popkit::planner

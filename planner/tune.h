@@ -6,9 +6,10 @@
 // marked.
 //
 //   TuneRequest req{900ull << 20};
-//   std::vector<TuneCandidate> fits = tune(config, req);   // fits.front() is the winner
+//   TuneResult r = tune(config, req);   // r.fits.front() is the winner
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <ostream>
@@ -20,10 +21,18 @@
 
 namespace popkit::planner {
 
+// The most combinations a search plans before it thins its dimensions (at about 2 ms a
+// plan, some seconds).
+inline constexpr std::size_t kMaxTuneCombinations = 4096;
+
 struct TuneRequest {
   std::uint64_t memory_per_replica = 0;  // bytes
   std::int64_t replicas = 0;             // 0: the config's replication.factor
   std::int64_t global_batch = 0;         // 0: the config's micro-batch × accumulation × replicas
+  // Past this many combinations (valid or not), the sharding groups and micro-batches
+  // searched are thinned, each to fewer values spread evenly by ratio (the config's own
+  // kept), until the search fits; when even 2 of each do not, tune throws.
+  std::size_t max_combinations = kMaxTuneCombinations;
 };
 
 struct TuneCandidate {
@@ -39,28 +48,38 @@ struct TuneCandidate {
   std::uint64_t peak_bytes = 0;
   double samples_per_second = 0.0;
   bool pareto = false;  // no other candidate has less or equal peak and more samples/s
+  std::size_t row = 0;  // 1-based: the row of alike candidates it is shown in
+  // A row's lead only: no other row's lead has less or equal peak and more samples/s.
+  bool row_on_front = false;
 };
 
 struct TuneResult {
-  std::vector<TuneCandidate> fits;        // fastest first; ties: less memory, then fewer changes
-  std::size_t n_planned = 0;              // valid combinations planned
-  std::optional<TuneCandidate> smallest;  // the least peak of all planned, fitting or not
+  // By row: a row holds the candidates within 1% of its fastest, led by the one with the
+  // fewest changes to the config (then the fastest), the others fastest first; rows
+  // fastest first. fits.front() is the winner.
+  std::vector<TuneCandidate> fits;
+  std::size_t n_rows = 0;
+  std::size_t n_planned = 0;                 // valid combinations planned
+  std::size_t n_combinations = 0;            // all combinations, valid or not, before thinning
+  std::vector<std::string> thinned;          // "micro-batches 1, 32, 1024 of 11", when thinned
+  std::optional<TuneCandidate> smallest;     // the least peak of all planned, fitting or not
+  std::string device_profile;                // the profile the candidates are ranked for
+  std::uint64_t memory_per_replica = 0;      // what they fit
+  std::vector<std::string> request_changes;  // every candidate's changes: the request's own
 };
 
 // The config must be valid and carry its device profile (Config::device.resolved).
 // Throws popkit::Error when the global batch does not split over the replicas.
 TuneResult tune(const config::Config& config, const TuneRequest& request);
 
-// The fit advice of `popplan plan` (issue 17 item 5): the tuner run at the config's own
-// memory per replica, replication factor and global batch (what the user fixed), and
-// of the candidates that fit, the one with the fewest changes to the config, then the
-// fastest: the smallest edit is the one a user can check and keep, and speed decides
-// between edits of the same size. When nothing fits: the candidate with the least peak.
-FitAdvice advise_fit(const config::Config& config);
+// The device memory a plan of `config` must fit: the config's, or its profile's.
+std::uint64_t memory_per_replica(const config::Config& config);
 
-// Text: a table (rank, samples/s, peak, Pareto mark, settings); JSON: {"planned",
-// "candidates": [{"rank", "samples_per_second", "peak_bytes", "pareto", "settings",
-// "changes"}]}.
+// Text: what the candidates are ranked for, then a table of rows (rank, samples/s, peak,
+// Pareto mark, how many candidates the row stands for, the changes to the config),
+// wrapped to 100 columns; JSON: {"device_profile", "memory_per_replica", "planned",
+// "combinations", "thinned", "candidates": [{"rank" (the row), "samples_per_second",
+// "peak_bytes", "pareto", "settings", "changes"}]}.
 void print_tune(std::ostream& out, const TuneResult& result, bool json);
 
 }  // namespace popkit::planner

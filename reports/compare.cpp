@@ -327,15 +327,18 @@ std::vector<std::string> check_gates(const Comparison& c, const std::vector<Gate
   std::vector<std::string> failures;
   if (c.rows.empty()) return failures;
   const CompareRow& base = c.rows[c.baseline];
+  std::vector<std::size_t> checked(gates.size(), 0);
   for (std::size_t i = 0; i < c.rows.size(); ++i) {
     if (i == c.baseline) continue;
     const CompareRow& row = c.rows[i];
-    for (const Gate& g : gates) {
+    for (std::size_t k = 0; k < gates.size(); ++k) {
+      const Gate& g = gates[k];
       const bool timed = g.metric == Metric::kThroughput || g.metric == Metric::kExecutionTime;
       if (timed && !times_comparable(row, base)) continue;
       const double value = row.metric(g.metric);
       const double base_value = base.metric(g.metric);
       const double change = (ratio(value, base_value) - 1.0) * 100.0;
+      ++checked[k];
       const bool failed = g.less ? change < g.percent : change > g.percent;
       if (!failed) continue;
       failures.push_back(
@@ -344,6 +347,18 @@ std::vector<std::string> check_gates(const Comparison& c, const std::vector<Gate
                       g.less ? "<" : ">", format_percent_bound(g.percent),
                       metric_text(row, g.metric), metric_text(base, g.metric), base.name));
     }
+  }
+  // A gate that compared nothing has not passed: CI would read its silence as a pass.
+  for (std::size_t k = 0; k < gates.size(); ++k) {
+    if (checked[k] > 0) continue;
+    failures.push_back(fmt::format(
+        "'{}' checked no row: {}", gates[k].text,
+        c.rows.size() < 2
+            ? fmt::format("there is only the baseline \"{}\"; give files to compare with it",
+                          base.name)
+            : fmt::format("every row's ratio is n/a, timed otherwise than the baseline \"{}\" "
+                          "({}); compare like with like",
+                          base.name, base.time_basis)));
   }
   return failures;
 }

@@ -81,7 +81,9 @@ Gate parse_gate(const std::string& text);
 // A gate on throughput or execution time skips rows whose time basis is not the
 // baseline's (times_comparable).
 // One line per failing (row, gate), e.g. "b: throughput -7.3% < -5% (925.9 vs 1,000.0
-// samples/s of baseline a)"; empty when every row passes. The baseline row is not checked.
+// samples/s of baseline a)", and one per gate that checked no row (every ratio n/a, or
+// no row beside the baseline): such a gate fails, it does not pass. Empty when every
+// gate checked a row and every row passed. The baseline row is not checked.
 std::vector<std::string> check_gates(const Comparison& comparison, const std::vector<Gate>& gates);
 
 }  // namespace popkit::reports

@@ -118,6 +118,21 @@ std::vector<double> JsonReader::numbers(const std::string& key) const {
   return out;
 }
 
+double JsonReader::non_negative(const std::string& key) const {
+  const double v = number(key);
+  if (v < 0) fail(key, fmt::format("{} is negative; a time or a rate is >= 0", v));
+  return v;
+}
+
+std::vector<double> JsonReader::non_negatives(const std::string& key) const {
+  std::vector<double> out = numbers(key);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i] < 0)
+      fail(fmt::format("{}[{}]", key, i),
+           fmt::format("{} is negative; a time or a rate is >= 0", out[i]));
+  return out;
+}
+
 std::vector<std::uint64_t> JsonReader::bytes_list(const std::string& key) const {
   std::vector<std::uint64_t> out;
   for (std::size_t i = 0; const JsonReader& item : array(key)) {

@@ -63,8 +63,9 @@ json seconds_to_json(const OpKindSeconds& s) {
 }
 
 OpKindSeconds seconds_from_json(const JsonReader& r) {
-  return OpKindSeconds{r.number("compute"), r.number("collective"), r.number("remote"),
-                       r.number("host_io"), r.has("pipeline") ? r.number("pipeline") : 0.0};
+  return OpKindSeconds{r.non_negative("compute"), r.non_negative("collective"),
+                       r.non_negative("remote"), r.non_negative("host_io"),
+                       r.has("pipeline") ? r.non_negative("pipeline") : 0.0};
 }
 
 json bytes_to_json(const BytesMoved& b) {
@@ -120,12 +121,12 @@ PlanSummary plan_summary_from_json(const JsonReader& r) {
   p.peak_bytes = r.bytes("peak_bytes");
   p.always_live_bytes = r.bytes("always_live_bytes");
   p.streaming_bytes = r.bytes("streaming_bytes");
-  p.estimated_step_seconds = r.number("estimated_step_seconds");
-  p.estimated_samples_per_second = r.number("estimated_samples_per_second");
+  p.estimated_step_seconds = r.non_negative("estimated_step_seconds");
+  p.estimated_samples_per_second = r.non_negative("estimated_samples_per_second");
   if (r.has("device_core_round_trip_seconds"))
-    p.device_core_round_trip_seconds = r.number("device_core_round_trip_seconds");
+    p.device_core_round_trip_seconds = r.non_negative("device_core_round_trip_seconds");
   if (r.has("device_cache_probe_seconds"))
-    p.device_cache_probe_seconds = r.number("device_cache_probe_seconds");
+    p.device_cache_probe_seconds = r.non_negative("device_cache_probe_seconds");
   return p;
 }
 
@@ -297,8 +298,8 @@ std::vector<PhaseRecord> phases_from_json(const JsonReader& top, RunSplit* split
         phase.measured.push_back(memory_from_json(m));
       }
     }
-    phase.planned_seconds = p.number("planned_seconds");
-    phase.measured_seconds = p.number("measured_seconds");
+    phase.planned_seconds = p.non_negative("planned_seconds");
+    phase.measured_seconds = p.non_negative("measured_seconds");
     phase.measured_by_kind = seconds_from_json(p.object("measured_seconds_by_kind"));
     out.push_back(std::move(phase));
   }
@@ -323,13 +324,13 @@ EvalRecord eval_from_json(const JsonReader& r, RunSplit* split) {
   e.micro_batch_size = r.integer("micro_batch_size");
   e.batch_size = r.integer("batch_size");
   e.peak_bytes = r.bytes("peak_bytes");
-  e.estimated_samples_per_second = r.number("estimated_samples_per_second");
+  e.estimated_samples_per_second = r.non_negative("estimated_samples_per_second");
   e.phases = phases_from_json(r, split);
   e.n_samples = r.integer("n_samples");
   e.evaluations = r.integer("evaluations");
   e.batches = r.integer("batches");
-  e.seconds = r.number("seconds");
-  e.samples_per_second = r.number("samples_per_second");
+  e.seconds = r.non_negative("seconds");
+  e.samples_per_second = r.non_negative("samples_per_second");
   return e;
 }
 
@@ -460,7 +461,7 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
   const JsonReader streaming = top.object("streaming_memory");
   r.streaming_planned = streaming.bytes("planned");
   r.streaming_measured = streaming.bytes_list("measured");
-  r.step_seconds = top.numbers("step_seconds");
+  r.step_seconds = top.non_negatives("step_seconds");
   r.loss = top.numbers("loss");
   if (top.has("run_dir")) r.run_dir = top.string("run_dir");
   if (top.has("command"))
@@ -480,8 +481,8 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
         f.string("checkpoint"), f.integer("step")};
   }
   const JsonReader t = top.object("throughput");
-  r.throughput =
-      Throughput{t.number("median"), t.number("min"), t.number("max"), t.integer("warmup_steps")};
+  r.throughput = Throughput{t.non_negative("median"), t.non_negative("min"), t.non_negative("max"),
+                            t.integer("warmup_steps")};
   if (!top.value("test").is_null()) {
     const JsonReader test = top.object("test");
     r.test = TestResult{test.number("accuracy"), test.number("loss"), test.integer("n_samples")};
@@ -500,16 +501,16 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
       e.string("popkit_version"), e.has("kernels") ? e.string("kernels") : std::string()};
   if (e.has("core_round_trip_seconds")) {
     const JsonReader trip = e.object("core_round_trip_seconds");
-    r.environment.core_round_trip_start_seconds = trip.number("start");
-    r.environment.core_round_trip_end_seconds = trip.number("end");
+    r.environment.core_round_trip_start_seconds = trip.non_negative("start");
+    r.environment.core_round_trip_end_seconds = trip.non_negative("end");
   }
   if (e.has("cache_probe_seconds")) {
     const JsonReader probe = e.object("cache_probe_seconds");
     reports::CacheProbes& c = r.environment.cache_probes;
-    c.start_seconds = probe.number("start");
-    c.end_seconds = probe.number("end");
-    c.min_seconds = probe.number("min");
-    c.max_seconds = probe.number("max");
+    c.start_seconds = probe.non_negative("start");
+    c.end_seconds = probe.non_negative("end");
+    c.min_seconds = probe.non_negative("min");
+    c.max_seconds = probe.non_negative("max");
     c.n = probe.integer("probes");
   }
   return r;

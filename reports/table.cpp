@@ -53,15 +53,19 @@ std::string number_text(double v) {
   return fmt::format("{}", v);
 }
 
+// Text within `width` columns (0: no limit): a wider table is printed in blocks of
+// columns, each repeating the table's leading text columns (what names a row).
 class TextReporter : public Reporter {
  public:
+  explicit TextReporter(std::size_t width) : width_(width) {}
+
   void write(const Report& report, std::ostream& out) const override {
     bool first = true;
     for (const Table& t : report.tables) {
       if (!first) out << '\n';
       first = false;
-      if (!t.title.empty()) out << t.title << '\n';
-      for (const std::string& note : t.notes) out << "  " << note << '\n';
+      if (!t.title.empty()) write_wrapped(t.title, "  ", out);
+      for (const std::string& note : t.notes) write_wrapped("  " + note, "    ", out);
       for (const CommonColumn& c : t.common) {
         out << "  " << c.column.title << ": " << c.cell.text << '\n';
       }
@@ -73,25 +77,86 @@ class TextReporter : public Reporter {
           widths[i] = std::max(widths[i], display_width(row[i].text));
         }
       }
-      auto line = [&](auto cell_text, auto right) {
-        std::string s;
-        for (std::size_t i = 0; i < t.columns.size(); ++i) {
-          if (i > 0) s += "  ";
-          s += pad(cell_text(i), widths[i], right(i));
+      std::vector<std::size_t> keys;
+      while (keys.size() < t.columns.size() && !t.columns[keys.size()].numeric)
+        keys.push_back(keys.size());
+      if (keys.empty() && !t.columns.empty()) keys.push_back(0);
+      std::size_t keys_width = 0;
+      for (const std::size_t k : keys) keys_width += (k > 0 ? 2 : 0) + widths[k];
+      std::vector<std::size_t> block = keys;
+      std::size_t used = keys_width;
+      bool first_block = true;
+      for (std::size_t c = keys.size(); c < t.columns.size();) {
+        // A figure and the ratio or difference beside it stay in one block.
+        std::size_t end = c + 1;
+        std::size_t unit = 2 + widths[c];
+        while (end < t.columns.size() && follows(t.columns[end].key)) unit += 2 + widths[end++];
+        if (width_ > 0 && used + unit > width_ && block.size() > keys.size()) {
+          write_block(t, block, widths, !first_block, out);
+          first_block = false;
+          block = keys;
+          used = keys_width;
         }
-        while (!s.empty() && s.back() == ' ') s.pop_back();
-        out << s << '\n';
-      };
-      line([&](std::size_t i) { return t.columns[i].title; },
-           [&](std::size_t i) { return t.columns[i].numeric; });
-      line([&](std::size_t i) { return std::string(widths[i], '-'); },
-           [](std::size_t) { return false; });
-      for (const auto& row : t.rows) {
-        line([&](std::size_t i) { return row[i].text; },
-             [&](std::size_t i) { return t.columns[i].numeric; });
+        for (; c < end; ++c) block.push_back(c);
+        used += unit;
       }
+      write_block(t, block, widths, !first_block, out);
     }
   }
+
+ private:
+  // A column that belongs to the one before it: "peak_memory_ratio", "peak_vs_plan".
+  static bool follows(const std::string& key) {
+    return key.ends_with("_ratio") || key.ends_with("_vs_plan");
+  }
+
+  // `text` broken at spaces into lines within the width, the later ones after `indent`.
+  void write_wrapped(const std::string& text, const std::string& indent, std::ostream& out) const {
+    const std::size_t lead = text.find_first_not_of(' ');
+    const std::string note = lead == std::string::npos ? "" : text.substr(lead);
+    std::string line = text.substr(0, lead == std::string::npos ? 0 : lead);
+    bool empty = true;
+    for (std::size_t at = 0; at <= note.size();) {
+      std::size_t end = note.find(' ', at);
+      if (end == std::string::npos) end = note.size();
+      const std::string word = note.substr(at, end - at);
+      at = end + 1;
+      if (word.empty()) continue;
+      if (!empty && width_ > 0 && display_width(line) + 1 + display_width(word) > width_) {
+        out << line << '\n';
+        line = indent;
+        empty = true;
+      }
+      line += (empty ? "" : " ") + word;
+      empty = false;
+    }
+    out << line << '\n';
+  }
+
+  static void write_block(const Table& t, const std::vector<std::size_t>& block,
+                          const std::vector<std::size_t>& widths, bool after_another,
+                          std::ostream& out) {
+    if (after_another) out << '\n';
+    auto line = [&](auto cell_text, auto right) {
+      std::string s;
+      for (std::size_t j = 0; j < block.size(); ++j) {
+        if (j > 0) s += "  ";
+        s += pad(cell_text(block[j]), widths[block[j]], right(block[j]));
+      }
+      while (!s.empty() && s.back() == ' ') s.pop_back();
+      out << s << '\n';
+    };
+    line([&](std::size_t i) { return t.columns[i].title; },
+         [&](std::size_t i) { return t.columns[i].numeric; });
+    line([&](std::size_t i) { return std::string(widths[i], '-'); },
+         [](std::size_t) { return false; });
+    for (const auto& row : t.rows) {
+      line([&](std::size_t i) { return row[i].text; },
+           [&](std::size_t i) { return t.columns[i].numeric; });
+    }
+  }
+
+  std::size_t width_;
 };
 
 std::string markdown_escape(const std::string& s) {
@@ -210,7 +275,8 @@ Cell bytes_cell(std::uint64_t bytes) {
 }
 
 NameTable<Format> name_table(Format) {
-  static constexpr NameArray<Format, 4> kFormats{{{Format::kText, "text"},
+  static constexpr NameArray<Format, 5> kFormats{{{Format::kText, "text"},
+                                                  {Format::kWide, "wide"},
                                                   {Format::kMarkdown, "markdown"},
                                                   {Format::kCsv, "csv"},
                                                   {Format::kJson, "json"}}};
@@ -250,7 +316,9 @@ void fold_equal_columns(Table& table, const std::vector<std::string>& keep) {
 std::unique_ptr<Reporter> make_reporter(Format format) {
   switch (format) {
     case Format::kText:
-      return std::make_unique<TextReporter>();
+      return std::make_unique<TextReporter>(kTextWidth);
+    case Format::kWide:
+      return std::make_unique<TextReporter>(0);
     case Format::kMarkdown:
       return std::make_unique<MarkdownReporter>();
     case Format::kCsv:
@@ -258,7 +326,7 @@ std::unique_ptr<Reporter> make_reporter(Format format) {
     case Format::kJson:
       return std::make_unique<JsonReporter>();
   }
-  return std::make_unique<TextReporter>();
+  return std::make_unique<TextReporter>(kTextWidth);
 }
 
 }  // namespace popkit::reports

@@ -5,6 +5,7 @@
 // the text, csv and json the number.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
@@ -16,9 +17,13 @@
 
 namespace popkit::reports {
 
-enum class Format { kText, kMarkdown, kCsv, kJson };
+// text: tables within kTextWidth columns, a wider one in blocks of columns that each
+// repeat its leading text columns; wide: each table in one piece.
+enum class Format { kText, kWide, kMarkdown, kCsv, kJson };
 
-// "text" | "markdown" | "csv" | "json" (base/names.h reads the table).
+inline constexpr std::size_t kTextWidth = 100;
+
+// "text" | "wide" | "markdown" | "csv" | "json" (base/names.h reads the table).
 NameTable<Format> name_table(Format);
 
 // A format by name; throws InputError for anything else.

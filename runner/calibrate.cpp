@@ -270,7 +270,12 @@ int run_calibrate_command(const CalibrateCommand& command, std::ostream& out, st
   const fs::path path(command.output);
   const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   std::error_code ec;
-  if (command.output.empty() || fs::is_directory(path, ec)) {
+  if (command.output.empty()) {
+    err << "poprun calibrate: error: --output is required: give the profile file to write, "
+           "e.g. -o my-cpu.yaml\n";
+    return 2;
+  }
+  if (fs::is_directory(path, ec)) {
     err << "poprun calibrate: error: --output '" << command.output
         << "' is not a file name; give the profile file to write, e.g. -o my-cpu.yaml\n";
     return 2;

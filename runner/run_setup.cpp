@@ -8,7 +8,9 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "engine/runtime/world.h"
 #include "planner/build.h"
+#include "planner/estimate_check.h"
 #include "planner/host_memory.h"
 #include "runner/agreement.h"
 
@@ -22,6 +24,9 @@ planner::Plan plan_of(const config::Config& config, planner::Program program,
                 program == planner::Program::kEval ? "evaluation " : "", config.name,
                 plan.not_fitting.phase, format_bytes(plan.not_fitting.bytes_over),
                 format_bytes(plan.memory_per_replica));
+  // Every rank plans alike, so every rank refuses alike; the first says why.
+  if (const std::string why = planner::estimate_problem(plan); !why.empty())
+    throw AgreedError(why, engine::process_world().rank() == 0, 2);
   return plan;
 }
 

@@ -12,7 +12,8 @@
 namespace popkit::runner {
 
 // The plan of `program` (kEval: the evaluation plan; kTrain may be given that plan as
-// `eval`, whose memory it reserves); throws popkit::Error when it does not fit.
+// `eval`, whose memory it reserves); throws popkit::Error when it does not fit, and an
+// AgreedError (exit 2) when its device profile prices it at no finite time.
 planner::Plan plan_of(const config::Config& config,
                       planner::Program program = planner::Program::kTrain,
                       const planner::Plan* eval = nullptr);

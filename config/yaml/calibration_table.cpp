@@ -46,6 +46,7 @@ CalibrationTable load_calibration_table(const std::string& path) {
   t.sources[path] = text;
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   bool header = false;
+  int header_line = 1;
   int line_no = 0;
   for (std::string line : split(text, '\n')) {
     ++line_no;
@@ -55,6 +56,7 @@ CalibrationTable load_calibration_table(const std::string& path) {
       if (line != kHeader)
         error(line_no, 1, fmt::format("the first line must be the header '{}'", kHeader));
       header = true;
+      header_line = line_no;
       continue;
     }
     const auto cells = split(line, ',');
@@ -97,6 +99,8 @@ CalibrationTable load_calibration_table(const std::string& path) {
   }
   if (!header)
     error(1, 1, fmt::format("the table is empty: it needs the header '{}' and rows", kHeader));
+  else if (t.entries.empty() && t.ok())
+    error(header_line, 1, "the table has its header but no rows: it needs a measured case");
   return t;
 }
 

@@ -10,6 +10,7 @@
 #include "config/layer_kinds.h"
 #include "config/optimizer_kinds.h"
 #include "planner/build.h"
+#include "planner/fit_advice.h"
 #include "planner/plan_json.h"
 #include "planner/tune.h"
 #include "tests/planner/configs.h"
@@ -44,7 +45,7 @@ std::vector<Plan> sample_plans() {
   c.training.gradient_accumulation = 1;  // io_overlapped falls back, with a warning
   plans.push_back(build_plan(c));
   Plan advised = build_plan(c);  // with the tuner's advice, as popplan plan writes it
-  advised.not_fitting.advice = popkit::planner::advise_fit(c);
+  advised.not_fitting.advice = popkit::planner::advise_fit(c).front();
   plans.push_back(std::move(advised));
   return plans;
 }

@@ -242,7 +242,7 @@ BOOST_AUTO_TEST_CASE(plan_text_shows_the_network) {
              std::string::npos);
   BOOST_TEST(text.find(fmt::format("crossing the network per step: {} in all",
                                    format_bytes(p.network->network_bytes))) != std::string::npos);
-  BOOST_TEST(text.find("(the network adds") != std::string::npos);
+  BOOST_TEST(text.find("the network adds") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -56,6 +56,10 @@ expect 2 "bad.csv:1:1: error: the first line must be the header 'case,config,set
 printf 'case,config,set,samples_per_second\nx,%s,,fast\n' "$POPKIT_SOURCE_DIR/examples/mnist.yaml" \
   >"$tmp/bad2.csv"
 expect 2 "bad2.csv:2:" -- popplan calibrate --table "$tmp/bad2.csv"
+# The header alone: no case to fit (it ended in a segmentation fault).
+printf 'case,config,set,samples_per_second\n' >"$tmp/header.csv"
+expect 2 "header.csv:1:1: error: the table has its header but no rows: it needs a measured case" -- \
+  popplan calibrate --table "$tmp/header.csv"
 expect 2 "samples_per_second: expected a number > 0, got 'fast'" -- \
   popplan calibrate --table "$tmp/bad2.csv"
 expect 2 "--fit overheads.op_secs: not a parameter of a profile" -- \

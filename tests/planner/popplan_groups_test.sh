@@ -24,6 +24,17 @@ set -e
 [ "$err" = "popplan groups: --stride 3 x --group-size 4 = 12, but stride != 1 needs stride x group_size == factor (16)" ] \
   || fail "message: $err"
 
+# A table is bounded as a config is: a factor past the configs' limit is refused at once
+# (it allocated until std::bad_alloc).
+set +e
+err=$(ulimit -v 4000000; timeout 10 popplan groups --factor 1099511627776 --group-size 1 2>&1 >/dev/null)
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "--factor 2^40 exited $rc, want 2: $err"
+[ "$err" = "popplan groups: --factor 1099511627776 is more than 65536, the most replicas a config may have" ] \
+  || fail "--factor 2^40: $err"
+[ "$(popplan groups --factor 65536 --group-size 1 | tail -n +3 | wc -l)" = 65536 ] || fail "R 65536"
+
 got=$(popplan groups "$POPKIT_SOURCE_DIR/examples/replica_groups.yaml")
 grep -qF "Grouping orthogonal: group_size 4, stride 4 over 16 replicas" <<<"$got" || fail "config groupings"
 # --chart draws the groupings (and a plan) as SVG that a real renderer draws; a picture

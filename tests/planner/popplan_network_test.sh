@@ -16,7 +16,7 @@ out=$(popplan plan "$cfg" --replicas-per-host 2 --network-gbps 10 --network-late
   || fail "plan --replicas-per-host 2 exited $?"
 for want in "  network: 2 hosts x 2 replicas, 10 Gb/s links, 5 us per message" \
             "    collectives per replica per step: " "across hosts (sent + received)" \
-            "    crossing the network per step: " "(the network adds "; do
+            "    crossing the network per step: " "the network adds "; do
   grep -qF -- "$want" <<<"$out" || fail "plan text lacks '$want': $(grep -F network <<<"$out")"
 done
 

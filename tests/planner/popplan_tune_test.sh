@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# popplan tune as a user runs it: the MNIST example's candidates that fit, fastest first,
-# the first on the Pareto front, JSON that says the same; a memory nothing fits in exits
-# 1; a bad size, or a global batch that does not split over the replicas, exits 2;
-# --write FILE writes the winner as a config that keeps the example's comments.
+# popplan tune as a user runs it: the MNIST example's candidates that fit, fastest first
+# in rows of alike ones (within 1%) led by the fewest changes, only the changes shown,
+# within 100 columns, the device profile named; JSON that says the same; a memory nothing
+# fits in exits 1 with advice that fits or none; a bad size, or a global batch that does
+# not split over the replicas, exits 2; a search past its bound is thinned and says so;
+# -o FILE (--write too) writes the winner as a config that keeps the example's comments.
 set -uo pipefail
 . "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 cd "$POPKIT_SOURCE_DIR" || exit 1
@@ -10,10 +12,15 @@ cd "$POPKIT_SOURCE_DIR" || exit 1
 out=$(popplan tune examples/mnist.yaml --memory-per-replica 900MiB)
 rc=$?
 [ "$rc" = 0 ] || fail "tune exited $rc"
-head -1 <<<"$out" | grep -qE '^[0-9]+ of [0-9]+ candidates fit; \* marks the Pareto front' \
+head -1 <<<"$out" | grep -qE '^Ranked for device profile ipu-mk2 at 900.00 MiB per replica: [0-9]+ of [0-9]+ candidates fit, in [0-9]+ rows$' \
   || fail "tune header: $(head -1 <<<"$out")"
-sed -n 3p <<<"$out" | grep -qE '^ +1 +[0-9]+ +[0-9.]+ [KM]iB  \*  execution.mode=' \
-  || fail "tune's first candidate: $(sed -n 3p <<<"$out")"
+grep -qE '^Rank +Samples/s +Peak +Alike  Changes$' <<<"$out" || fail "tune table header: $out"
+grep -qE '^ +1 +[0-9,]+ +[0-9.]+ [KM]iB  \* +[0-9]+  [a-z]' <<<"$out" \
+  || fail "tune's first row: $(grep -E '^ +1 ' <<<"$out")"
+# Only what a candidate changes: the example's own settings are not repeated.
+grep -qF "execution.mode=phased" <<<"$out" && fail "a row repeats the example's execution.mode=phased"
+wide=$(awk 'length($0) > 100' <<<"$out")
+[ -z "$wide" ] || fail "tune lines over 100 columns: $wide"
 
 json=$(popplan tune examples/mnist.yaml --memory-per-replica 4MiB --format json)
 rc=$?
@@ -23,10 +30,17 @@ import json, sys
 r = json.loads(sys.argv[1])
 c = r["candidates"]
 assert 0 < len(c) < r["planned"], (len(c), r["planned"])
+assert r["device_profile"] == "ipu-mk2" and r["memory_per_replica"] == 4 << 20, r
 assert all(x["peak_bytes"] <= 4 * 1024 * 1024 for x in c)
-sps = [x["samples_per_second"] for x in c]
-assert sps == sorted(sps, reverse=True)
-assert c[0]["pareto"] and c[0]["rank"] == 1
+# Rows: fastest first, a row's candidates within 1% of its fastest, led by the fewest changes.
+ranks = [x["rank"] for x in c]
+assert ranks == sorted(ranks) and ranks[0] == 1 and ranks[-1] == r["rows"] < len(c), ranks
+fastest = [max(x["samples_per_second"] for x in c if x["rank"] == k) for k in range(1, r["rows"] + 1)]
+assert all(a * 0.99 > b for a, b in zip(fastest, fastest[1:])), fastest
+for x in c:
+    assert x["samples_per_second"] >= 0.99 * fastest[x["rank"] - 1], x
+    lead = next(y for y in c if y["rank"] == x["rank"])
+    assert len(lead["changes"]) <= len(x["changes"]), (lead, x)
 # The changes are settings, and the memory asked for is one (the example says 900MiB).
 assert all(set(x["changes"]) <= set(x["settings"]) for x in c)
 assert all("device.memory_per_replica=4MiB" in x["changes"] for x in c)
@@ -37,7 +51,24 @@ for a in c:  # the front: nothing at least as good in both and better in one
     assert a["pareto"] == (not dominated), a
 PY
 
-expect 1 "" -- popplan tune examples/mnist.yaml --memory-per-replica 1KiB
+expect 1 "popplan tune: nothing fits; nor with up to 64 times the replicas" -- \
+  popplan tune examples/mnist.yaml --memory-per-replica 1KiB
+# Nothing fits at 3 MiB on 2 replicas; on 4 it does, which is the advice (it was an empty
+# table and nothing else).
+expect 1 "popplan tune: nothing fits; fits with: --set device.memory_per_replica=3MiB --set replication.factor=4 --set training.gradient_accumulation=2 (peak 2.31 MiB of 3.00 MiB" -- \
+  popplan tune examples/mnist.yaml --memory-per-replica 3MiB
+# 256 replicas and a global batch of 2^18: 23,148 combinations (minutes of planning) are
+# thinned to what --max-combinations allows, and the output says which values it tried.
+out=$(timeout 300 popplan tune examples/mnist.yaml --memory-per-replica 900MiB --replicas 256 \
+  --global-batch 262144)
+rc=$?
+[ "$rc" = 0 ] || fail "R 256 tune exited $rc"
+grep -qF "the search has 23,148 combinations, more than --max-combinations: it tried only" <<<"$out" \
+  || fail "R 256: $(head -5 <<<"$out")"
+grep -qF "micro-batches 1, 8, 32, 1024 of 11 at 1 stage(s) of 256 replicas" <<<"$out" || fail "R 256: $out"
+expect 2 "the search has 23148 combinations, 1188 even with 2 sharding groups and 2 micro-batches for each split of the devices, more than the 100 popplan tune plans at most" -- \
+  popplan tune examples/mnist.yaml --memory-per-replica 900MiB --replicas 256 --global-batch 262144 \
+  --max-combinations 100
 expect 2 "popplan tune: --memory-per-replica 'lots'" -- \
   popplan tune examples/mnist.yaml --memory-per-replica lots
 expect 2 "the global batch 63 does not split over 2 replicas" -- \
@@ -55,7 +86,7 @@ for example in examples/*.yaml; do
   # sharded), and the tuner keeps the stage count: it needs a larger device.
   budget=4MiB
   [[ $name == *pipelined* ]] && budget=8MiB
-  popplan tune "$example" --memory-per-replica "$budget" --format json --write "$out" \
+  popplan tune "$example" --memory-per-replica "$budget" --format json -o "$out" \
     >"$tmp/$name.json" 2>"$tmp/$name.err" || { fail "$name: tune --write exited $?: $(cat "$tmp/$name.err")"; continue; }
   grep -qF "wrote $out: $example with the winner's" "$tmp/$name.err" \
     || fail "$name: tune --write said: $(cat "$tmp/$name.err")"
@@ -81,14 +112,14 @@ done
 # An existing file is refused without --force (exit 2, before any tuning), kept as it
 # was; with --force it is replaced.
 echo "mine" >"$tmp/taken.yaml"
-expect 2 "popplan tune: --write $tmp/taken.yaml: the file exists; popplan tune does not overwrite a file: give another path, or --force to write over it" -- \
+expect 2 "popplan tune: -o $tmp/taken.yaml: the file exists; popplan tune does not overwrite a file: give another path, or --force to write over it" -- \
   popplan tune examples/quick.yaml --memory-per-replica 1MiB --write "$tmp/taken.yaml"
 [ "$(cat "$tmp/taken.yaml")" = mine ] || fail "a refused --write changed the file"
 popplan tune examples/quick.yaml --memory-per-replica 1MiB --write "$tmp/taken.yaml" --force \
   >/dev/null || fail "--write --force exited $?"
 grep -qF "name: quick" "$tmp/taken.yaml" || fail "--write --force did not replace the file"
 # Nothing fits: exit 1 and no file.
-expect 1 "popplan tune: nothing fits; $tmp/none.yaml not written" -- \
+expect 1 "popplan tune: $tmp/none.yaml not written" -- \
   popplan tune examples/mnist.yaml --memory-per-replica 1KiB --write "$tmp/none.yaml"
 [ ! -e "$tmp/none.yaml" ] || fail "a --write with nothing fitting wrote a file"
 finish popplan_tune

@@ -161,15 +161,26 @@ BOOST_AUTO_TEST_CASE(default_names_fall_back_to_the_folder_when_stems_collide) {
   BOOST_TEST(d.rows[1].name == "y/a/run.json");
 }
 
-// A plan's estimate for an IPU and a run's CPU measurement: no time ratio, no time gate;
-// memory still compares.
+// A plan's estimate for an IPU and a run's CPU measurement: no time ratio; a time gate
+// that therefore checks no row fails, saying so (it passed, silently); memory still
+// compares.
 BOOST_AUTO_TEST_CASE(plans_and_runs_compare_times_only_like_with_like) {
   const auto c = r::compare(fixtures({"quick_plan.json", "base.json"}), {}, "");
   BOOST_TEST(c.rows[0].time_basis == "estimate for ipu-mk2");
   BOOST_TEST(c.rows[1].time_basis == "measured on CPU");
   BOOST_TEST(!r::times_comparable(c.rows[0], c.rows[1]));
-  BOOST_TEST(r::check_gates(c, {r::parse_gate("throughput < -5%")}).empty());
+  const auto time_gate = r::check_gates(c, {r::parse_gate("throughput < -5%")});
+  BOOST_TEST_REQUIRE(time_gate.size() == 1u);
+  BOOST_TEST(time_gate[0] ==
+             "'throughput < -5%' checked no row: every row's ratio is n/a, timed otherwise than "
+             "the baseline \"quick_plan\" (estimate for ipu-mk2); compare like with like");
   BOOST_TEST(r::check_gates(c, {r::parse_gate("peak_memory > +2%")}).size() == 1u);
+  // One file: the gate has nothing to compare either.
+  const auto alone = r::compare(fixtures({"base.json"}), {}, "");
+  BOOST_TEST(r::check_gates(alone, {r::parse_gate("peak_memory > +2%")}) ==
+                 std::vector<std::string>{"'peak_memory > +2%' checked no row: there is only the "
+                                          "baseline \"base\"; give files to compare with it"},
+             boost::test_tools::per_element());
 }
 
 // A plan priced with a CPU's profile (`poprun calibrate`'s, or the built-in cpu)

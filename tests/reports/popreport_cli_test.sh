@@ -33,6 +33,29 @@ expect 2 "popreport: error: newer_version.json: version: 2 is newer than this bu
 expect 2 "popreport: error: missing_field.json: phases[1].planned_memory.peak: missing" -- popreport memory missing_field.json
 expect 2 "popreport: error: no_such_file.json: no such file" -- popreport memory no_such_file.json
 expect 2 "" -- popreport memory base.json --format xml
+# A negative time is a broken file, not a report (it was shown as a step time).
+tmp=$(mktemp -d)
+/usr/bin/python3 - base.json "$tmp/negative.json" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+run["step_seconds"][1] = -0.5
+json.dump(run, open(sys.argv[2], "w"))
+PY
+expect 2 "popreport: error: $tmp/negative.json: step_seconds[1]: -0.5 is negative; a time or a rate is >= 0" \
+  -- popreport throughput "$tmp/negative.json"
+/usr/bin/python3 - quick_plan.json "$tmp/negative_plan.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+plan["phases"][0]["estimated_seconds"] = -1e-3
+json.dump(plan, open(sys.argv[2], "w"))
+PY
+expect 2 "phases[0].estimated_seconds: -0.001 is negative; a time or a rate is >= 0" \
+  -- popreport throughput "$tmp/negative_plan.json"
+# A gate that compares no row fails: an IPU estimate against a CPU run has no time ratio
+# (it passed, silently).
+expect 1 "popreport: gate failed: 'throughput < -5%' checked no row: every row's ratio is n/a" \
+  -- popreport compare quick_plan.json base.json --fail-if 'throughput < -5%'
+rm -rf "$tmp"
 expect 2 "popreport: error: --fail-if 'throughput -5%': want METRIC < PERCENT" -- popreport compare base.json fast.json --fail-if 'throughput -5%'
 expect 2 'popreport: error: --baseline: no row is named "nope" (rows: base, fast)' -- popreport compare base.json fast.json --baseline nope
 expect 2 "popreport: error: --names: 1 names for 2 files" -- popreport compare base.json fast.json --names a
@@ -54,9 +77,11 @@ for verb in memory throughput compare; do
   expect 2 "popreport: error: $tmp: a folder without run.json: give a plan or run file, or a run folder whose run has ended" \
     -- timeout 20 popreport "$verb" "$tmp"
 done
-# A file too large to report on is refused before it is read (a sparse file: no disk used).
-truncate -s 5G "$tmp/huge.json"
-expect 2 "popreport: error: $tmp/huge.json: 5368709120 bytes, more than the 4294967296 a plan or run file may have" \
+# A file too large to report on is refused before it is read (a sparse file: no disk used):
+# a 1 GB run file took 45-60 s and 4 GB; the limit is above the plan of the largest config
+# (1 MiB, 14,000 phased layers: 282 MB) and far above any run file's.
+truncate -s 1G "$tmp/huge.json"
+expect 2 "popreport: error: $tmp/huge.json: 1073741824 bytes, more than the 536870912 a plan or run file may have" \
   -- timeout 20 popreport memory "$tmp/huge.json"
 
 # Numbers a double cannot hold, and integers beyond 64 bits, name the file and the place.

@@ -20,6 +20,7 @@ struct NamedFormat {
   const char* extension;
 };
 const NamedFormat kFormats[] = {{r::Format::kText, "txt"},
+                                {r::Format::kWide, "wide.txt"},
                                 {r::Format::kMarkdown, "md"},
                                 {r::Format::kCsv, "csv"},
                                 {r::Format::kJson, "json"}};

@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(formats_parse_by_name) {
     BOOST_FAIL("no error");
   } catch (const r::InputError& e) {
     BOOST_TEST(std::string(e.what()) ==
-               "--format: \"xml\" is not a format (text, markdown, csv, json)");
+               "--format: \"xml\" is not a format (text, wide, markdown, csv, json)");
   }
 }
 

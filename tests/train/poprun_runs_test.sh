@@ -104,9 +104,10 @@ grep -qxF "nothing to train: runs/tiny/$third/checkpoint-step10.safetensors is a
 # popreport reads the whole run: 10 steps, and says where it resumed.
 report=$(popreport throughput "runs/tiny/$third/run.json") || fail "popreport throughput: $report"
 grep -qF "10 steps, the first 2 not counted (warm-up)" <<<"$report" || fail "throughput: $report"
-grep -qF "resumed at step 6: steps 1-6 are the earlier run's (runs/tiny/$second/run.json), the rest this run's" <<<"$report" \
-  || fail "throughput does not say where the run resumed: $report"
-grep -qF "the mean per step over this process's 4 steps" <<<"$report" || fail "phase times: $report"
+flat=$(tr -s ' \n' ' ' <<<"$report")  # its notes are wrapped to 100 columns: read as one line
+grep -qF "resumed at step 6: steps 1-6 are the earlier run's (runs/tiny/$second/run.json), the rest this run's" \
+  <<<"$flat" || fail "throughput does not say where the run resumed: $report"
+grep -qF "the mean per step over this process's 4 steps" <<<"$flat" || fail "phase times: $report"
 popreport compare "runs/tiny/$second/run.json" "runs/tiny/$third/run.json" --chart both.svg >/dev/null \
   || fail "popreport compare --chart"
 grep -qF "resumed at step 6, the earlier steps from runs/tiny/$second/run.json" both.svg || fail "chart: no resume note"
