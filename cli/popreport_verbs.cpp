@@ -85,12 +85,13 @@ void add_report_verbs(Tool& tool) {
 
   add_table_verb(tool, "memory", "device memory per phase and replica, planned and measured",
                  reports::memory_report, reports::ChartKind::kMemory,
-                 "also write an SVG chart: per file, device memory by phase (always-live "
-                 "below), planned beside measured");
+                 "also write an SVG chart: per file, device memory by phase, stacked by "
+                 "tensor class, planned beside measured");
   add_table_verb(tool, "throughput", "samples/s, time per step, phase and op kind, bytes moved",
                  reports::throughput_report, reports::ChartKind::kThroughput,
                  "also write an SVG chart: time per step by phase (like with like: estimates "
-                 "for a device, or measurements on this CPU), and samples/s per step of runs");
+                 "for a device, or measurements on this CPU), and each run's samples/s and "
+                 "loss per step, with its test loss after evaluated epochs");
 
   auto compare = std::make_shared<ReportOptions>();
   auto names = std::make_shared<std::vector<std::string>>();

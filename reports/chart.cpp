@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "reports/memory_report.h"
 #include "reports/svg.h"
 
 namespace popkit::reports {
@@ -33,9 +34,7 @@ constexpr double kLabelAngle = 35.0;    // degrees
 
 constexpr const char* kAxis = "#333333";
 constexpr const char* kGrid = "#dddddd";
-constexpr const char* kPlannedAlways = "#1f4e79";
 constexpr const char* kPlannedRest = "#8fb8de";
-constexpr const char* kMeasuredAlways = "#b35900";
 constexpr const char* kMeasuredRest = "#f5b26b";
 
 bool is_run(const Source& s) {
@@ -105,13 +104,17 @@ double y_axis(std::ostream& out, int plot_top, int plot_bottom, const std::vecto
   return hi;
 }
 
-// One series of bars; `lower`, when given, is drawn in `lower_colour` at the bottom of
-// each bar (always-live memory under the rest).
+// One series of bars. `layers`, when given, stack from the bottom of each bar in their
+// colours (memory by class), and `outlined` frames each bar (measured beside planned).
+struct BarLayer {
+  std::string colour;
+  std::vector<double> values;  // per category
+};
 struct BarSeries {
   std::string colour;
   std::vector<double> values;  // per category, in the axis's base unit; < 0: no bar
-  std::string lower_colour;
-  std::vector<double> lower;
+  std::vector<BarLayer> layers;
+  bool outlined = false;
 };
 
 void bar_panel(Panel& p, const std::string& title, std::vector<std::string> notes,
@@ -141,9 +144,18 @@ void bar_panel(Panel& p, const std::string& title, std::vector<std::string> note
       if (v < 0) continue;
       const double x = x0 + bar * static_cast<double>(k);
       const double w = std::max(bar - 2.0, 1.0);
-      const double lower = c < s.lower.size() ? s.lower[c] : 0.0;
-      svg::rect(out, x, plot_bottom - lower * scale, w, lower * scale, s.lower_colour);
-      svg::rect(out, x, plot_bottom - v * scale, w, (v - lower) * scale, s.colour);
+      if (s.layers.empty()) svg::rect(out, x, plot_bottom - v * scale, w, v * scale, s.colour);
+      double below = 0.0;
+      for (const BarLayer& layer : s.layers) {
+        const double h = c < layer.values.size() ? layer.values[c] : 0.0;
+        svg::rect(out, x, plot_bottom - (below + h) * scale, w, h * scale, layer.colour);
+        below += h;
+      }
+      if (s.outlined)
+        out << fmt::format(
+            "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"none\" "
+            "stroke=\"{}\" stroke-width=\"1.5\"/>\n",
+            x, plot_bottom - v * scale, w, v * scale, kAxis);
     }
     // A rotated label ends under its group and runs left and down: it may be no longer
     // than the room to its left, or it leaves the picture.
@@ -231,34 +243,46 @@ double phase_value(const Source& s, const std::string& phase, double (*value)(co
   return -1.0;
 }
 
-// memory: one source, planned (and measured) stacked bars per phase.
+// memory: one source, per phase a bar of the planned peak (and, framed beside it, the
+// largest replica's measured one), each stacked by tensor class as at the peak.
 void memory_panel(Panel& p, const Source& s, const std::string& label) {
   const bool run = is_run(s);
+  const auto& classes = memory_classes();
   std::vector<std::string> categories;
-  BarSeries planned{kPlannedRest, {}, kPlannedAlways, {}};
-  BarSeries measured{kMeasuredRest, {}, kMeasuredAlways, {}};
+  BarSeries planned{"", {}, {}, false};
+  BarSeries measured{"", {}, {}, true};
+  for (std::size_t k = 0; k < classes.size(); ++k) {
+    planned.layers.push_back({svg::series_colour(k), {}});
+    measured.layers.push_back({svg::series_colour(k), {}});
+  }
+  const auto add = [&](BarSeries& bars, const Memory* m) {
+    bars.values.push_back(m ? static_cast<double>(m->peak) : -1.0);
+    for (std::size_t k = 0; k < classes.size(); ++k)
+      bars.layers[k].values.push_back(
+          m ? static_cast<double>(m->by_class[static_cast<std::size_t>(classes[k].first)]) : 0.0);
+  };
   double max_bytes = 0.0;
   for (const PhaseRecord& ph : s.record.phases) {
     categories.push_back(ph.name);
-    planned.values.push_back(static_cast<double>(ph.planned.peak));
-    planned.lower.push_back(static_cast<double>(ph.planned.always_live));
+    add(planned, &ph.planned);
     max_bytes = std::max(max_bytes, static_cast<double>(ph.planned.peak));
     const Memory* m = measured_max(ph);
-    measured.values.push_back(m ? static_cast<double>(m->peak) : -1.0);
-    measured.lower.push_back(m ? static_cast<double>(m->always_live) : 0.0);
+    add(measured, m);
     if (m) max_bytes = std::max(max_bytes, static_cast<double>(m->peak));
   }
-  std::vector<LegendItem> legend = {{kPlannedAlways, "planned always-live"},
-                                    {kPlannedRest, "planned not-always-live"}};
+  std::vector<LegendItem> legend;
+  for (std::size_t k = 0; k < classes.size(); ++k)
+    legend.push_back({svg::series_colour(k), classes[k].second});
   std::vector<BarSeries> series = {planned};
+  std::vector<std::string> notes;
   if (run) {
-    legend.push_back({kMeasuredAlways, "measured always-live (largest replica)"});
-    legend.push_back({kMeasuredRest, "measured not-always-live"});
     series.push_back(measured);
+    notes.push_back("per phase: planned, then measured (framed; the largest replica)");
   }
   const AxisUnit unit = svg::bytes_unit(max_bytes);
-  bar_panel(p, fmt::format("{}: device memory per replica by phase", label), {}, legend, categories,
-            series, unit, fmt::format("memory per replica ({})", unit.name), "phase");
+  bar_panel(p, fmt::format("{}: device memory per replica by phase and class", label), notes,
+            legend, categories, series, unit, fmt::format("memory per replica ({})", unit.name),
+            "phase");
 }
 
 // Time per optimizer step by phase across `sources`, only those timed like the first:
@@ -304,14 +328,14 @@ void time_panel(Panel& p, const std::vector<const Source*>& sources,
     const Source& s = *kept[i];
     const auto seconds = is_run(s) ? +[](const PhaseRecord& ph) { return ph.measured_seconds; }
                                    : +[](const PhaseRecord& ph) { return ph.planned_seconds; };
-    BarSeries b{one ? std::string(kMeasuredRest) : svg::series_colour(i), {}, {}, {}};
+    BarSeries b{one ? std::string(kMeasuredRest) : svg::series_colour(i), {}, {}, false};
     if (one && !is_run(s)) b.colour = kPlannedRest;
     for (const std::string& c : categories) {
       b.values.push_back(phase_value(s, c, seconds));
       max_seconds = std::max(max_seconds, b.values.back());
     }
     if (planned_beside) {
-      BarSeries planned{one ? std::string(kPlannedRest) : std::string("#bbbbbb"), {}, {}, {}};
+      BarSeries planned{one ? std::string(kPlannedRest) : std::string("#bbbbbb"), {}, {}, false};
       for (const std::string& c : categories) {
         planned.values.push_back(
             phase_value(s, c, [](const PhaseRecord& ph) { return ph.planned_seconds; }));
@@ -347,16 +371,33 @@ std::vector<std::string> resume_notes(const std::vector<const Source*>& runs,
   return notes;
 }
 
+// `who`: the run's name in the title, when the panel draws one run of several.
 void loss_panel(Panel& p, const std::vector<const Source*>& runs,
-                const std::vector<std::string>& labels) {
+                const std::vector<std::string>& labels, const std::string& who = "") {
   std::vector<LineSeries> series;
   std::vector<LegendItem> legend;
+  bool evaluated = false;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    series.push_back({svg::series_colour(i), runs[i]->record.loss, runs[i]->record.first_step});
-    legend.push_back({svg::series_colour(i), labels[i]});
+    const RunRecord& r = runs[i]->record;
+    series.push_back({svg::series_colour(i), r.loss, r.first_step});
+    legend.push_back({svg::series_colour(i), runs.size() > 1 ? labels[i] : "training loss"});
+    if (r.evaluations.empty()) continue;
+    // The test loss after each evaluated epoch: a line through those steps alone.
+    LineSeries test{svg::series_colour(runs.size() + i), {}, 0};
+    for (const Evaluation& e : r.evaluations) {
+      test.ys.resize(static_cast<std::size_t>(e.step), std::nan(""));
+      test.ys.back() = e.result.loss;
+    }
+    series.push_back(std::move(test));
+    legend.push_back({svg::series_colour(runs.size() + i),
+                      runs.size() > 1 ? labels[i] + ": test loss" : "test loss"});
+    evaluated = true;
   }
-  line_panel(p, "training loss per optimizer step", resume_notes(runs, labels), legend, series,
-             "optimizer step", "loss");
+  line_panel(p,
+             (who.empty() ? "" : who + ": ") +
+                 (evaluated ? "loss per optimizer step, and on the test set after evaluated epochs"
+                            : "training loss per optimizer step"),
+             resume_notes(runs, labels), legend, series, "optimizer step", "loss");
 }
 
 void samples_panel(Panel& p, const std::vector<const Source*>& runs,
@@ -385,7 +426,7 @@ void peak_panel(Panel& p, const std::vector<const Source*>& sources,
   double max_bytes = 0.0;
   for (std::size_t i = 0; i < sources.size(); ++i) {
     const Source& s = *sources[i];
-    BarSeries b{svg::series_colour(i), {}, {}, {}};
+    BarSeries b{svg::series_colour(i), {}, {}, false};
     for (const std::string& c : categories) {
       const double v = phase_value(s, c, is_run(s) ? +[](const PhaseRecord& ph) {
         const Memory* m = measured_max(ph);
@@ -430,6 +471,11 @@ std::vector<Panel> panels(const std::vector<Source>& sources, ChartKind kind,
     case ChartKind::kThroughput:
       add([&](Panel& p) { time_panel(p, all, all_labels); });
       if (!runs.empty()) add([&](Panel& p) { samples_panel(p, runs, run_labels); });
+      // A run's curves: its loss, and each run's alone (compare overlays them).
+      for (std::size_t i = 0; i < runs.size(); ++i)
+        add([&](Panel& p) {
+          loss_panel(p, {runs[i]}, {run_labels[i]}, runs.size() > 1 ? run_labels[i] : "");
+        });
       break;
     case ChartKind::kCompare:
       add([&](Panel& p) { peak_panel(p, all, all_labels); });

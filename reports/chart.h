@@ -1,9 +1,10 @@
 // `--chart FILE.svg`: each verb draws its own chart, in plain SVG 1.1 that any renderer
 // draws. Every panel has axis titles with units, 4 to 6 ticks with gridlines, a legend,
 // and titles and labels fitted to the width (reports/svg.h).
-//   memory      per source: device memory per phase as stacked bars (always-live below),
+//   memory      per source: device memory per phase as bars stacked by tensor class,
 //               planned beside measured for a run.
-//   throughput  time per optimizer step by phase, and samples/s per step for runs.
+//   throughput  time per optimizer step by phase, and for runs samples/s per step and
+//               each run's loss per step with its test loss after evaluated epochs.
 //   compare     one chart across the sources: peak memory per phase as grouped bars,
 //               time per phase as grouped bars, the loss curves overlaid.
 // Times are set against each other only when they are of the same device (a plan's

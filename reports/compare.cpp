@@ -78,26 +78,39 @@ int seconds_decimals(const std::vector<CompareRow>& rows) {
   return std::clamp(decimals, 4, 9);
 }
 
-// The default row names: each file's stem, and where stems collide (runs/a/run.json,
-// runs/b/run.json), the folder the file is in; where even those collide, the path.
+// The default row names: a run folder's run file by its config's name and the folder
+// (runs/quick/20261127-181002/run.json: "quick/20261127-181002"), other files by their
+// stems; where names still collide, the paths.
 std::vector<std::string> default_names(const std::vector<Source>& sources) {
   namespace fs = std::filesystem;
   std::vector<std::string> names;
-  for (const Source& s : sources) names.push_back(s.name);
-  const auto collides = [&](std::size_t i) {
-    return std::count(names.begin(), names.end(), names[i]) > 1;
-  };
-  std::vector<bool> clash(names.size());
-  for (std::size_t i = 0; i < names.size(); ++i) clash[i] = collides(i);
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const std::string folder =
-        fs::absolute(fs::path(sources[i].file)).lexically_normal().parent_path().filename();
-    if (clash[i] && !folder.empty()) names[i] = folder;
+  for (const Source& s : sources) {
+    const fs::path file = fs::absolute(fs::path(s.file)).lexically_normal();
+    const std::string folder = file.parent_path().filename();
+    const bool in_run_folder = s.kind == SourceKind::kRun && file.filename() == "run.json" &&
+                               !s.record.name.empty() && !folder.empty();
+    names.push_back(in_run_folder ? s.record.name + "/" + folder : s.name);
   }
-  for (std::size_t i = 0; i < names.size(); ++i) clash[i] = collides(i);
+  std::vector<bool> clash(names.size());
+  for (std::size_t i = 0; i < names.size(); ++i)
+    clash[i] = std::count(names.begin(), names.end(), names[i]) > 1;
   for (std::size_t i = 0; i < names.size(); ++i)
     if (clash[i]) names[i] = sources[i].file;
   return names;
+}
+
+// The keys of two model sections that differ: "layers", "init".
+std::vector<std::string> differing_keys(const nlohmann::json& a, const nlohmann::json& b) {
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : a.items())
+    if (!b.contains(key) || b.at(key) != value) keys.push_back(key);
+  for (const auto& [key, value] : b.items())
+    if (!a.contains(key)) keys.push_back(key);
+  return keys;
+}
+
+Cell optional_cell(const std::optional<double>& v, const std::string& text) {
+  return v ? Cell{text, *v} : Cell{"-", {}};
 }
 
 }  // namespace
@@ -150,7 +163,14 @@ Comparison compare(const std::vector<Source>& sources, const std::vector<std::st
       row.round_trip_start = s.record.environment.core_round_trip_start_seconds;
       row.round_trip_end = s.record.environment.core_round_trip_end_seconds;
       row.cache_probes = s.record.environment.cache_probes;
+      if (!s.record.loss.empty()) row.final_loss = s.record.loss.back();
+      if (s.record.test) {
+        row.test_accuracy = s.record.test->accuracy;
+        row.test_loss = s.record.test->loss;
+      }
     }
+    if (s.record.config.is_object() && s.record.config.contains("model"))
+      row.model = s.record.config.at("model").dump();
     c.rows.push_back(std::move(row));
   }
   if (!baseline.empty()) {
@@ -206,6 +226,24 @@ std::vector<std::string> machine_notes(const Comparison& c) {
   return notes;
 }
 
+std::vector<std::string> model_notes(const Comparison& c) {
+  std::vector<std::string> notes;
+  if (c.rows.empty()) return notes;
+  const CompareRow& base = c.rows[c.baseline];
+  for (const CompareRow& r : c.rows) {
+    if (r.model.empty() || base.model.empty() || r.model == base.model) continue;
+    std::string keys;
+    for (const std::string& k :
+         differing_keys(nlohmann::json::parse(base.model), nlohmann::json::parse(r.model)))
+      keys += (keys.empty() ? "model." : ", model.") + k;
+    notes.push_back(fmt::format(
+        "warning: \"{}\" trains another model than the baseline \"{}\" ({} differ): their "
+        "losses and accuracies do not compare",
+        r.name, base.name, keys));
+  }
+  return notes;
+}
+
 Report compare_report(const Comparison& c) {
   Table t;
   t.key = "compare";
@@ -225,6 +263,7 @@ Report compare_report(const Comparison& c) {
           "its plan lists)",
           base.time_basis));
     for (std::string& note : machine_notes(c)) t.notes.push_back(std::move(note));
+    for (std::string& note : model_notes(c)) t.notes.push_back(std::move(note));
   }
   t.columns = {{"case", "Case", false},
                {"source", "Source", false},
@@ -236,7 +275,10 @@ Report compare_report(const Comparison& c) {
                {"peak_memory", "Peak memory per replica", true},
                {"peak_memory_ratio", "vs base", true},
                {"streaming_memory", "Streaming memory", true},
-               {"streaming_memory_ratio", "vs base", true}};
+               {"streaming_memory_ratio", "vs base", true},
+               {"final_loss", "Final loss", true},
+               {"test_accuracy", "Test accuracy", true},
+               {"test_loss", "Test loss", true}};
   const int decimals = seconds_decimals(c.rows);
   for (const CompareRow& r : c.rows) {
     const CompareRow& b = c.rows[c.baseline];
@@ -257,7 +299,16 @@ Report compare_report(const Comparison& c) {
         Cell{format_bytes(r.streaming_memory), static_cast<double>(r.streaming_memory)},
         ratio_cell(static_cast<double>(r.streaming_memory),
                    static_cast<double>(b.streaming_memory)),
+        optional_cell(r.final_loss, fmt::format("{:.4f}", r.final_loss.value_or(0))),
+        optional_cell(r.test_accuracy, fmt::format("{:.2f}%", 100 * r.test_accuracy.value_or(0))),
+        optional_cell(r.test_loss, fmt::format("{:.4f}", r.test_loss.value_or(0))),
     });
+  }
+  // Plans alone have no losses: no columns of dashes.
+  if (std::none_of(c.rows.begin(), c.rows.end(),
+                   [](const CompareRow& r) { return r.final_loss || r.test_accuracy; })) {
+    t.columns.resize(t.columns.size() - 3);
+    for (auto& row : t.rows) row.resize(row.size() - 3);
   }
   fold_equal_columns(t, {"case"});
   return Report{{t}};

@@ -4,6 +4,7 @@
 // gate (--fail-if 'throughput < -5%') that says which row falls short and by how much.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,14 @@ struct CompareRow {
   // cache_probe_seconds), likewise. 0: not known.
   double profile_cache_probe = 0.0;
   CacheProbes cache_probes{};
+  // A run's last training loss and final test figures; nullopt for a plan, and for a run
+  // stopped before its final evaluation.
+  std::optional<double> final_loss{};
+  std::optional<double> test_accuracy{};
+  std::optional<double> test_loss{};
+  // The config's model section, compact JSON; "" when the file has no config (a plan, a
+  // run file from before configs were recorded).
+  std::string model{};
   [[nodiscard]] double metric(Metric m) const;
 };
 
@@ -47,8 +56,9 @@ struct Comparison {
 // Whether the throughput and time of two rows can be set against each other.
 [[nodiscard]] bool times_comparable(const CompareRow& a, const CompareRow& b);
 
-// `names` (one per source, or empty: the files' stems, or where stems collide, as
-// runs/a/run.json and runs/b/run.json do, their folders' names) name the rows; `baseline` is a
+// `names` (one per source, or empty: a run folder's run.json by its config's name and
+// the folder's stamp, "quick/20261127-181002"; other files by their stems, or where
+// those collide, their paths) name the rows; `baseline` is a
 // row name (empty: the first row). Throws InputError for a wrong count of names, a
 // repeated name or an unknown baseline.
 Comparison compare(const std::vector<Source>& sources, const std::vector<std::string>& names,
@@ -61,8 +71,12 @@ Comparison compare(const std::vector<Source>& sources, const std::vector<std::st
 // run's own.
 std::vector<std::string> machine_notes(const Comparison& comparison);
 
+// A warning for each row whose model differs from the baseline's (both known), naming
+// the model's keys that differ: its loss and accuracy do not compare.
+std::vector<std::string> model_notes(const Comparison& comparison);
+
 // The table: columns equal in every row are folded into header lines; "case" stays; the
-// machine notes are among its notes.
+// machine and model notes are among its notes.
 Report compare_report(const Comparison& comparison);
 
 // `METRIC < PERCENT` or `METRIC > PERCENT`: the row fails when its change against the

@@ -7,6 +7,19 @@
 
 namespace popkit::reports {
 
+// Keyed by the class's name in plan and run files; the table shows Workspace (the
+// kernels' scratch) only when some phase has any.
+const std::vector<std::pair<planner::TensorClass, std::string>>& memory_classes() {
+  static const std::vector<std::pair<planner::TensorClass, std::string>> kClasses{
+      {planner::TensorClass::kWeights, "Weights"},
+      {planner::TensorClass::kGradAccumulators, "Grad accumulators"},
+      {planner::TensorClass::kOptimizerState, "Optimizer state"},
+      {planner::TensorClass::kActivations, "Activations"},
+      {planner::TensorClass::kIoSlots, "IO slots"},
+      {planner::TensorClass::kWorkspace, "Workspace"}};
+  return kClasses;
+}
+
 namespace {
 
 // measured - planned, taken without a signed type: byte counts use all 64 bits.
@@ -36,19 +49,6 @@ std::string source_title(const Source& s) {
                      s.record.plan.execution_mode);
 }
 
-// The classes of the memory table, keyed by the class's name in plan and run files.
-// Workspace (the kernels' scratch) only when some phase has any.
-const std::vector<std::pair<planner::TensorClass, std::string>>& class_columns() {
-  static const std::vector<std::pair<planner::TensorClass, std::string>> kColumns{
-      {planner::TensorClass::kWeights, "Weights"},
-      {planner::TensorClass::kGradAccumulators, "Grad accumulators"},
-      {planner::TensorClass::kOptimizerState, "Optimizer state"},
-      {planner::TensorClass::kActivations, "Activations"},
-      {planner::TensorClass::kIoSlots, "IO slots"},
-      {planner::TensorClass::kWorkspace, "Workspace"}};
-  return kColumns;
-}
-
 std::uint64_t workspace_of(const Memory& m) {
   return m.by_class[static_cast<std::size_t>(planner::TensorClass::kWorkspace)];
 }
@@ -67,7 +67,7 @@ std::vector<Cell> memory_cells(const std::string& phase, const std::string& sour
   std::vector<Cell> row{Cell{phase, {}}, Cell{source, {}}, bytes_cell(m.always_live),
                         bytes_cell(m.not_always_live), bytes_cell(m.peak)};
   if (planned) row.push_back(source == "planned" ? Cell{} : diff_cell(m.peak, planned->peak));
-  for (const auto& [cls, title] : class_columns())
+  for (const auto& [cls, title] : memory_classes())
     if (workspace || cls != planner::TensorClass::kWorkspace)
       row.push_back(bytes_cell(m.by_class[static_cast<std::size_t>(cls)]));
   return row;
@@ -96,7 +96,7 @@ Table phase_table(const Source& s, bool eval) {
                {"peak", "Peak", true}};
   if (run) t.columns.push_back({"peak_vs_plan", "Δ peak", true});
   const bool workspace = any_workspace(phases);
-  for (const auto& [cls, title] : class_columns())
+  for (const auto& [cls, title] : memory_classes())
     if (workspace || cls != planner::TensorClass::kWorkspace)
       t.columns.push_back({std::string(planner::tensor_class_name(cls)), title, true});
   bool identical = true;

@@ -389,6 +389,17 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
                                                  {"max", e.cache_probes.max_seconds},
                                                  {"probes", e.cache_probes.n}};
   if (r.eval) out["eval"] = eval_to_json(*r.eval);
+  // Written only when some ran, so run files from before read and write back unchanged.
+  if (!r.evaluations.empty()) {
+    json evaluations = json::array();
+    for (const Evaluation& ev : r.evaluations)
+      evaluations.push_back({{"step", ev.step},
+                             {"epoch", ev.epoch},
+                             {"accuracy", ev.result.accuracy},
+                             {"loss", ev.result.loss},
+                             {"n_samples", ev.result.n_samples}});
+    out["evaluations"] = evaluations;
+  }
   // Written only when set, so run files from before run folders read and write back
   // unchanged.
   if (!r.run_dir.empty()) out["run_dir"] = r.run_dir;
@@ -487,6 +498,11 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
     const JsonReader test = top.object("test");
     r.test = TestResult{test.number("accuracy"), test.number("loss"), test.integer("n_samples")};
   }
+  if (top.has("evaluations"))
+    for (const JsonReader& e : top.array("evaluations"))
+      r.evaluations.push_back(
+          Evaluation{e.integer("step"), e.integer("epoch"),
+                     TestResult{e.number("accuracy"), e.number("loss"), e.integer("n_samples")}});
   const JsonReader bytes = top.object("bytes_moved");
   r.bytes_planned = bytes_from_json(bytes.object("planned"));
   r.bytes_measured = bytes_from_json(bytes.object("measured"));

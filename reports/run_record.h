@@ -87,6 +87,14 @@ struct TestResult {
   std::int64_t n_samples = 0;
 };
 
+// An evaluation of the test set while the run trained (eval.every), after `step`, the
+// last step of epoch `epoch` (from 1).
+struct Evaluation {
+  std::int64_t step = 0;
+  std::int64_t epoch = 0;
+  TestResult result;
+};
+
 // Evaluation runs a plan of its own (planner::Program::kEval): its phases, planned and
 // as measured over the batches of the evaluations run (times: mean per batch), and its
 // speed. A batch is one execution of the phases: batch_size samples, all replicas.
@@ -203,6 +211,9 @@ struct RunRecord {
   std::optional<ResumedFrom> resumed_from;  // absent for a run started from scratch
   Throughput throughput;
   std::optional<TestResult> test;
+  // The evaluations while it trained, in step order, a resumed run's starting with the
+  // earlier run's up to its checkpoint; `test` is the final one.
+  std::vector<Evaluation> evaluations;
   std::optional<EvalRecord> eval;      // absent when no evaluation plan ran (older files)
   std::optional<Processes> processes;  // absent for a run in one process
   std::optional<PipelineRecord> pipeline;

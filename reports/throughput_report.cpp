@@ -23,6 +23,13 @@ Cell plain_cell(double v, int decimals) {
   return Cell{fmt::format("{:.{}f}", v, decimals), v};
 }
 
+// Every estimate is labelled with the device it is for: a run's plan priced for ipu-mk2
+// stands beside what this CPU measured.
+std::string planned_header(const Source& s) {
+  return fmt::format("Planned ({})", s.record.plan.device_profile);
+}
+constexpr const char* kMeasuredHeader = "Measured (CPU)";
+
 Table summary_table(const Source& s) {
   const bool run = s.kind == SourceKind::kRun;
   const RunRecord& r = s.record;
@@ -33,8 +40,8 @@ Table summary_table(const Source& s) {
       "{} replicas)",
       s.file, run ? "run" : "plan", r.plan.name, r.plan.global_batch_size, r.plan.micro_batch_size,
       r.plan.gradient_accumulation, r.plan.replication_factor);
-  t.columns = {{"metric", "Metric", false}, {"planned", "Planned", true}};
-  if (run) t.columns.push_back({"measured", "Measured", true});
+  t.columns = {{"metric", "Metric", false}, {"planned", planned_header(s), true}};
+  if (run) t.columns.push_back({"measured", kMeasuredHeader, true});
   auto add = [&](const std::string& metric, Cell planned, Cell measured) {
     std::vector<Cell> row{Cell{metric, {}}, std::move(planned)};
     if (run) row.push_back(std::move(measured));
@@ -103,9 +110,9 @@ Table phase_table(const Source& s, bool eval) {
             s.file;
   // A pipelined run's stages run at once, each on a device of its own.
   const bool pipelined = s.record.pipeline.has_value();
-  t.columns = {{"phase", "Phase", false}, {"planned", "Planned", true}};
+  t.columns = {{"phase", "Phase", false}, {"planned", planned_header(s), true}};
   if (run) {
-    t.columns.insert(t.columns.end(), {{"measured", "Measured", true},
+    t.columns.insert(t.columns.end(), {{"measured", kMeasuredHeader, true},
                                        {"compute", "Compute", true},
                                        {"collective", "Collective", true},
                                        {"remote", "Remote", true},

@@ -25,13 +25,16 @@ std::string MetricsLog::write(const StepMetrics& m) {
     for (int k = 2; phases.contains(key); ++k) key = name + "#" + std::to_string(k);
     phases[key] = seconds;
   }
-  const nlohmann::ordered_json line = {{"step", m.step},
-                                       {"epoch", m.epoch},
-                                       {"loss", m.loss},
-                                       {"samples_per_second", m.samples_per_second},
-                                       {"learning_rate", m.learning_rate},
-                                       {"step_seconds", m.step_seconds},
-                                       {"phase_seconds", phases}};
+  nlohmann::ordered_json line = {{"step", m.step},
+                                 {"epoch", m.epoch},
+                                 {"loss", m.loss},
+                                 {"samples_per_second", m.samples_per_second},
+                                 {"learning_rate", m.learning_rate},
+                                 {"step_seconds", m.step_seconds},
+                                 {"phase_seconds", phases}};
+  if (m.test)
+    line["test"] = {
+        {"accuracy", m.test->accuracy}, {"loss", m.test->loss}, {"n_samples", m.test->n_samples}};
   const std::string text =
       line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + '\n';
   if (std::fwrite(text.data(), 1, text.size(), file_.get()) == text.size() &&

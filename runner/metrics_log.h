@@ -5,12 +5,17 @@
 //
 //   {"step":1,"epoch":1,"loss":2.3021,"samples_per_second":18538.2,"learning_rate":0.001,
 //    "step_seconds":0.0035,"phase_seconds":{"fc1 forward":0.0004,...}}
+//
+// A step after which the test set was evaluated (eval.every, at an epoch's end) adds
+// "test":{"accuracy":0.9712,"loss":0.0951,"n_samples":10000}: one line a step still, so a
+// reader that plots the loss needs no filter, and the run file's `evaluations` agree.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +30,12 @@ struct StepMetrics {
   double learning_rate = 0.0;
   double step_seconds = 0.0;
   std::vector<std::pair<std::string, double>> phase_seconds;  // in plan order
+  struct Test {
+    double accuracy = 0.0;  // fraction in [0, 1]
+    double loss = 0.0;
+    std::int64_t n_samples = 0;
+  };
+  std::optional<Test> test;  // the evaluation after this step, when one ran
 };
 
 class MetricsLog {

@@ -304,6 +304,8 @@ RunHistory earlier_history(const std::string& run_dir, std::int64_t step) {
   const auto n = static_cast<std::ptrdiff_t>(need);
   h.loss.assign(earlier.loss.begin(), earlier.loss.begin() + n);
   h.step_seconds.assign(earlier.step_seconds.begin(), earlier.step_seconds.begin() + n);
+  for (const reports::Evaluation& e : earlier.evaluations)
+    if (e.step <= step) h.evaluations.push_back(e);
   h.first_step = earlier.first_step;
   h.run_file = file.string();
   return h;

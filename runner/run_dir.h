@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/run_record.h"
 #include "runner/run_lock.h"
 
 namespace popkit::runner {
@@ -116,6 +117,7 @@ std::optional<std::filesystem::path> newest_checkpoint(const std::filesystem::pa
 struct RunHistory {
   std::vector<double> loss;
   std::vector<double> step_seconds;
+  std::vector<reports::Evaluation> evaluations;  // up to the checkpoint's step
   std::int64_t first_step = 0;
   std::string run_file;  // the file read; "" when none
   std::string note;

@@ -307,6 +307,7 @@ void Steps::begin() {
   record_.run_dir = p_.paths.dir.string();
   record_.command = options_.command;
   record_.config_hash = state_.config_hash;
+  record_.evaluations = history_.evaluations;
   if (!resume.empty())
     record_.resumed_from =
         reports::ResumedFrom{p_.resume_point.run_dir, history_.run_file, resume, first_step_};
@@ -351,11 +352,10 @@ void Steps::run() {
     const std::int64_t epoch = state_.data.epoch;
     ++state_.step;
     state_.data = advance(state_.data, train_set.n, g_);
+    StepMetrics line;  // its times now, before an evaluation adds to the engines' sums
     if (metrics_.open())
-      if (const std::string why = metrics_.write(step_metrics(
-              engine_, phase_names, phase_seconds_before, state_.step, epoch + 1, loss, config_));
-          !why.empty())
-        progress_.note(fmt::format("warning: {}", why));
+      line = step_metrics(engine_, phase_names, phase_seconds_before, state_.step, epoch + 1, loss,
+                          config_);
     progress_.update(
         {epoch + 1, n_epochs, state_.step, total_, first_step_, seconds_since(t0), g_, loss});
     if (probe_ && seconds_since(t0) >= next_probe) {
@@ -366,10 +366,16 @@ void Steps::run() {
         state_.data.epoch % config_.eval.every == 0) {
       last_eval_ = evaluate();
       last_eval_step_ = state_.step;
+      const engine::EvalResult& e = *last_eval_;
+      record_.evaluations.push_back(
+          {state_.step, state_.data.epoch, reports::TestResult{e.accuracy, e.loss, e.n}});
+      line.test = StepMetrics::Test{e.accuracy, e.loss, e.n};
       progress_.note(fmt::format("epoch {}: test accuracy {:.2f}% ({}/{}), loss {:.4f}",
-                                 state_.data.epoch, 100.0 * last_eval_->accuracy,
-                                 last_eval_->correct, last_eval_->n, last_eval_->loss));
+                                 state_.data.epoch, 100.0 * e.accuracy, e.correct, e.n, e.loss));
     }
+    if (metrics_.open())
+      if (const std::string why = metrics_.write(line); !why.empty())
+        progress_.note(fmt::format("warning: {}", why));
     if (options_.checkpoint_every > 0 && state_.step % options_.checkpoint_every == 0) checkpoint();
     // Every rank stops after the same step: mpirun passes SIGINT and SIGTERM to each,
     // but not at the same instant.

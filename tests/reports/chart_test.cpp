@@ -109,6 +109,32 @@ BOOST_AUTO_TEST_CASE(compare_draws_one_chart_across_the_runs) {
   BOOST_TEST(count(one, "<polyline") == 1u);
 }
 
+// The memory chart stacks each phase's bar by tensor class (it showed always-live against
+// the rest alone).
+BOOST_AUTO_TEST_CASE(memory_is_drawn_by_class) {
+  const std::string memory = render({"base.json"}, r::ChartKind::kMemory);
+  for (const char* cls : {"Weights", "Grad accumulators", "Optimizer state", "Activations"})
+    BOOST_TEST(memory.find(cls) != std::string::npos, cls);
+  BOOST_TEST(memory.find("always-live") == std::string::npos);
+  BOOST_TEST(memory.find("stroke-width=\"1.5\"") != std::string::npos);  // measured, framed
+}
+
+// One run's chart has its loss curve (only compare drew losses), and the test loss after
+// each evaluated epoch when the run evaluated while it trained.
+BOOST_AUTO_TEST_CASE(a_run_has_its_own_loss_chart) {
+  const std::string plain = render({"base.json"}, r::ChartKind::kThroughput);
+  BOOST_TEST(plain.find("training loss per optimizer step") != std::string::npos);
+  BOOST_TEST(count(plain, "<polyline") == 2u);  // samples/s and the loss
+  auto sources = fixtures({"base.json"});
+  sources[0].record.evaluations = {{2, 1, r::TestResult{0.5, 0.9, 100}},
+                                   {4, 2, r::TestResult{0.75, 0.6, 100}}};
+  std::ostringstream out;
+  r::write_chart(sources, r::ChartKind::kThroughput, out);
+  const std::string evaluated = out.str();
+  BOOST_TEST(count(evaluated, "<polyline") == 3u);
+  BOOST_TEST(evaluated.find("test loss") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(golden_charts) {
   for (const auto& [name, kind] : {std::pair{"memory", r::ChartKind::kMemory},
                                    std::pair{"throughput", r::ChartKind::kThroughput},

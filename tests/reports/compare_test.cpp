@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <sstream>
 
 #include "reports/input_error.h"
 #include "tests/reports/golden.h"
@@ -144,21 +145,53 @@ BOOST_AUTO_TEST_CASE(bad_names_and_baselines_are_input_errors) {
 
 // runs/a/run.json and runs/b/run.json: the stems collide, so the rows take the folders'
 // names; a stem that is unique keeps its own.
-BOOST_AUTO_TEST_CASE(default_names_fall_back_to_the_folder_when_stems_collide) {
+// A run folder's run.json is named by its config's name and the folder's stamp (all
+// were "run", then the bare stamp); other files by their stems; a clash by the paths.
+BOOST_AUTO_TEST_CASE(runs_are_named_by_config_name_and_stamp) {
   const auto json = r::read_json_file(r::testing::data_dir() + "/base.json");
-  const std::vector<r::Source> sources = {r::source_from_json(json, "runs/a/run.json"),
-                                          r::source_from_json(json, "runs/b/run.json"),
-                                          r::source_from_json(json, "runs/c/other.json")};
+  const std::vector<r::Source> sources = {
+      r::source_from_json(json, "runs/tiny-phased/20261127-181002/run.json"),
+      r::source_from_json(json, "runs/tiny-phased/20261127-181355/run.json"),
+      r::source_from_json(json, "runs/c/other.json")};
   const auto c = r::compare(sources, {}, "");
   BOOST_TEST_REQUIRE(c.rows.size() == 3u);
-  BOOST_TEST(c.rows[0].name == "a");
-  BOOST_TEST(c.rows[1].name == "b");
+  BOOST_TEST(c.rows[0].name == "tiny-phased/20261127-181002");
+  BOOST_TEST(c.rows[1].name == "tiny-phased/20261127-181355");
   BOOST_TEST(c.rows[2].name == "other");
   const std::vector<r::Source> same_folder = {r::source_from_json(json, "x/a/run.json"),
                                               r::source_from_json(json, "y/a/run.json")};
   const auto d = r::compare(same_folder, {}, "");
   BOOST_TEST(d.rows[0].name == "x/a/run.json");
   BOOST_TEST(d.rows[1].name == "y/a/run.json");
+}
+
+// Runs show their final training loss and test figures; a row whose model differs from
+// the baseline's is warned about, naming the keys (there was neither).
+BOOST_AUTO_TEST_CASE(runs_show_loss_and_accuracy_and_other_models_are_warned_of) {
+  auto sources = fixtures({"base.json", "nosharding.json"});
+  sources[0].record.config["model"] = {{"input_shape", {28, 28}},
+                                       {"layers", {{{"out_features", 4}}}}};
+  sources[1].record.config["model"] = sources[0].record.config["model"];
+  sources[1].record.config["model"]["layers"][0]["out_features"] = 7;
+  const auto c = r::compare(sources, {}, "");
+  BOOST_TEST_REQUIRE(c.rows[0].final_loss.has_value());
+  BOOST_TEST(*c.rows[0].final_loss == sources[0].record.loss.back());
+  BOOST_TEST_REQUIRE(c.rows[0].test_accuracy.has_value());
+  BOOST_TEST(*c.rows[0].test_accuracy == sources[0].record.test->accuracy);
+  const auto notes = r::model_notes(c);
+  BOOST_TEST_REQUIRE(notes.size() == 1u);
+  BOOST_TEST(notes[0] ==
+             "warning: \"nosharding\" trains another model than the baseline \"base\" "
+             "(model.layers differ): their losses and accuracies do not compare");
+  std::ostringstream out;
+  r::write_report(r::compare_report(c), r::Format::kWide, out);
+  const std::string text = out.str();
+  BOOST_TEST(text.find("Final loss") != std::string::npos);
+  BOOST_TEST(text.find("Test accuracy") != std::string::npos);
+  BOOST_TEST(text.find("91.25%") != std::string::npos);
+  BOOST_TEST(text.find("trains another model") != std::string::npos);
+  sources[1].record.config = sources[0].record.config;
+  BOOST_TEST(r::model_notes(r::compare(sources, {}, "")).empty());
 }
 
 // A plan's estimate for an IPU and a run's CPU measurement: no time ratio; a time gate

@@ -117,6 +117,26 @@ BOOST_AUTO_TEST_CASE(resumed_run_fields_round_trip_and_are_optional) {
   BOOST_TEST(error_of_run(j) == "x.json: first_step: -1 is negative");
 }
 
+// The evaluations while a run trained (eval.every): written only when some ran, read back
+// as written, in the schema (they were on stderr alone).
+BOOST_AUTO_TEST_CASE(evaluations_round_trip_and_are_optional) {
+  r::RunRecord rec = sample_record();
+  BOOST_TEST(!r::run_record_to_json(rec).contains("evaluations"));
+  rec.evaluations = {{4, 1, r::TestResult{0.75, 0.5, 128}},
+                     {8, 2, r::TestResult{0.875, 0.25, 128}}};
+  const nlohmann::json j = r::run_record_to_json(rec);
+  BOOST_TEST(j.at("evaluations").size() == 2u);
+  BOOST_TEST(j.at("evaluations")[1].at("step") == 8);
+  BOOST_TEST(j.at("evaluations")[1].at("epoch") == 2);
+  BOOST_TEST(j.at("evaluations")[1].at("accuracy") == 0.875);
+  const r::RunRecord back = r::run_record_from_json(j, "x.json");
+  BOOST_TEST_REQUIRE(back.evaluations.size() == 2u);
+  BOOST_TEST(back.evaluations[0].step == 4);
+  BOOST_TEST(back.evaluations[0].result.loss == 0.5);
+  BOOST_TEST(back.evaluations[1].result.n_samples == 128);
+  BOOST_TEST(r::run_record_to_json(back) == j);
+}
+
 // Where the CPUs were (runner/placement.h) and how much of the last-level cache the host
 // left the threads (runner/calibrate.h cache_probe_seconds): the run's figures at its
 // start and end and its profile's, written only when measured and read back as written;

@@ -28,10 +28,13 @@ assert len(rows) == len(run["loss"]) - first, (len(rows), len(run["loss"]), firs
 assert [r["loss"] for r in rows] == run["loss"][first:], "losses differ from the run file's"
 assert [r["step_seconds"] for r in rows] == run["step_seconds"][first:]
 for r in rows:
-    assert set(r) == {"step", "epoch", "loss", "samples_per_second", "learning_rate",
-                      "step_seconds", "phase_seconds"}, set(r)
+    assert set(r) - {"test"} == {"step", "epoch", "loss", "samples_per_second", "learning_rate",
+                                 "step_seconds", "phase_seconds"}, set(r)
     assert r["learning_rate"] == run["config"]["training"]["optimizer"]["lr"]
     assert [p["name"] for p in run["phases"]] == list(r["phase_seconds"]), r["phase_seconds"]
+# The evaluations while it trained: on the line of the step they followed, as in the run file.
+tested = [{"step": r["step"], "epoch": r["epoch"], **r["test"]} for r in rows if "test" in r]
+assert tested == [e for e in run.get("evaluations", []) if e["step"] > first], tested
 print(f"{sys.argv[1]}: {len(rows)} lines, steps {steps[0]}..{steps[-1]}, losses as in the run file")
 PY
 }
@@ -185,5 +188,24 @@ kill $tail_pid
 wait $tail_pid 2>/dev/null
 cmp -s tailed.jsonl long/metrics.jsonl || fail "what tail -f read differs from the file"
 check_metrics long 0
+
+# Periodic evaluation (eval.every) is in metrics.jsonl and the run file, not on stderr alone;
+# a resumed run's file keeps the earlier run's evaluations up to its checkpoint. 16 steps an
+# epoch: evaluated after steps 16 and 32, then 48 in the resumed run.
+poprun train "$config" --set eval.every=1 --set training.epochs=4 --steps 40 --run-dir evaluated \
+  -q 2>evaluated.err || fail "eval.every run: $(cat evaluated.err)"
+check_metrics evaluated 0
+poprun train "$config" --set eval.every=1 --set training.epochs=4 --steps 50 --resume evaluated \
+  --run-dir evaluated.more -q 2>evaluated.err || fail "eval.every resumed: $(cat evaluated.err)"
+check_metrics evaluated.more 40
+/usr/bin/python3 - evaluated/run.json evaluated.more/run.json <<'PY' || fail "evaluations in the run files"
+import json, sys
+first, resumed = (json.load(open(p)) for p in sys.argv[1:])
+assert [(e["step"], e["epoch"]) for e in first["evaluations"]] == [(16, 1), (32, 2)], first["evaluations"]
+assert resumed["evaluations"][:2] == first["evaluations"], resumed["evaluations"]
+assert [(e["step"], e["epoch"]) for e in resumed["evaluations"]] == [(16, 1), (32, 2), (48, 3)]
+for e in resumed["evaluations"]:
+    assert e["n_samples"] == 128 and 0 <= e["accuracy"] <= 1, e
+PY
 
 finish "poprun run folders"
