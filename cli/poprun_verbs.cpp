@@ -57,9 +57,9 @@ void add_run_verbs(Tool& tool) {
       tool.add("train",
                "Train the model of CONFIG on its dataset: progress on stderr, a summary with test "
                "accuracy, a run file and checkpoints. A run needing more host memory than the "
-               "machine has available (or $POPKIT_HOST_MEMORY, e.g. 64GiB) fails at once. Exit 0 "
-               "done, 1 run-time failure, 2 invalid config, 130 stopped by SIGINT/SIGTERM after "
-               "writing a checkpoint.",
+               "machine has available (or $POPKIT_HOST_MEMORY, e.g. 64GiB) is refused. Exit 0 "
+               "done, 1 run-time failure, 2 invalid config or refused input, 130 stopped by "
+               "SIGINT/SIGTERM (a checkpoint written, or in set-up with nothing written).",
                [train, steps, epochs, launch, &tool] {
                  return here_or_ranks(tool, *launch, [&] {
                    train->quiet = tool.quiet();

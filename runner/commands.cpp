@@ -195,11 +195,11 @@ int run_train_command(const TrainCommand& command, std::ostream& out_stream,
   streams.speaks = engine::process_world().rank() == 0 || command.verbose;
   std::ostream& out = streams.out(out_stream);
   std::ostream& err = streams.out(err_stream);
+  StopSignals signals;  // from the start: a signal during the set-up ends it (trainer.h)
+  StopSignals::clear();
   const auto config =
       load_config_on_every_rank(command.config, command.overrides, streams, err_stream);
   if (!config) return kExitInvalid;
-  StopSignals signals;
-  StopSignals::clear();
   TrainOptions options = command.options;
   options.io_overlap = command.io_thread == "on"    ? engine::IoOverlap::kThread
                        : command.io_thread == "off" ? engine::IoOverlap::kInline

@@ -120,6 +120,10 @@ RunFolder::RunFolder(RunFolder&& other) noexcept
       kept_(std::exchange(other.kept_, true)) {}
 
 RunFolder::~RunFolder() {
+  abandon();
+}
+
+void RunFolder::abandon() noexcept {
   lock_.release();
   if (kept_) return;
   std::error_code ec;

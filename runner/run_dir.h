@@ -66,6 +66,9 @@ class RunFolder {
 
   RunPaths paths;
   void keep() { kept_ = true; }
+  // What destroying it does, now: the lock released and, unless kept, the folders it
+  // created removed while empty (a set-up stopped by a signal ends without destructors).
+  void abandon() noexcept;
 
  private:
   friend RunFolder make_run_paths(const RunFolderRequest& request, std::time_t now);

@@ -71,7 +71,7 @@ void check_host_memory(const planner::Plan& plan, const planner::Plan* eval,
       plan, eval, config, data, training ? planner::HostUse::kTrain : planner::HostUse::kEvaluate);
   if (const std::string why = planner::host_memory_problem(need, planner::available_host_memory());
       !why.empty())
-    throw Error("{}; POPKIT_HOST_MEMORY=SIZE overrides what poprun takes as available", why);
+    throw InputRefused("{}; POPKIT_HOST_MEMORY=SIZE overrides what poprun takes as available", why);
 }
 
 void check_ranks_host(const planner::Plan& plan, const engine::World& world) {

@@ -37,7 +37,8 @@ void check_ranks_host(const planner::Plan& plan, const engine::World& world);
 
 // Refuses, before anything large is allocated, a run this machine cannot hold: the
 // datasets' sizes come from the config or the IDX headers, the rest from the plans
-// (training: `plan` and the evaluation plan `eval`; evaluation: `plan` alone).
+// (training: `plan` and the evaluation plan `eval`; evaluation: `plan` alone). Throws
+// InputRefused (exit 2), naming the estimate, its parts and what the machine has.
 void check_host_memory(const planner::Plan& plan, const planner::Plan* eval,
                        const config::Config& config);
 

@@ -1,12 +1,33 @@
 #include "runner/stop_signal.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
 namespace popkit::runner {
 namespace {
 
 volatile std::sig_atomic_t g_received = 0;
+// The write end of the watching SetupWatch's pipe, or -1.
+std::atomic<int> g_wake{-1};
 
 extern "C" void on_stop_signal(int signal) {
   g_received = signal;
+  if (const int fd = g_wake.load(); fd >= 0) {
+    const int saved = errno;
+    const char byte = 1;
+    [[maybe_unused]] const ssize_t n = ::write(fd, &byte, 1);
+    errno = saved;
+  }
+}
+
+const char* signal_name(int signal) {
+  return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "SIGUSR1";
 }
 
 }  // namespace
@@ -33,6 +54,55 @@ int StopSignals::received() {
 
 void StopSignals::clear() {
   g_received = 0;
+}
+
+SetupWatch::SetupWatch(std::string tool, int exit_code)
+    : tool_(std::move(tool)), exit_code_(exit_code) {
+  // Without a pipe, or while another set-up is watched (one process, one signal), the
+  // signal waits for the first step as it did before set-ups were watched.
+  if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) return;
+  int none = -1;
+  if (!g_wake.compare_exchange_strong(none, wake_[1])) return;
+  thread_ = std::thread([this] { watch(); });
+  // A signal that came before the pipe was there.
+  if (g_received != 0) on_stop_signal(g_received);
+}
+
+SetupWatch::~SetupWatch() {
+  finish();
+  for (const int fd : wake_)
+    if (fd >= 0) ::close(fd);
+}
+
+void SetupWatch::on_stop(std::function<void()> undo) {
+  const std::lock_guard lock(mutex_);
+  undo_ = std::move(undo);
+}
+
+void SetupWatch::finish() {
+  if (!thread_.joinable()) return;
+  {
+    const std::lock_guard lock(mutex_);
+    finished_ = true;
+    g_wake.store(-1);
+  }
+  const char byte = 0;
+  [[maybe_unused]] const ssize_t n = ::write(wake_[1], &byte, 1);
+  thread_.join();
+}
+
+void SetupWatch::watch() {
+  pollfd fd{wake_[0], POLLIN, 0};
+  while (::poll(&fd, 1, -1) < 0 && errno == EINTR) {
+  }
+  const std::lock_guard lock(mutex_);
+  if (finished_) return;
+  const int signal = g_received;
+  if (undo_) undo_();
+  const std::string line = tool_ + ": stopped by " + signal_name(signal) +
+                           " during set-up: no step taken, the folders it made removed\n";
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+  std::_Exit(exit_code_);
 }
 
 }  // namespace popkit::runner

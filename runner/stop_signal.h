@@ -4,9 +4,16 @@
 // mpirun itself aborts the job); `poprun train --processes N` turns both into it. A second signal
 // gets the default action (SA_RESETHAND), so a stuck run can still be killed; checkpoints are
 // written atomically, so that loses nothing already saved.
+// During a run's set-up (planning, reading the data, building the engines: seconds at
+// thousands of replicas) there is no step to finish: a SetupWatch ends the process at
+// once, undoing what the set-up made, so nothing is left half-written.
 #pragma once
 
 #include <csignal>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
 
 namespace popkit::runner {
 
@@ -26,6 +33,41 @@ class StopSignals {
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
   struct sigaction old_usr1_ {};
+};
+
+// While it watches, a stop signal (StopSignals' handler) wakes a thread that runs the
+// undo given (removing the run folder the set-up created, releasing its lock), prints
+// "<tool>: stopped by SIGTERM during set-up; ..." and ends the process with `exit_code`,
+// within milliseconds of the signal. Changes the set-up makes to the file system run
+// holding hold(), so the thread never ends the process halfway through one. finish()
+// (or the destructor) ends the watch: a later signal is the training loop's.
+//
+//   SetupWatch watch("poprun", kExitInterrupted);
+//   { auto held = watch.hold(); watch.on_stop([&] { folder->abandon(); }); make the folder }
+//   ...plan, read, build...
+//   watch.finish();
+class SetupWatch {
+ public:
+  SetupWatch(std::string tool, int exit_code);
+  ~SetupWatch();
+  SetupWatch(const SetupWatch&) = delete;
+  SetupWatch& operator=(const SetupWatch&) = delete;
+
+  void on_stop(std::function<void()> undo);
+  // Held, the watch waits: the set-up's file-system changes are made whole or not at all.
+  [[nodiscard]] std::unique_lock<std::mutex> hold() { return std::unique_lock(mutex_); }
+  void finish();
+
+ private:
+  void watch();
+
+  std::string tool_;
+  int exit_code_;
+  int wake_[2] = {-1, -1};
+  std::mutex mutex_;
+  std::function<void()> undo_;
+  bool finished_ = false;
+  std::thread thread_;
 };
 
 }  // namespace popkit::runner

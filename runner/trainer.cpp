@@ -5,7 +5,9 @@
 #include <ctime>
 #include <filesystem>
 #include <limits>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 
 #include "base/error.h"
@@ -14,6 +16,7 @@
 #include "runner/agreement.h"
 #include "runner/calibrate.h"
 #include "runner/checkpoint.h"
+#include "runner/commands.h"
 #include "runner/config_match.h"
 #include "runner/evaluate.h"
 #include "runner/metrics_log.h"
@@ -24,6 +27,7 @@
 #include "runner/run_length.h"
 #include "runner/run_measurements.h"
 #include "runner/run_setup.h"
+#include "runner/stop_signal.h"
 
 namespace popkit::runner {
 namespace {
@@ -90,8 +94,10 @@ std::vector<Setting> run_settings(const TrainOptions& o) {
 // Every collective here (rank 0 deciding, ranks comparing) follows either work that is
 // the same on every rank or agreement.sync(), so a rank that failed alone meets the
 // others in the agreement, never in the collective.
+// `watch` (one process): a stop signal ends the set-up at once, the folder undone.
 void prepare(Prepared& p, engine::World& world, const config::Config& config,
-             const TrainOptions& options, Progress& progress, SetupAgreement& agreement) {
+             const TrainOptions& options, Progress& progress, SetupAgreement& agreement,
+             SetupWatch* watch) {
   const bool writer = world.rank() == 0;
   check_ranks_agree(world, run_settings(options), "the command line");
   p.eval_planned = plan_of(config, planner::Program::kEval);
@@ -106,11 +112,11 @@ void prepare(Prepared& p, engine::World& world, const config::Config& config,
   const std::string& resume = p.resume_point.checkpoint;
   p.init_from = !options.init_from.empty() ? options.init_from : config.model.init_from;
   p.limits = limits_of(config, options.steps, options.epochs);
+  check_host_memory(p.planned, &p.eval_planned, config);
   if (!resume.empty())
     p.resumed = read_checkpoint(resume, p.planned, Restore::kEverything);
   else if (!p.init_from.empty())
     p.initial = read_checkpoint(p.init_from, p.planned, Restore::kWeights);
-  check_host_memory(p.planned, &p.eval_planned, config);
   agreement.sync();
   if (p.resumed) {
     // Every rank continues from the same file (ranks on several hosts read their own).
@@ -127,6 +133,13 @@ void prepare(Prepared& p, engine::World& world, const config::Config& config,
   }
 
   // Outputs next: a path that cannot be written fails before any data is read.
+  std::unique_lock<std::mutex> held;
+  if (watch) {
+    watch->on_stop([&p] {
+      if (p.folder) p.folder->abandon();
+    });
+    held = watch->hold();
+  }
   decide_outputs(world, config, options, p);
   const std::string& run_file = p.paths.run_file;
   const fs::path& checkpoint_dir = p.paths.checkpoint_dir;
@@ -140,6 +153,7 @@ void prepare(Prepared& p, engine::World& world, const config::Config& config,
       progress.note(
           fmt::format("removed {}, left by an earlier run that did not finish writing it", stale));
   }
+  if (held) held.unlock();
 
   p.train_set = engine::load_dataset(config, engine::Split::kTrain);
   p.test_set = engine::load_dataset(config, engine::Split::kTest);
@@ -461,7 +475,11 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   engine::World& world = engine::process_world();
   const bool writer = world.rank() == 0;
   Prepared p;
-  prepare(p, world, config, options, progress, agreement);
+  // In one process a stop signal ends the set-up at once; over several, every rank
+  // takes its first step and stops together (the steps' loop).
+  std::optional<SetupWatch> watch;
+  if (world.size() == 1) watch.emplace("poprun", kExitInterrupted);
+  prepare(p, world, config, options, progress, agreement, watch ? &*watch : nullptr);
   if (p.at_end) {
     agreement.reached();
     return at_end_result(config, p);
@@ -480,6 +498,7 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   MetricsLog metrics;
   Steps steps(config, options, progress, world, p, engine, eval_engine, metrics);
   steps.restore();
+  if (watch) watch->finish();
   if (writer) open_outputs(p, config, options, progress, metrics);
   steps.begin();
   steps.run();

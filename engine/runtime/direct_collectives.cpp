@@ -9,6 +9,10 @@
 // the replicas over processes. Sums are written straight into the planned destination
 // (no scratch inside the memory account); messages from another process land in a
 // receive area of host memory (the network's buffers, not a replica's device memory).
+// What a call keeps between laying out and running is O(R): a sum names its group and
+// offset, not its R terms, and the all-gather's copies run a task per destination (a list
+// of every (member, shard) pair was R x R entries, 62.9 MB at R 1024); only the messages
+// to and from other processes are listed, one per transfer.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -46,25 +50,21 @@ namespace {
 // Buffers by replica: those of the replicas hosted here, null for the others.
 using Buffers = std::vector<const ReplicaBuffer*>;
 
-// A term of a sum: the sender's buffer read in place (`here`), or the message from
-// another process in the receive area (`slot`).
-struct Term {
-  const float* here = nullptr;
-  std::size_t slot = 0;
-};
-
-// A sum in replica order into `out` (hosted here), zero for `padding` elements past it,
-// copied to the other members hosted here (`copies`) and sent to those elsewhere
-// (`sends`: all_reduce's owners).
+// A sum in replica order into `out` (hosted here) of every member's `n` elements from
+// `offset` in its buffer (`terms`, by replica), zero for `padding` elements past it. The
+// terms of members elsewhere arrive in the receive area from `slot`, n floats each in
+// member order. all_reduce's sums are copied to the other members hosted here
+// (`copy_out`) and sent to those elsewhere.
 struct Sum {
   std::int64_t owner = 0;
   float* out = nullptr;
   std::int64_t n = 0;
   std::int64_t padding = 0;
-  std::vector<Term> terms;
-  std::vector<const float*> at;  // the terms' addresses, once the messages have landed
-  std::vector<float*> copies;
-  std::vector<std::int64_t> sends;
+  const std::vector<std::int64_t>* members = nullptr;
+  const Buffers* terms = nullptr;
+  std::int64_t offset = 0;
+  std::size_t slot = 0;
+  bool copy_out = false;
 };
 
 // A message between this process and another: the sender's bytes, or where the
@@ -83,11 +83,14 @@ struct Messages {
   void add(Message m) { list.push_back(m); }
 };
 
-// An all_gather's shard into a member's full tensor, both hosted here.
-struct Copy {
-  const std::byte* src;
-  std::byte* dst;
-  std::size_t bytes;
+// An all_gather's copies within this process, for one group: into the full tensor of
+// each member at `targets` (positions in `members`), the shards of those at `sources`.
+// The destinations are numbered across groups from `first`, a task each.
+struct Gather {
+  const std::vector<std::int64_t>* members = nullptr;
+  std::vector<std::size_t> targets, sources;
+  std::size_t shard_bytes = 0, want = 0;
+  std::int64_t first = 0;
 };
 
 std::size_t elem_size(DType t) {
@@ -115,9 +118,10 @@ class DirectCollectives final : public Collectives {
   void all_reduce(const ReplicaGrouping& g, ReduceOp op,
                   std::span<const ReplicaBuffer> tensors) override {
     const Buffers by = index(tensors, "all_reduce");
+    const auto groups = local_groups(g);
     std::vector<Sum> sums;
     Messages to_owners, results;
-    for (const auto& members : local_groups(g)) {
+    for (const auto& members : groups) {
       const std::int64_t n = common_nelms(by, members, "all_reduce");
       for (const auto m : members)
         if (hosts(m)) floats(*by[index_of(m)]);  // throws unless float32
@@ -139,29 +143,23 @@ class DirectCollectives final : public Collectives {
           }
           continue;
         }
-        Sum s{owner, chunk(owner), c.n, 0, {}, {}, {}, {}};
+        sums.push_back({owner, chunk(owner), c.n, 0, &members, &by, c.first, to_owners.area, true});
         for (const auto m : members) {
-          s.terms.push_back(term_from(m, owner, hosts(m) ? chunk(m) : nullptr, c.n, to_owners));
+          if (!hosts(m)) receive_term(m, owner, c.n, to_owners);
           moved(m, owner, bytes);
         }
-        for (const auto m : members) {
-          if (m == owner) continue;
-          if (hosts(m))
-            s.copies.push_back(chunk(m));
-          else
-            s.sends.push_back(m);
-          moved(owner, m, bytes);
-        }
-        sums.push_back(std::move(s));
+        for (const auto m : members)
+          if (m != owner) moved(owner, m, bytes);
       }
     }
     exchange(Round::kToOwner, to_owners);
     sum_pieces(sums, op);
     // The sums to the members elsewhere; the chunks owned elsewhere back from their owners.
     for (const Sum& s : sums)
-      for (const auto m : s.sends)
-        results.add(
-            {s.owner, m, as_bytes(s.out), 0, static_cast<std::size_t>(s.n) * sizeof(float)});
+      for (const auto m : *s.members)
+        if (!hosts(m))
+          results.add(
+              {s.owner, m, as_bytes(s.out), 0, static_cast<std::size_t>(s.n) * sizeof(float)});
     exchange(Round::kFromOwner, results);
   }
 
@@ -171,11 +169,14 @@ class DirectCollectives final : public Collectives {
                       std::span<const ReplicaBuffer> dst) override {
     const Buffers src_of = index(src, "reduce_scatter");
     const Buffers dst_of = index(dst, "reduce_scatter");
+    const auto groups = local_groups(g);
     std::vector<Sum> sums;
     Messages to_owners;
-    for (const auto& members : local_groups(g)) {
+    for (const auto& members : groups) {
       const std::int64_t n = common_nelms(src_of, members, "reduce_scatter");
       const std::int64_t n_dst = common_nelms(dst_of, members, "reduce_scatter");
+      for (const auto m : members)
+        if (hosts(m)) floats(*src_of[index_of(m)]);  // throws unless float32
       for (const auto m : members) {
         const std::int64_t rank = shard.rank_in_group(m);
         const std::int64_t avail = shard_extent(n, n_dst, rank);  // the rest is padding
@@ -192,13 +193,12 @@ class DirectCollectives final : public Collectives {
         const ReplicaBuffer& d = *dst_of[index_of(m)];
         if (d.dtype != DType::kFloat32)
           throw Error("reduce_scatter: the destination must be float32");
-        Sum s{m, reinterpret_cast<float*>(d.data), avail, n_dst - avail, {}, {}, {}, {}};
+        sums.push_back({m, reinterpret_cast<float*>(d.data), avail, n_dst - avail, &members,
+                        &src_of, rank * n_dst, to_owners.area, false});
         for (const auto x : members) {
-          if (avail > 0)
-            s.terms.push_back(term_from(x, m, hosts(x) ? slice(x) : nullptr, avail, to_owners));
+          if (avail > 0 && !hosts(x)) receive_term(x, m, avail, to_owners);
           moved(x, m, bytes);
         }
-        sums.push_back(std::move(s));
       }
     }
     exchange(Round::kToOwner, to_owners);
@@ -210,9 +210,11 @@ class DirectCollectives final : public Collectives {
                   std::span<const ReplicaBuffer> dst) override {
     const Buffers src_of = index(src, "all_gather");
     const Buffers dst_of = index(dst, "all_gather");
-    std::vector<Copy> copies;
+    const auto groups = local_groups(g);
+    std::vector<Gather> gathers;
+    std::int64_t n_targets = 0;
     Messages shards;
-    for (const auto& members : local_groups(g)) {
+    for (const auto& members : groups) {
       const std::int64_t n_shard = common_nelms(src_of, members, "all_gather");
       const std::int64_t n_dst = common_nelms(dst_of, members, "all_gather");
       const DType dtype = first_hosted(src_of, members).dtype;
@@ -224,28 +226,49 @@ class DirectCollectives final : public Collectives {
       if (n_dst > n_shard * size)
         throw Error("all_gather: destination of {} elements but the group's {} shards hold {}",
                     n_dst, size, n_shard * size);
-      const std::size_t shard_bytes = static_cast<std::size_t>(n_shard) * e;
-      const std::size_t want = static_cast<std::size_t>(n_dst) * e;
+      Gather c{&members,
+               {},
+               {},
+               static_cast<std::size_t>(n_shard) * e,
+               static_cast<std::size_t>(n_dst) * e,
+               n_targets};
+      for (std::size_t k = 0; k < members.size(); ++k) {
+        if (!hosts(members[k])) continue;
+        c.targets.push_back(k);
+        if (k * c.shard_bytes < c.want) c.sources.push_back(k);
+      }
       for (const auto m : members)
         for (std::size_t k = 0; k < members.size(); ++k) {
           const std::int64_t from = members[k];
-          const std::size_t at = k * shard_bytes;
-          if (at >= want) break;  // the padded tail is not moved
-          const std::size_t bytes = std::min(shard_bytes, want - at);
+          const std::size_t at = k * c.shard_bytes;
+          if (at >= c.want) break;  // the padded tail is not moved
+          const std::size_t bytes = std::min(c.shard_bytes, c.want - at);
           const bool here = hosts(m), there = hosts(from);
-          if (here && there)
-            copies.push_back({src_of[index_of(from)]->data, dst_of[index_of(m)]->data + at, bytes});
-          else if (here)
+          if (here && !there)
             shards.add({from, m, dst_of[index_of(m)]->data + at, 0, bytes});
-          else if (there)
+          else if (there && !here)
             shards.add({from, m, src_of[index_of(from)]->data, 0, bytes});
           if (here || there) moved(from, m, bytes);
         }
+      n_targets += static_cast<std::int64_t>(c.targets.size());
+      gathers.push_back(std::move(c));
     }
     post(Round::kGather, shards);
-    parallel(static_cast<std::int64_t>(copies.size()), [&](std::int64_t i) {
-      const Copy& c = copies[static_cast<std::size_t>(i)];
-      std::memcpy(c.dst, c.src, c.bytes);
+    // A task per destination, not per (destination, shard): a pool's run holds a word
+    // per task, R x R of them at a shard of one element.
+    parallel(n_targets, [&](std::int64_t i) {
+      // The group of destination i: the last whose first is not past it.
+      const Gather& c =
+          *(std::upper_bound(gathers.begin(), gathers.end(), i,
+                             [](std::int64_t v, const Gather& x) { return v < x.first; }) -
+            1);
+      std::byte* to =
+          dst_of[index_of((*c.members)[c.targets[static_cast<std::size_t>(i - c.first)]])]->data;
+      for (const std::size_t k : c.sources) {
+        const std::size_t at = k * c.shard_bytes;
+        std::memcpy(to + at, src_of[index_of((*c.members)[k])]->data,
+                    std::min(c.shard_bytes, c.want - at));
+      }
     });
     transport_->wait();
   }
@@ -272,15 +295,11 @@ class DirectCollectives final : public Collectives {
   static std::byte* as_bytes(float* p) { return reinterpret_cast<std::byte*>(p); }
   [[nodiscard]] bool hosts(std::int64_t replica) const { return hosted_.hosts(replica); }
 
-  // The term replica `to` sums from replica `from`: read in place when `from` is hosted
-  // here (`here`), else a message into a new slot of the receive area.
-  static Term term_from(std::int64_t from, std::int64_t to, const float* here, std::int64_t n,
-                        Messages& incoming) {
-    if (here != nullptr) return {here, 0};
-    const std::size_t slot = incoming.area;
+  // The term replica `to` sums from replica `from`, hosted elsewhere: a message into the
+  // next n floats of the receive area.
+  static void receive_term(std::int64_t from, std::int64_t to, std::int64_t n, Messages& incoming) {
+    incoming.add({from, to, nullptr, incoming.area, static_cast<std::size_t>(n) * sizeof(float)});
     incoming.area += static_cast<std::size_t>(n);
-    incoming.add({from, to, nullptr, slot, static_cast<std::size_t>(n) * sizeof(float)});
-    return {nullptr, slot};
   }
 
   // Posts a step's messages: sent by a replica hosted here, or received by one; a
@@ -305,24 +324,38 @@ class DirectCollectives final : public Collectives {
 
   // Every sum, in pieces on the pool: the terms in replica order into `out`, then the
   // piece copied to the other members hosted here. Padding is zeroed first, not received.
-  void sum_pieces(std::vector<Sum>& sums, ReduceOp op) {
+  void sum_pieces(const std::vector<Sum>& sums, ReduceOp op) {
     std::vector<std::pair<std::size_t, std::int64_t>> pieces;  // (sum, first element)
     for (std::size_t k = 0; k < sums.size(); ++k) {
-      Sum& s = sums[k];
+      const Sum& s = sums[k];
       if (s.padding > 0)
         std::memset(s.out + s.n, 0, static_cast<std::size_t>(s.padding) * sizeof(float));
-      for (const Term& t : s.terms) s.at.push_back(t.here ? t.here : area_.data() + t.slot);
       for (std::int64_t i = 0; i < s.n; i += kPiece) pieces.emplace_back(k, i);
     }
     parallel(static_cast<std::int64_t>(pieces.size()), [&](std::int64_t p) {
       const auto [k, i0] = pieces[static_cast<std::size_t>(p)];
       const Sum& s = sums[k];
       const std::int64_t count = std::min(s.n, i0 + kPiece) - i0;
+      // The terms' addresses, made per piece so that a call holds O(R) of them per thread.
+      thread_local std::vector<const float*> at;
+      at.clear();
+      std::size_t slot = s.slot;
+      for (const auto m : *s.members) {
+        if (hosts(m)) {
+          at.push_back(floats(*(*s.terms)[index_of(m)]) + s.offset);
+        } else {
+          at.push_back(area_.data() + slot);
+          slot += static_cast<std::size_t>(s.n);
+        }
+      }
       // One pass into `out` (no scratch: each element is read from every term, `out`'s
       // own among them, before it is written).
-      reduce_terms(s.out + i0, s.at, i0, count, op);
-      for (float* d : s.copies)
-        std::memcpy(d + i0, s.out + i0, static_cast<std::size_t>(count) * sizeof(float));
+      reduce_terms(s.out + i0, at, i0, count, op);
+      if (!s.copy_out) return;
+      for (const auto m : *s.members)
+        if (m != s.owner && hosts(m))
+          std::memcpy(floats(*(*s.terms)[index_of(m)]) + s.offset + i0, s.out + i0,
+                      static_cast<std::size_t>(count) * sizeof(float));
     });
   }
 

@@ -20,6 +20,7 @@
 #include "engine/runtime/memory_account.h"
 #include "engine/runtime/remote_store.h"
 #include "engine/runtime/thread_pool.h"
+#include "tests/support/allocation_counter.h"
 
 using namespace popkit::engine;
 using popkit::planner::RemoteBuffer;
@@ -87,6 +88,30 @@ BOOST_AUTO_TEST_CASE(sum_runs_in_replica_order) {
     c->reduce_scatter({3, 3, 1}, {3, 3, 1}, ReduceOp::kSum, full.buffers(), shard.buffers());
     for (const auto& v : shard.values) BOOST_TEST(v[0] == 0.0f);
   }
+}
+
+BOOST_AUTO_TEST_CASE(bookkeeping_grows_with_replicas_not_their_square) {
+  // R = 1024 replicas in one group, a tensor of R elements: every pair of replicas moves
+  // one element. What a call allocates besides the tensors must be O(R), at most 1 KiB a
+  // replica; a list of the R x R pairs (copies, terms) was 24 to 48 KiB a replica.
+  constexpr std::int64_t kR = 1024;
+  const ReplicaGrouping everyone{kR, kR, 1};
+  auto c = make_in_process_collectives(kR);
+  PerReplica full = filled(kR, kR, 1.0f);
+  PerReplica shard = filled(kR, 1, 1.0f);
+  auto full_buffers = full.buffers();
+  auto shard_buffers = shard.buffers();
+  const auto gather = popkit::test::count_allocations(
+      [&] { c->all_gather(everyone, shard_buffers, full_buffers); });
+  BOOST_TEST(gather.bytes <= std::uint64_t{kR} * 1024);
+  const auto reduce = popkit::test::count_allocations(
+      [&] { c->all_reduce(everyone, ReduceOp::kSum, full_buffers); });
+  BOOST_TEST(reduce.bytes <= std::uint64_t{kR} * 1024);
+  BOOST_TEST(full.values[5][7] == static_cast<float>(kR));
+  const auto scatter = popkit::test::count_allocations(
+      [&] { c->reduce_scatter(everyone, everyone, ReduceOp::kSum, full_buffers, shard_buffers); });
+  BOOST_TEST(scatter.bytes <= std::uint64_t{kR} * 1024);
+  BOOST_TEST(shard.values[3][0] == static_cast<float>(kR * kR));
 }
 
 BOOST_AUTO_TEST_CASE(reduce_scatter_pads_the_last_shard) {
