@@ -25,18 +25,15 @@
 #include "engine/data/dataset.h"
 #include "engine/runtime/collectives.h"
 #include "planner/plan.h"
+#include "planner/schedule.h"
 
 namespace popkit::engine {
 
 class World;
 
-// io_overlapped: who moves a repeat step's data while the step before computes.
-enum class IoOverlap {
-  kAuto,    // kThread when the machine has a core the compute threads leave free and the
-            // loop moves at least 512 KiB per step, else kInline
-  kThread,  // an IO thread; a replica runs its own piece if the thread has not begun it
-  kInline,  // each replica's own thread, where io moves it (in the plan's two slots)
-};
+// io_overlapped and preload: who moves the data while the replicas compute
+// (planner/schedule.h IoThreadUse: kAuto, kThread, kInline).
+using IoOverlap = planner::IoThreadUse;
 
 struct EngineOptions {
   int n_threads = 0;  // compute threads incl. the caller; 0 = the machine's; at most R when R > 1

@@ -60,6 +60,8 @@ struct DeviceTensor {
   int double_buffer = -1;
   // A pipelined plan: the stage whose device holds the tensor (-1 otherwise).
   int stage = -1;
+
+  bool operator==(const DeviceTensor&) const = default;
 };
 
 // A remote buffer in streaming memory, per replica (PopXL remote_buffer).
@@ -81,6 +83,8 @@ struct RemoteBuffer {
   [[nodiscard]] std::uint64_t nbytes() const {
     return entry_bytes * static_cast<std::uint64_t>(entries());
   }
+
+  bool operator==(const RemoteBuffer&) const = default;
 };
 
 // A model layer as the planner places it and the engine computes it: its kind (a name of
@@ -96,6 +100,8 @@ struct LayerInfo {
   std::int64_t out_features = 0;
   int graph = 0;
   int row = 0;
+
+  bool operator==(const LayerInfo&) const = default;
 };
 
 // What a variable is to its layer: a parameter (a weight or a bias, as its kind declares:
@@ -139,6 +145,8 @@ struct Variable {
   int device_tensor = -1;
   int buffer = -1;
   std::int64_t entry = -1;
+
+  bool operator==(const Variable&) const = default;
 };
 
 // kLogits: an evaluation plan streams the last layer's output to the host, which scores
@@ -260,6 +268,8 @@ struct Op {
   // divide the tensor move a chunk more or less than the mean).
   std::uint64_t collective_bytes = 0;
   std::uint64_t pipeline_bytes = 0;  // kSend: to the neighbouring stage
+
+  bool operator==(const Op&) const = default;
 };
 
 // Memory per replica in one phase. Live bytes are sampled at the phase's start and
@@ -272,6 +282,8 @@ struct PhaseMemory {
   std::uint64_t always_live = 0;
   std::uint64_t not_always_live = 0;
   ClassBytes peak_by_class{};
+
+  bool operator==(const PhaseMemory&) const = default;
 };
 
 // A pipelined stage program's unit of work: the forward or the backward of the stage's
@@ -281,6 +293,8 @@ struct StageSlot {
   std::int64_t micro_batch = 0;
   std::int64_t first_op = 0;
   std::int64_t end_op = 0;
+
+  bool operator==(const StageSlot&) const = default;
 };
 
 struct Phase {
@@ -293,6 +307,8 @@ struct Phase {
   // the gradients over the replicas and update (after the flush: no stale weights).
   int stage = -1;
   std::vector<StageSlot> slots;  // in the stage's 1F1B order
+
+  bool operator==(const Phase&) const = default;
 };
 
 // Pipelined execution (pipeline.stages > 1; docs/pipelining.md). Devices: replica r's
@@ -305,12 +321,16 @@ struct PipelineStagePlan {
   double forward_seconds = 0.0;   // one forward slot
   double backward_seconds = 0.0;  // one backward slot
   double tail_seconds = 0.0;      // after the last slot
+
+  bool operator==(const PipelineStagePlan&) const = default;
 };
 struct PipelinePlan {
   bool placement_auto = true;  // auto: balanced by forward + backward FLOPs
   std::vector<PipelineStagePlan> stages;
   double planned_bubble = 0.0;    // (S - 1) / (GA + S - 1), equal stage times
   double estimated_bubble = 0.0;  // of the 1F1B schedule timed with the stages' estimates
+
+  bool operator==(const PipelinePlan&) const = default;
 };
 
 // A change that makes a plan that does not fit fit, found by planning it
@@ -322,6 +342,8 @@ struct FitAdvice {
   double samples_per_second = 0.0;    // its estimate
   std::size_t n_planned = 0;          // candidates planned
   std::string found;                  // how it was chosen, for text
+
+  bool operator==(const FitAdvice&) const = default;
 };
 
 // Why a plan does not fit, and what would help.
@@ -331,6 +353,8 @@ struct NotFitting {
   std::vector<std::string> largest;      // "fc1.weight.grad (1.5 MiB)", largest first
   std::vector<std::string> suggestions;  // "lower sharding.threshold", ...
   std::optional<FitAdvice> advice;       // when the tuner was asked (popplan plan does)
+
+  bool operator==(const NotFitting&) const = default;
 };
 
 // The host memory `poprun` needs to run the plan on a CPU, all replicas together
@@ -343,6 +367,8 @@ struct HostMemory {
   std::uint64_t overhead = 0;      // the process itself: code, libraries, threads, allocator
   bool datasets_counted = true;    // false: read from files at run time, not in `datasets`
   [[nodiscard]] std::uint64_t total() const;  // the sum, saturated at 2^64 - 1
+
+  bool operator==(const HostMemory&) const = default;
 };
 
 // The collectives' traffic between hosts, per optimizer step (an evaluation plan: per
@@ -364,6 +390,8 @@ struct NetworkEstimate {
   std::uint64_t messages = 0;  // cross-host messages of the replica that sends most, summed
                                //   over the collectives
   double seconds = 0.0;        // what the network adds to estimated_step_seconds
+
+  bool operator==(const NetworkEstimate&) const = default;
 };
 
 struct Plan {
@@ -428,6 +456,8 @@ struct Plan {
 
   // What the planner changed or doubts, e.g. io_overlapped falling back to io.
   std::vector<std::string> warnings;
+
+  bool operator==(const Plan&) const = default;
 };
 
 }  // namespace popkit::planner

@@ -41,8 +41,8 @@ class OverlappedRepeat {
     };
   }
 
-  void run() {
-    m_.on_every_replica([this](std::int64_t r) { replica_task(r); });
+  void run(planner::SegmentRun run) {
+    m_.on_every_replica(run, [this](std::int64_t r) { replica_task(r); });
     m_.add_slowest_segment_seconds();
     // IO time per category: the slowest replica's, as for compute (on top of the
     // compute time, so the categories can sum to more than the wall).
@@ -151,13 +151,9 @@ class OverlappedRepeat {
 IoThread::IoThread(EngineState& state, const OpRunner& ops) : m_(state), ops_(ops) {
   const auto& phases = m_.plan.phases;
   preloads_.assign(phases.size(), {});
-  preload_bytes_.assign(phases.size(), 0);
   for (std::size_t p = 0; p < phases.size(); ++p)
     for (const Op& op : phases[p].ops)
-      if (op.preload && op.kind == OpKind::kRemoteLoad) {
-        preloads_[p].push_back(&op);
-        preload_bytes_[p] += m_.tensor(planner::the_tensor(op)).nbytes;
-      }
+      if (op.preload && op.kind == OpKind::kRemoteLoad) preloads_[p].push_back(&op);
   preload_job_ = [this](std::int64_t r) {
     Device& dev = m_.replica(r);
     const auto t0 = Clock::now();
@@ -173,20 +169,8 @@ IoQueue& IoThread::queue() {
   return *queue_;
 }
 
-bool IoThread::use_thread(std::uint64_t bytes_per_step) const {
-  switch (m_.options.io_overlap) {
-    case IoOverlap::kThread:
-      return true;
-    case IoOverlap::kInline:
-      return false;
-    case IoOverlap::kAuto:
-      break;
-  }
-  return m_.n_cores > m_.pool->size() && bytes_per_step >= kIoThreadMinBytes;
-}
-
 void IoThread::begin_phase(std::size_t p) {
-  preload_on_thread_ = !preloads_[p].empty() && use_thread(preload_bytes_[p]);
+  preload_on_thread_ = m_.schedule.phases[p].preload_on_io_thread;
   if (preload_on_thread_) queue();
 }
 
@@ -215,29 +199,19 @@ void IoThread::finish_preloads() {
   if (first) std::rethrow_exception(first);
 }
 
-// Without the thread (IoOverlap::kInline) the repeat runs as io runs it, each step in its
-// own slots: on a machine with no core free, a thread that moves the data could only
-// preempt a replica, and moving it later than io does costs cache misses. So does a loop
-// with a collective in it: every step is bulk-synchronous then.
-bool IoThread::run_overlapped(const Op& repeat) {
+void IoThread::run_overlapped(const Op& repeat, planner::SegmentRun run) {
   OverlappedRepeat::Ops step;
-  std::uint64_t bytes_per_step = 0;
   for (const Op& o : repeat.body) {
-    if (!is_io(o) || m_.tensor(planner::the_tensor(o)).double_buffer < 0) {
+    if (!planner::is_transfer(o) || m_.tensor(planner::the_tensor(o)).double_buffer < 0)
       step.compute.push_back(&o);
-    } else {
-      const bool load = o.kind == OpKind::kHostLoad || o.kind == OpKind::kRemoteLoad;
-      (load ? step.loads : step.stores).push_back(&o);
-      bytes_per_step += m_.tensor(planner::the_tensor(o)).nbytes;
-    }
+    else if (o.kind == OpKind::kHostLoad || o.kind == OpKind::kRemoteLoad)
+      step.loads.push_back(&o);
+    else
+      step.stores.push_back(&o);
   }
-  if (!use_thread(bytes_per_step) || !std::all_of(step.compute.begin(), step.compute.end(),
-                                                  [](const Op* o) { return in_segment(*o); }))
-    return false;
-  OverlappedRepeat run(m_, ops_, queue(), std::move(step), repeat.steps);
+  OverlappedRepeat overlapped(m_, ops_, queue(), std::move(step), repeat.steps);
   finish_preloads();  // a slot holds one piece at a time
-  run.run();
-  return true;
+  overlapped.run(run);
 }
 
 }  // namespace popkit::engine

@@ -87,7 +87,7 @@ void OpRunner::in_column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols,
     return;
   }
   auto block = [&](std::int64_t k) { fn(k * cb.width, std::min(n_cols, (k + 1) * cb.width)); };
-  if (m_.intra_op) {
+  if (m_.schedule.spread_gemms) {
     m_.pool->run(cb.n, block);
   } else {
     for (std::int64_t k = 0; k < cb.n; ++k) block(k);

@@ -8,19 +8,19 @@ namespace popkit::engine {
 
 Program::Program(EngineState& state)
     : m_(state), ops_(state), io_(state, ops_), segments_(state, ops_, io_) {
-  if (m_.n_stages > 1) stages_ = std::make_unique<StagePipeline>(state, ops_);
+  if (m_.schedule.stage_workers) stages_ = std::make_unique<StagePipeline>(state, ops_);
 }
 
 void Program::setup() {
   const auto t0 = Clock::now();
   m_.where = "setup";
-  if (m_.n_stages > 1) {
+  if (m_.schedule.stage_workers) {
     // Each always-live tensor on its stage's device of every replica.
     for (const planner::Op& op : m_.plan.setup)
       for (std::int64_t r = m_.hosted.first; r < m_.hosted.first + m_.hosted.n; ++r)
         ops_.run_on(m_.holder(r, planner::the_tensor(op)), op, r, 0);
   } else {
-    segments_.run_ops(m_.plan.setup, false);
+    segments_.run_ops(m_.plan.setup, m_.schedule.setup, false);
   }
   m_.timings.setup_seconds = seconds_since(t0);
 }
@@ -42,7 +42,7 @@ void Program::run_step(const BatchSource& source) {
       m_.current_phase = p;
       for (auto& dev : m_.devices) dev->sampler.begin(dev->account);
       io_.begin_phase(p);
-      segments_.run_ops(phase.ops, true);
+      segments_.run_ops(phase.ops, m_.schedule.phases[p].ops, true);
       io_.finish_preloads();
       m_.timings.phase_seconds[p] += seconds_since(t0);
       for (std::size_t r = 0; r < m_.devices.size(); ++r) {

@@ -10,41 +10,42 @@ namespace popkit::engine {
 using planner::Op;
 using planner::OpKind;
 
-// The ops of `body` for steps [s0, s1): runs of local ops (allocs and frees among them)
-// as segments, collectives and repeats between them. The memory account changes only at
+using planner::ScheduleItem;
+using planner::SegmentRun;
+
+// The ops for steps [s0, s1): one segment across the steps, or step after step the
+// schedule's segments, collectives and repeats. The memory account changes only at
 // alloc and free, so sampling after those is sampling after every op.
-void Segments::run_body(const std::vector<Op>& body, std::int64_t s0, std::int64_t s1,
-                        bool sample) {
-  if (std::all_of(body.begin(), body.end(), in_segment)) {
-    std::vector<const Op*> ops;
-    for (const Op& op : body) ops.push_back(&op);
-    run_segment(ops, s0, s1, sample);
+void Segments::run_list(const std::vector<Op>& ops, const planner::OpsSchedule& schedule,
+                        std::int64_t s0, std::int64_t s1, bool sample) {
+  auto segment = [&](const ScheduleItem& item, std::int64_t from, std::int64_t to) {
+    run_segment(std::span(ops).subspan(item.first, item.end - item.first), item, from, to, sample);
+  };
+  if (schedule.across_steps) {
+    for (const ScheduleItem& item : schedule.items) segment(item, s0, s1);
     return;
   }
-  for (std::int64_t s = s0; s < s1; ++s) {
-    std::vector<const Op*> ops;
-    for (const Op& op : body) {
-      if (in_segment(op)) {
-        ops.push_back(&op);
-        continue;
-      }
-      run_segment(ops, s, s + 1, sample);
-      ops.clear();
-      if (op.kind == OpKind::kRepeat) {
-        run_repeat(op);
-      } else {
-        const auto t0 = Clock::now();
-        ops_.run_collective(op, s);
-        m_.add_seconds(category(op.kind), seconds_since(t0));
+  for (std::int64_t s = s0; s < s1; ++s)
+    for (const ScheduleItem& item : schedule.items) {
+      const Op& op = ops[item.first];
+      switch (item.kind) {
+        case ScheduleItem::Kind::kSegment:
+          segment(item, s, s + 1);
+          break;
+        case ScheduleItem::Kind::kCollective: {
+          const auto t0 = Clock::now();
+          ops_.run_collective(op, s);
+          m_.add_seconds(category(op.kind), seconds_since(t0));
+          break;
+        }
+        case ScheduleItem::Kind::kRepeat:
+          if (item.io_thread)
+            io_.run_overlapped(op, item.run);
+          else
+            run_list(op.body, item.body.front(), 0, op.steps, false);
+          break;
       }
     }
-    run_segment(ops, s, s + 1, sample);
-  }
-}
-
-void Segments::run_repeat(const Op& op) {
-  if (op.io_mode == config::IoMode::kIoOverlapped && io_.run_overlapped(op)) return;
-  run_body(op.body, 0, op.steps, false);
 }
 
 // A segment: `ops` (all local) for the repeat steps [s0, s1), step after step, each
@@ -55,22 +56,20 @@ void Segments::run_repeat(const Op& op) {
 // execution would report it. Time per category: the slowest replica's.
 // Allocs and frees run in the segment too (each replica has its own account), each
 // followed by the replica's memory sample when `sample` is set.
-void Segments::run_segment(const std::vector<const Op*>& ops, std::int64_t s0, std::int64_t s1,
-                           bool sample) {
-  if (ops.empty() || s0 >= s1) return;
-  const std::vector<Chunk> chunks = sync_chunks(ops);
-  if (chunks.size() > 1) {
-    run_synced(ops, chunks, s0, s1, sample);
+void Segments::run_segment(std::span<const Op> ops, const ScheduleItem& item, std::int64_t s0,
+                           std::int64_t s1, bool sample) {
+  if (item.run == SegmentRun::kLockstep || item.run == SegmentRun::kLadder) {
+    run_synced(ops, item, s0, s1, sample);
     return;
   }
-  m_.on_every_replica([&](std::int64_t r) {
+  m_.on_every_replica(item.run, [&](std::int64_t r) {
     Device& dev = m_.replica(r);
     dev.segment_seconds.fill(0.0);
     dev.error = nullptr;
     std::size_t at = 0;
     for (std::int64_t s = s0; s < s1; ++s)
-      for (const Op* op : ops)
-        if (!run_at(*op, r, s, at++, sample)) return;
+      for (const Op& op : ops)
+        if (!run_at(op, r, s, at++, sample)) return;
   });
   m_.add_slowest_segment_seconds();
   m_.rethrow_earliest_failure();
@@ -102,10 +101,10 @@ bool Segments::run_at(const Op& op, std::int64_t r, std::int64_t s, std::size_t 
 
 // ---- sync patterns (execution.sync_pattern; planner/sync_groups.h) ------------------
 // Host and remote transfers are the sync points: at each run of them a device waits for
-// the others of its GS2 group. The segment's ops are cut into chunks, each a run of
-// transfers and the compute after it, and the members of a group start each chunk
-// together: no device begins a run of transfers before its group finished what came
-// before.
+// the others of its GS2 group. The schedule cuts the segment's ops into chunks
+// (planner/schedule.h SyncChunk), each a run of transfers and the compute after it, and
+// the members of a group start each chunk together: no device begins a run of transfers
+// before its group finished what came before.
 //  - full: one group, every device: every replica waits for every other at each IO
 //    (the pool's threads as lanes of fixed replicas, meeting at a barrier per chunk).
 //  - replica_and_ladder: the even and the odd devices, two ladder sets, each in
@@ -119,35 +118,6 @@ bool Segments::run_at(const Op& op, std::int64_t r, std::int64_t s, std::size_t 
 // A pattern changes when a replica waits, never what it computes: replicas share
 // nothing between collectives. Within a process: ranks meet at the collectives.
 
-std::vector<Segments::Chunk> Segments::sync_chunks(const std::vector<const Op*>& ops) const {
-  // A group of one device waits for no one: the largest group hosted here, all of them
-  // (full), a ladder set (every other replica), or one (single_pipeline).
-  const std::int64_t n = m_.hosted.n;
-  const std::int64_t largest_group =
-      m_.plan.sync_pattern == config::SyncPattern::kFull               ? n
-      : m_.plan.sync_pattern == config::SyncPattern::kReplicaAndLadder ? (n + 1) / 2
-                                                                       : 1;
-  const bool syncs = m_.n_stages == 1 && largest_group > 1;
-  if (!syncs || std::none_of(ops.begin(), ops.end(), [](const Op* o) { return is_io(*o); }))
-    return {{0, 0, ops.size()}};
-  // A chunk starts at each transfer that follows compute; allocs and frees are
-  // bookkeeping, no program step, and join the part they are in, so that the loads of
-  // a step (images, labels, each after its alloc) are one run of transfers.
-  constexpr std::size_t kNoCompute = ~std::size_t{0};
-  std::vector<Chunk> chunks;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const bool bookkeeping = category(ops[i]->kind) == OpCategory::kMemory;
-    const bool transfer = is_io(*ops[i]);
-    const bool computed = !chunks.empty() && chunks.back().io_end != kNoCompute;
-    if (chunks.empty() || (transfer && computed)) chunks.push_back({i, kNoCompute, i});
-    if (!bookkeeping && !transfer && chunks.back().io_end == kNoCompute) chunks.back().io_end = i;
-    chunks.back().end = i + 1;
-  }
-  for (Chunk& c : chunks)
-    if (c.io_end == kNoCompute) c.io_end = c.end;
-  return chunks;
-}
-
 namespace {
 
 // One segment's chunks, step after step (item i is chunk i % n of step s0 + i / n), run
@@ -156,12 +126,12 @@ namespace {
 // execution.
 class SyncedSegment {
  public:
-  using Chunk = Segments::Chunk;
+  using Chunk = planner::SyncChunk;
   // run_at(op, r, s, at): one op of the segment, false when it failed (Segments::run_at).
   using RunAt = std::function<bool(const Op&, std::int64_t, std::int64_t, std::size_t)>;
 
-  SyncedSegment(const std::vector<const Op*>& ops, const std::vector<Chunk>& chunks,
-                std::int64_t s0, std::int64_t s1, RunAt run_at)
+  SyncedSegment(std::span<const Op> ops, const std::vector<Chunk>& chunks, std::int64_t s0,
+                std::int64_t s1, RunAt run_at)
       : ops_(ops),
         chunks_(chunks),
         s0_(s0),
@@ -213,7 +183,7 @@ class SyncedSegment {
   bool run_ops(std::int64_t r, std::int64_t item, std::size_t first, std::size_t end) {
     const std::int64_t s = s0_ + item / n_;
     for (std::size_t k = first; k < end; ++k)
-      if (!run_at_(*ops_[k], r, s, static_cast<std::size_t>(s - s0_) * ops_.size() + k))
+      if (!run_at_(ops_[k], r, s, static_cast<std::size_t>(s - s0_) * ops_.size() + k))
         return false;
     return true;
   }
@@ -224,7 +194,7 @@ class SyncedSegment {
     }
   }
 
-  const std::vector<const Op*>& ops_;
+  std::span<const Op> ops_;
   const std::vector<Chunk>& chunks_;
   std::int64_t s0_, n_, items_;
   std::atomic<std::int64_t> failed_item_;
@@ -234,20 +204,20 @@ class SyncedSegment {
 
 }  // namespace
 
-void Segments::run_synced(const std::vector<const Op*>& ops, const std::vector<Chunk>& chunks,
-                          std::int64_t s0, std::int64_t s1, bool sample) {
+void Segments::run_synced(std::span<const Op> ops, const ScheduleItem& item, std::int64_t s0,
+                          std::int64_t s1, bool sample) {
   for (auto& dev : m_.devices) {
     dev->error = nullptr;
     dev->segment_seconds.fill(0.0);
   }
-  SyncedSegment segment(ops, chunks, s0, s1,
+  SyncedSegment segment(ops, item.chunks, s0, s1,
                         [&](const Op& op, std::int64_t r, std::int64_t s, std::size_t at) {
                           return run_at(op, r, s, at, sample);
                         });
   std::vector<std::int64_t> all;
   for (std::int64_t r = m_.hosted.first; r < m_.hosted.first + m_.hosted.n; ++r) all.push_back(r);
   ThreadPool& pool = *m_.pool;
-  if (m_.plan.sync_pattern == config::SyncPattern::kFull) {
+  if (item.run == SegmentRun::kLockstep) {
     // A lane per pool thread, each running the same replicas at every item, so that a
     // replica's memory stays in the cache of the core that ran it last (a run of the
     // pool per item would hand the replicas to whichever thread came first).
@@ -264,7 +234,7 @@ void Segments::run_synced(const std::vector<const Op*>& ops, const std::vector<C
     // runs on a thread of the pool with half the pool's threads for its members.
     std::array<std::vector<std::int64_t>, 2> sets;
     for (const std::int64_t r : all) sets[static_cast<std::size_t>(r % 2)].push_back(r);
-    const int per_set = std::max(1, pool.size() / 2);
+    const int per_set = m_.schedule.lane_threads;
     for (auto& lane : lane_pools_)
       if (per_set > 1 && (!lane || lane->size() != per_set))
         lane = std::make_unique<ThreadPool>(per_set);

@@ -1,20 +1,22 @@
-// Running a list of ops (setup, or a phase) bulk-synchronously on the replicas this
-// process hosts: runs of local ops between collectives and repeats are segments, each
-// replica running a whole segment as one task on the pool, so the pool synchronises once
-// per segment and not once per op; execution.sync_pattern cuts a segment with host or
-// remote transfers into chunks that a group's devices start together; a repeat runs its
-// body for its steps (io_overlapped's with the IO thread where it takes it).
+// Running a list of ops (setup, or a phase) on the replicas this process hosts, as the
+// plan's schedule (planner/schedule.h) says: runs of local ops between collectives and
+// repeats are segments, each replica running a whole segment as one task, so the pool
+// synchronises once per segment and not once per op; execution.sync_pattern's chunks
+// make a group's devices start each run of transfers together; a repeat runs its body
+// for its steps, or io_overlapped's loop with the IO thread.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "engine/exec/io_thread.h"
 #include "engine/exec/op_runner.h"
 #include "engine/exec/state.h"
+#include "planner/schedule.h"
 
 namespace popkit::engine {
 
@@ -22,24 +24,20 @@ class Segments {
  public:
   Segments(EngineState& state, const OpRunner& ops, IoThread& io) : m_(state), ops_(ops), io_(io) {}
 
-  // `ops` once; with `sample`, each device's memory is sampled after every alloc and free.
-  void run_ops(const std::vector<planner::Op>& ops, bool sample) { run_body(ops, 0, 1, sample); }
-
-  // A run of transfers, ops [first, io_end), and the compute after it, [io_end, end).
-  struct Chunk {
-    std::size_t first = 0, io_end = 0, end = 0;
-    [[nodiscard]] bool io() const { return io_end > first; }
-  };
+  // `ops` once, as `schedule` says; with `sample`, each device's memory is sampled after
+  // every alloc and free.
+  void run_ops(const std::vector<planner::Op>& ops, const planner::OpsSchedule& schedule,
+               bool sample) {
+    run_list(ops, schedule, 0, 1, sample);
+  }
 
  private:
-  void run_body(const std::vector<planner::Op>& body, std::int64_t s0, std::int64_t s1,
-                bool sample);
-  void run_repeat(const planner::Op& op);
-  void run_segment(const std::vector<const planner::Op*>& ops, std::int64_t s0, std::int64_t s1,
-                   bool sample);
+  void run_list(const std::vector<planner::Op>& ops, const planner::OpsSchedule& schedule,
+                std::int64_t s0, std::int64_t s1, bool sample);
+  void run_segment(std::span<const planner::Op> ops, const planner::ScheduleItem& item,
+                   std::int64_t s0, std::int64_t s1, bool sample);
   bool run_at(const planner::Op& op, std::int64_t r, std::int64_t s, std::size_t at, bool sample);
-  [[nodiscard]] std::vector<Chunk> sync_chunks(const std::vector<const planner::Op*>& ops) const;
-  void run_synced(const std::vector<const planner::Op*>& ops, const std::vector<Chunk>& chunks,
+  void run_synced(std::span<const planner::Op> ops, const planner::ScheduleItem& item,
                   std::int64_t s0, std::int64_t s1, bool sample);
 
   EngineState& m_;

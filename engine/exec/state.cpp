@@ -61,15 +61,13 @@ EngineState::EngineState(planner::Plan p, EngineOptions o)
     stage_block_bytes.push_back(planner::device_block_bytes(plan, static_cast<int>(s)));
   block_bytes = n_stages > 1 ? *std::max_element(stage_block_bytes.begin(), stage_block_bytes.end())
                              : planner::device_block_bytes(plan);
-  int threads = options.n_threads;
   // The host's cores are shared by the ranks on it.
-  if (threads <= 0) threads = std::max(1, n_cores / std::max(1, world->local_size()));
-  // Replicas >= threads: one replica per thread, each single-threaded. One replica: its
-  // GEMMs use the threads (OpRun::in_column_blocks).
-  if (hosted.n > 1) threads = static_cast<int>(std::min<std::int64_t>(threads, hosted.n));
-  if (n_stages > 1) threads = 1;  // a worker thread per device; GEMMs stay on it
+  const int available = options.n_threads > 0
+                            ? options.n_threads
+                            : std::max(1, n_cores / std::max(1, world->local_size()));
+  const int threads = planner::compute_threads(available, hosted.n, n_stages);
   pool = std::make_unique<ThreadPool>(threads);
-  intra_op = hosted.n == 1 && threads > 1;
+  schedule = planner::schedule(plan, {hosted.n, threads, n_cores, options.io_overlap});
   collectives = options.collectives
                     ? options.collectives
                     : std::shared_ptr<Collectives>(world->make_collectives(n_replicas, pool.get()));
@@ -104,8 +102,9 @@ void EngineState::add_seconds(OpCategory c, double seconds) {
     timings.phase_category_seconds[current_phase][static_cast<std::size_t>(c)] += seconds;
 }
 
-void EngineState::on_every_replica(const std::function<void(std::int64_t)>& task) const {
-  if (intra_op || hosted.n == 1) {
+void EngineState::on_every_replica(planner::SegmentRun run,
+                                   const std::function<void(std::int64_t)>& task) const {
+  if (run != planner::SegmentRun::kPool) {
     for (std::int64_t r = hosted.first; r < hosted.first + hosted.n; ++r) task(r);
   } else {
     pool->run(hosted.n, [&](std::int64_t i) { task(hosted.first + i); });

@@ -28,6 +28,7 @@
 #include "engine/tensor/optimizer.h"
 #include "planner/device_layout.h"
 #include "planner/plan.h"
+#include "planner/schedule.h"
 
 namespace popkit::engine {
 
@@ -44,17 +45,6 @@ OpCategory category(planner::OpKind k);
 inline bool is_collective(planner::OpKind k) {
   return category(k) == OpCategory::kCollective;
 }
-// A host or remote transfer: the sync points of execution.sync_pattern.
-inline bool is_io(const planner::Op& op) {
-  const OpCategory c = category(op.kind);
-  return c == OpCategory::kHostIo || c == OpCategory::kRemote;
-}
-
-// A local op, one that a segment runs: everything but collectives and repeats.
-inline bool in_segment(const planner::Op& op) {
-  return op.kind != planner::OpKind::kRepeat && !is_collective(op.kind);
-}
-
 // One replica's device (with a pipelined plan, one stage of it).
 struct Device {
   // The device memory, one block (planner/device_layout.h): a tensor lives at the offset
@@ -100,9 +90,8 @@ struct EngineState {
   // /sys on every call, and a phased step asks once per repeat.
   int n_cores = 1;
   std::unique_ptr<ThreadPool> pool;
-  // One replica with several threads: a layer's GEMMs split over column blocks on the
-  // pool. With R > 1 the threads run replicas instead (one per core).
-  bool intra_op = false;
+  // How the plan runs on the pool (planner/schedule.h): the parts run what it says.
+  planner::Schedule schedule;
   std::shared_ptr<Collectives> collectives;
   // Pipelined: each stage's collectives among the same stage of every replica.
   std::vector<std::shared_ptr<Collectives>> stage_collectives;
@@ -136,9 +125,10 @@ struct EngineState {
 
   void add_seconds(OpCategory c, double seconds);
 
-  // task(r) for every replica this process hosts: one per pool thread, or one after
-  // another on the caller when one replica has the threads (its GEMMs use them).
-  void on_every_replica(const std::function<void(std::int64_t)>& task) const;
+  // task(r) for every replica this process hosts: as `run` says, one per pool thread
+  // (kPool), or one after another on the caller (kInline).
+  void on_every_replica(planner::SegmentRun run,
+                        const std::function<void(std::int64_t)>& task) const;
   // A segment's time per category: the slowest device's.
   void add_slowest_segment_seconds();
   // The failure bulk-synchronous execution would report: the earliest position, then

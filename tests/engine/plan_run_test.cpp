@@ -21,6 +21,7 @@
 #include "config/optimizer_kinds.h"
 #include "engine/engine.h"
 #include "planner/build.h"
+#include "planner/schedule.h"
 #include "planner/sync_groups.h"
 #include "tests/support/test_profile.h"
 
@@ -854,6 +855,67 @@ BOOST_AUTO_TEST_CASE(training_lowers_the_loss) {
   BOOST_TEST(eval.accuracy > 0.8);
   BOOST_TEST(e.timings().steps == 36);
   BOOST_TEST(e.timings().phase_seconds.size() == e.plan().phases.size());
+}
+
+namespace {
+
+// The runs of transfers a schedule's groups start together in one execution of `list`
+// for `steps` steps: each io chunk of a synced segment, counted once under full (its
+// lanes meet) and once per ladder set under replica_and_ladder (each set waits for its
+// own).
+std::int64_t synced_transfers(const std::vector<planner::Op>& ops, const planner::OpsSchedule& list,
+                              std::int64_t steps) {
+  using planner::ScheduleItem;
+  using planner::SegmentRun;
+  auto segment = [](const ScheduleItem& item) -> std::int64_t {
+    if (item.run != SegmentRun::kLockstep && item.run != SegmentRun::kLadder) return 0;
+    std::int64_t io = 0;
+    for (const auto& c : item.chunks) io += c.io() ? 1 : 0;
+    return item.run == SegmentRun::kLadder ? 2 * io : io;
+  };
+  std::int64_t n = 0;
+  for (const ScheduleItem& item : list.items) {
+    if (item.kind == ScheduleItem::Kind::kSegment)
+      n += segment(item) * (list.across_steps ? steps : 1);
+    if (item.kind == ScheduleItem::Kind::kRepeat && !item.io_thread)
+      n += synced_transfers(ops[item.first].body, item.body.front(), ops[item.first].steps);
+  }
+  return list.across_steps ? n : n * steps;
+}
+
+}  // namespace
+
+// The engine runs the plan's schedule (planner/schedule.h), the one the cost model
+// prices: its replicas start together exactly the runs of transfers the schedule's
+// synced chunks say, under full and replica_and_ladder, phased and standard.
+BOOST_AUTO_TEST_CASE(the_engine_syncs_where_the_schedule_says) {
+  using config::SyncPattern;
+  for (const SyncPattern pattern : {SyncPattern::kFull, SyncPattern::kReplicaAndLadder})
+    for (const std::int64_t replicas : {2, 4})
+      for (const bool phased : {false, true}) {
+        BOOST_TEST_CONTEXT("pattern " << static_cast<int>(pattern) << ", R " << replicas
+                                      << (phased ? ", phased" : ", standard")) {
+          config::Config c = base_config(replicas, 2, 3);
+          c.execution.sync_pattern = pattern;
+          if (phased) {
+            c.execution.mode = config::ExecutionMode::kPhased;
+            c.remote = {true, true};
+          }
+          const planner::Plan plan = planner::build_plan(c);
+          Engine e(plan, options());
+          e.initialize();
+          train(e, 2);
+          const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+          const planner::Schedule s = planner::schedule(
+              plan, {replicas, e.n_threads(), cores, planner::IoThreadUse::kAuto});
+          std::int64_t per_step = 0;
+          for (std::size_t p = 0; p < plan.phases.size(); ++p)
+            per_step += synced_transfers(plan.phases[p].ops, s.phases[p].ops, 1);
+          BOOST_TEST(e.timings().io_syncs == 2 * per_step);
+          // Full syncs every replica: R 2 does too; a ladder set of R 2 is one replica.
+          BOOST_TEST((per_step > 0) == (pattern == SyncPattern::kFull || replicas == 4));
+        }
+      }
 }
 
 BOOST_AUTO_TEST_CASE(a_plan_that_does_not_fit_is_refused) {

@@ -8,6 +8,7 @@
 
 #include "planner/build.h"
 #include "planner/layer_kinds.h"
+#include "planner/schedule.h"
 #include "tests/planner/configs.h"
 
 using namespace popkit::planner;
@@ -153,29 +154,38 @@ BOOST_AUTO_TEST_CASE(the_sync_pattern_prices_a_transfers_sync_and_its_share_of_t
   BOOST_TEST(priced(one, d) == 1e-7 + 32 / 1e9, tt::tolerance(1e-12));
   one.sync_pattern = popkit::config::SyncPattern::kFull;
   BOOST_TEST(priced(one, d) == 2e-6 + 1e-7 + 32 / 1e9, tt::tolerance(1e-12));
-  // A CPU under full ends each chunk (transfers and the compute after them) of a segment
-  // with IO at a barrier of its threads: here the load (one chunk), then in a repeat of
-  // 3 steps the load and the forward (one chunk a step). The ladder sets wait at no
-  // barrier.
+  // A CPU's threads wait where the schedule says (planner/schedule.h). Under full a
+  // segment with transfers meets at a barrier of the threads after each chunk (a run of
+  // transfers and the compute after it): the load here is one chunk, and its run of the
+  // pool the barrier.
   d.host_threads = 4;
   d.barrier_seconds = 5e-6;
+  d.pool_run_seconds = 1e-6;
   p.sync_pattern = popkit::config::SyncPattern::kFull;
   BOOST_TEST(priced(p, d) == 2e-6 + 1e-7 + 32 / (1e9 / 4) + 5e-6, tt::tolerance(1e-12));
-  Plan loop = tiny(4);
-  loop.phases.push_back({"loop",
-                         {repeat({load(OpKind::kHostLoad, 2), forward()}, 3, IoMode::kCompute)},
-                         {},
-                         0.0,
-                         -1,
-                         {}});
-  loop.sync_pattern = popkit::config::SyncPattern::kFull;
-  const double full = priced(loop, d);
-  loop.sync_pattern = popkit::config::SyncPattern::kReplicaAndLadder;
-  const double ladder = priced(loop, d);
-  // On a CPU the ladder sets neither meet at a barrier nor take turns at the copies
-  // (every replica copies at once, as under full): they run the repeat as one segment, a
-  // run of the pool, where full pays a barrier for each of its 3 chunks.
-  BOOST_TEST(full - ladder == (3 - 1) * 5e-6, tt::tolerance(1e-9));
+  // A loop of 3 steps whose step is one chunk (the load, then the forward) is one segment
+  // for all its steps, one run of the pool, under either pattern (the ladder sets of two
+  // replicas sync too): no barrier a step.
+  auto loop = [&](std::vector<Op> body, popkit::config::SyncPattern pattern) {
+    Plan l = tiny(4);
+    l.phases.push_back({"loop", {repeat(std::move(body), 3, IoMode::kCompute)}, {}, 0.0, -1, {}});
+    l.sync_pattern = pattern;
+    return priced(l, d);
+  };
+  const std::vector<Op> one_chunk{load(OpKind::kHostLoad, 2), forward()};
+  BOOST_TEST(loop(one_chunk, popkit::config::SyncPattern::kFull) ==
+                 loop(one_chunk, popkit::config::SyncPattern::kReplicaAndLadder),
+             tt::tolerance(1e-12));
+  // With a store after the forward, a step is two chunks. Full's lanes meet after each:
+  // 2 x 3 barriers, where the ladder sets run the segment as one run of the pool, each
+  // set's two replicas on a pool of 2 of the 4 threads, run for each part of each chunk
+  // (the load, the forward; the store, its empty compute): 4 x 3 runs, their threads
+  // spinning.
+  const std::vector<Op> two_chunks{load(OpKind::kHostLoad, 2), forward(),
+                                   load(OpKind::kHostStore, 2)};
+  const double full = loop(two_chunks, popkit::config::SyncPattern::kFull);
+  const double ladder = loop(two_chunks, popkit::config::SyncPattern::kReplicaAndLadder);
+  BOOST_TEST(full - ladder == 6 * 5e-6 - (5e-6 + 12 * 1e-6), tt::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(io_overlapped_hides_only_the_bytes_of_a_repeat) {
@@ -495,23 +505,51 @@ BOOST_AUTO_TEST_CASE(a_cpu_prices_the_running_mean_as_it_measured_it) {
   BOOST_TEST(device == priced(p, d), tt::tolerance(1e-12));
 }
 
-// The engine's IO thread needs a core its compute threads leave free: on a CPU whose
-// threads all run replicas, io_overlapped moves the data where io does.
-BOOST_AUTO_TEST_CASE(io_overlapped_on_a_cpu_needs_a_free_thread) {
-  const double bytes = 32 / 1e9;
-  const double serial = 1e-7 + kForward;
+// The engine's IO thread (planner/schedule.h) takes a loop's double-buffered transfers
+// only when its compute threads leave a core free and the loop moves at least
+// kIoThreadMinBytes a step; otherwise io_overlapped on a CPU moves the data where io does,
+// and so does the estimate.
+BOOST_AUTO_TEST_CASE(io_overlapped_on_a_cpu_needs_a_free_thread_and_enough_bytes) {
   Plan p = tiny(2);
+  p.tensors[2].double_buffer = 0;  // the images slot has a second one
   p.phases.push_back({"loop",
                       {repeat({load(OpKind::kHostLoad, 2), forward()}, 3, IoMode::kIoOverlapped)},
                       {},
                       0.0,
                       -1,
                       {}});
+  const double serial = 1e-7 + kForward;
   DeviceProfile d = profile();
+  d.host_threads = 4;
+  // 32 bytes a step: not worth the hand-off, however many cores are free.
+  BOOST_TEST(priced(p, d) == 3 * (serial + 32 / 1e9), tt::tolerance(1e-12));
+  // 512 KiB a step: the IO thread takes them, and they hide behind compute...
+  p.tensors[2].shape = {2, 65536};
+  p.tensors[2].nelms = 2 * 65536;
+  p.tensors[2].nbytes = kIoThreadMinBytes;
+  const double bytes = static_cast<double>(kIoThreadMinBytes) / 1e9;
+  BOOST_TEST(priced(p, d) == 3 * bytes + serial, tt::tolerance(1e-12));
+  // ... unless every thread runs a replica.
   d.host_threads = 2;
   BOOST_TEST(priced(p, d) == 3 * (serial + bytes), tt::tolerance(1e-12));
+}
+
+// Preloaded loads likewise: on a CPU they move beside the phase's compute only when the
+// IO thread takes them (a core free, and the phase's preloads at least kIoThreadMinBytes).
+BOOST_AUTO_TEST_CASE(a_preload_on_a_cpu_overlaps_only_on_the_io_thread) {
+  Op pre = load(OpKind::kRemoteLoad, 2);
+  pre.preload = true;
+  Plan p = tiny(2);
+  p.phases.push_back({"fwd", {forward(), pre}, {}, 0.0, -1, {}});
+  DeviceProfile d = profile();
   d.host_threads = 4;
-  BOOST_TEST(priced(p, d) == 3 * serial + bytes, tt::tolerance(1e-12));
+  d.streaming.bytes_per_second = 1e6;  // 32 us: longer than the phase
+  BOOST_TEST(priced(p, d) == kForward + 1e-7 + 32 / 1e6, tt::tolerance(1e-12));
+  p.tensors[2].nbytes = kIoThreadMinBytes;
+  const double bytes = static_cast<double>(kIoThreadMinBytes) / 1e6;
+  BOOST_TEST(priced(p, d) == 1e-7 + bytes, tt::tolerance(1e-12));
+  d.host_threads = 2;
+  BOOST_TEST(priced(p, d) == kForward + 1e-7 + bytes, tt::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
