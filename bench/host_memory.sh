@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The host memory poprun needs, estimated (popplan plan --format json: host_memory.total,
-# what poprun checks before it allocates) against measured (the peak resident set of
-# `poprun train --steps 2`, /usr/bin/time -v), for examples/quick.yaml at replication
+# The host memory poprun needs, estimated against measured: poprun train's own check
+# before set-up (the figure it refuses a run by, read from the refusal it prints when
+# POPKIT_HOST_MEMORY is 1 byte; popplan plan's host_memory.total is the same figure
+# without the datasets read from files, shown beside it) against the peak resident set
+# of `poprun train --steps 2` (/usr/bin/time -v), for examples/quick.yaml at replication
 # factors 1 to 4096 (each replica 16 samples a step, two steps of synthetic data) and for
 # every example at its own factor. Prints a markdown table; the estimate should be within
 # 25% of the peak everywhere, so that poprun's refusal protects the machine without
@@ -23,7 +25,7 @@ while [[ $# -gt 0 ]]; do
     --build) build="$2"; shift 2 ;;
     --replicas) replicas="$2"; shift 2 ;;
     --no-examples) examples=0; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "host_memory.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -35,14 +37,25 @@ done
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+# "73.86 MiB" (format_bytes) -> bytes
+to_bytes() {
+  awk -v n="$1" -v u="$2" 'BEGIN {
+    m["B"] = 1; m["KiB"] = 1024; m["MiB"] = 1048576; m["GiB"] = 1073741824; m["TiB"] = 1099511627776
+    printf "%.0f", n * m[u] }'
+}
 
 row() {  # row NAME CONFIG --set ...: one table row
   local name="$1" config="$2"
   shift 2
-  local estimate peak
-  estimate=$("$popplan" plan "$config" "$@" --format json 2>/dev/null |
+  local planned needs peak
+  planned=$("$popplan" plan "$config" "$@" --format json 2>/dev/null |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["host_memory"]["total"])')
+  needs=$(POPKIT_HOST_MEMORY=1 "$poprun" train "$config" "$@" --steps 2 --run-dir "$work/refused" \
+    2>&1 >/dev/null | sed -nE 's/.*the run needs ([0-9.]+) ([KMGT]?i?B) of host memory.*/\1 \2/p' ||
+    true)  # refused: exit 2
+  [[ -n "$needs" ]] || { echo "host_memory.sh: $name: poprun did not state its estimate" >&2; exit 1; }
+  # shellcheck disable=SC2086
+  needs=$(to_bytes $needs)
   rm -rf "$work/run"
   if ! /usr/bin/time -v -o "$work/time" "$poprun" train "$config" "$@" --steps 2 \
     --run-dir "$work/run" -q >/dev/null 2>"$work/train.err"; then
@@ -50,14 +63,14 @@ row() {  # row NAME CONFIG --set ...: one table row
     exit 1
   fi
   peak=$(awk '/Maximum resident set size/ { print $6 * 1024 }' "$work/time")
-  awk -v n="$name" -v e="$estimate" -v p="$peak" \
-    'BEGIN { printf "| %s | %.1f | %.1f | %+.0f%% |\n", n, e / 1048576, p / 1048576, 100 * (e / p - 1) }'
+  awk -v n="$name" -v p="$planned" -v e="$needs" -v m="$peak" \
+    'BEGIN { printf "| %s | %.1f | %.1f | %.1f | %+.0f%% |\n", n, p / 1048576, e / 1048576, m / 1048576, 100 * (e / m - 1) }'
 }
 
 echo "# $(date -u +%FT%TZ), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
 echo
-echo "| run | estimate (MiB) | peak RSS (MiB) | estimate vs peak |"
-echo "|---|---:|---:|---:|"
+echo "| run | popplan (MiB) | poprun's check (MiB) | peak RSS (MiB) | check vs peak |"
+echo "|---|---:|---:|---:|---:|"
 for r in $replicas; do
   row "quick R $r" "$root/examples/quick.yaml" --set replication.factor="$r" \
     --set training.micro_batch_size=8 --set training.gradient_accumulation=2 \

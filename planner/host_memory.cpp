@@ -75,6 +75,20 @@ std::uint64_t evaluation_bytes(const Plan& eval) {
   return add(mul(rows, add(image_bytes(eval), 1)), mul(mul(rows, u(eval.n_classes)), 4));
 }
 
+// Writing the run file: every replica's measured memory in every phase of each plan.
+std::uint64_t run_file_bytes(const Plan& plan, const Plan* eval) {
+  std::uint64_t phases = plan.phases.size();
+  if (eval) phases = add(phases, eval->phases.size());
+  return mul(mul(u(plan.replication_factor), phases), kRunFileBytesPerReplicaPhase);
+}
+
+// An engine's bookkeeping of its replicas.
+std::uint64_t bookkeeping_bytes(const Plan& plan) {
+  const std::uint64_t per_replica = add(add(kDeviceBytes, mul(plan.tensors.size(), sizeof(void*))),
+                                        mul(plan.phases.size(), kPhaseSampleBytes));
+  return mul(u(plan.replication_factor), per_replica);
+}
+
 std::uint64_t copies_of(const Plan& plan) {
   return plan.retrieval_mode == config::RetrievalMode::kAllReplicas
              ? u(plan.replication_factor)
@@ -111,7 +125,7 @@ std::uint64_t host_buffer_bytes(const Plan& plan, const Plan* eval, const config
   const std::uint64_t writing = add(checkpoint, mul(largest, copies));
   const std::uint64_t batch = mul(u(plan.global_batch_size), add(image_bytes(plan), 1));
   const std::uint64_t order = data.train ? mul(u(data.train->n), 16) : 0;
-  return add(add(batch, order), std::max(evaluation, writing));
+  return add(add(batch, order), std::max({evaluation, writing, run_file_bytes(plan, eval)}));
 }
 
 // "MemAvailable:   22640652 kB" -> bytes
@@ -207,7 +221,8 @@ HostMemory estimate_host_memory(const Plan& plan, const Plan* eval, const config
     m.device = add(m.device, device_bytes(*eval));
   }
   m.host_buffers = host_buffer_bytes(plan, eval, config, data, use);
-  m.overhead = kHostOverhead;
+  m.overhead = add(kProcessBytes, bookkeeping_bytes(plan));
+  if (eval) m.overhead = add(m.overhead, bookkeeping_bytes(*eval));
   return m;
 }
 

@@ -52,29 +52,44 @@ enum class HostUse {
 //              peak plus first fit's fragmentation, resident after the first step
 //   host       the global batch gathered for the engine, the epoch's sample order
 //              (8 bytes a training sample, twice while the next epoch's is made), and the
-//              larger of evaluating (a variable's float copy on its way to the
-//              evaluation engine, the evaluation batch and its logits) and writing a
-//              checkpoint (every variable's full value per copy); poprun eval: the
-//              weights it read, and the checkpoint file while it is read
-//   overhead   kHostOverhead: code, libraries, thread stacks, the allocator's slack
-// Sets that are nullopt count 0 and clear datasets_counted. Sums saturate, so a config
-// whose sizes overflow 64 bits gives 2^64 - 1, never a small number.
+//              largest of evaluating (a variable's float copy on its way to the
+//              evaluation engine, the evaluation batch and its logits), writing a
+//              checkpoint (every variable's full value per copy) and writing the run file
+//              (each replica's measured memory in each phase of each plan, as JSON);
+//              poprun eval: the weights it read, and the checkpoint file while it is read
+//   overhead   the process itself (kProcessBytes) and each engine's bookkeeping of each
+//              replica: its device (kDeviceBytes), a pointer per tensor of the plan and a
+//              memory sample per phase (kPhaseSampleBytes)
+// Thread stacks and the allocator's per-thread arenas are left out: 17 KiB a thread
+// (quick.yaml at R 16, --threads 1 to 16: 10.4 to 10.6 MiB peak RSS), and the plan
+// does not know poprun's thread count. Sets that are nullopt count 0 and clear
+// datasets_counted. Sums saturate, so a config whose sizes overflow 64 bits gives
+// 2^64 - 1, never a small number.
 HostMemory estimate_host_memory(const Plan& plan, const Plan* eval, const config::Config& config,
                                 DatasetSizes data, HostUse use = HostUse::kTrain);
 
-// Calibrated on the release build (glibc): poprun peaks at 4.9 MiB RSS for --help and
-// 6.8 MiB training tests/train/data/tiny.yaml (its other parts < 0.4 MiB); training
-// examples/mnist.yaml and mnist_offchip_optimizer.yaml peaks 11 and 17 MiB above their
-// other parts, of which 9 and 12 MiB are freed memory the allocator's per-thread arenas
-// keep (MALLOC_ARENA_MAX=1 drops it). With 20 MiB every example's estimate is above its
-// measured peak: with the evaluation engine counted, mnist.yaml 73.9 MiB for 53.7 MiB,
-// mnist_offchip_optimizer 97.8 for 67.6 (/usr/bin/time -v, 50 steps).
-inline constexpr std::uint64_t kHostOverhead = 20ull << 20;
+// The figures the estimate does not derive from the plan, measured on the release build
+// (glibc, /usr/bin/time -v and heaptrack; bench/host_memory.sh compares the whole):
+// A training process before its parts: code, libraries, static data, the main thread's
+// stack. `poprun train examples/quick.yaml` (R 1, parts 0.24 MiB) peaks at 9.4 MiB.
+inline constexpr std::uint64_t kProcessBytes = 9ull << 20;
+// An engine's device of one replica besides its tensors' pointers and phase samples
+// (its memory account, first fit's free list, its remote store's index), and a phase's
+// memory sample: heaptrack of quick.yaml at R 4096 counts 6.5 MB of bookkeeping in its
+// two engines, 1.6 KB a replica.
+inline constexpr std::uint64_t kDeviceBytes = 256;
+inline constexpr std::uint64_t kPhaseSampleBytes = 64;
+// A replica's measured memory in one phase as the run file is written: its JSON object
+// (about 25 allocations) and its share of the text and of the file's buffer. heaptrack of
+// quick.yaml at R 4096 (5 + 3 phases) counts 1.5 KiB requested a (replica, phase); with
+// malloc's chunk headers and the freed memory it keeps, 2.6 KiB of the peak RSS (277.6
+// MiB, the estimate's other parts 193.2 MiB).
+inline constexpr std::uint64_t kRunFileBytesPerReplicaPhase = 2560;
 
 // "74.66 GiB (datasets 73.11 GiB, streaming memory 10.02 MiB, device memory 19.58 MiB,
-// host buffers 1.50 GiB, overhead 20.00 MiB)"; "... + the datasets (...)" when not counted.
+// host buffers 1.50 GiB, overhead 9.05 MiB)"; "... + the datasets (...)" when not counted.
 std::string describe_host_memory(const HostMemory& memory);
-// The parts alone: "datasets 73.11 GiB, streaming memory 10.02 MiB, ..., overhead 20.00 MiB".
+// The parts alone: "datasets 73.11 GiB, streaming memory 10.02 MiB, ..., overhead 9.05 MiB".
 std::string host_memory_parts(const HostMemory& memory);
 
 struct AvailableMemory {

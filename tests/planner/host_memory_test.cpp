@@ -59,10 +59,13 @@ BOOST_AUTO_TEST_CASE(counted_by_hand) {
   BOOST_TEST(device_block_bytes(eval) == 64u + 64u + 64u + 64u + 128u);
   BOOST_TEST(device_block_bytes(plan) >= plan.peak_bytes);
   BOOST_TEST(m.device == device_block_bytes(plan) + device_block_bytes(eval));
-  // Global batch 4 x 5 + order 100 x 16 + max(evaluation, checkpoint):
+  // Global batch 4 x 5 + order 100 x 16 + max(evaluation, checkpoint, run file):
   //   evaluation: fc.weight's copy 48 + its batch 4 x (4 + 1) + logits 4 x 3 x 4 = 116
   //   checkpoint: (weight, bias, Adam m and v) 15 x 4 x 3 + fc.weight's copy 48 = 228
-  BOOST_TEST(m.host_buffers == 20u + 1600u + 228u);
+  //   run file: one replica's memory in each plan's one phase, 2 x 2560
+  BOOST_REQUIRE(plan.phases.size() == 1u);
+  BOOST_REQUIRE(eval.phases.size() == 1u);
+  BOOST_TEST(m.host_buffers == 20u + 1600u + 2 * kRunFileBytesPerReplicaPhase);
   // poprun eval: the evaluation engine alone, the weights it read (15 x 4) and the
   // checkpoint file while it is read (15 x 4 x 3, Adam's state too).
   const HostMemory e = estimate_host_memory(
@@ -70,8 +73,14 @@ BOOST_AUTO_TEST_CASE(counted_by_hand) {
   BOOST_TEST(e.device == device_block_bytes(eval));
   BOOST_TEST(e.datasets == 50u + 50u + 24u);  // the test set and its file while read
   BOOST_TEST(e.host_buffers == 60u + 180u);
-  BOOST_TEST(m.overhead == kHostOverhead);
-  BOOST_TEST(m.total() == m.datasets + m.device + m.host_buffers + kHostOverhead);
+  // The process, and each engine's device of its one replica: a pointer per tensor and a
+  // sample of its one phase.
+  BOOST_TEST(m.overhead == kProcessBytes +
+                               (kDeviceBytes + 8 * plan.tensors.size() + kPhaseSampleBytes) +
+                               (kDeviceBytes + 8 * eval.tensors.size() + kPhaseSampleBytes));
+  BOOST_TEST(e.overhead ==
+             kProcessBytes + kDeviceBytes + 8 * eval.tensors.size() + kPhaseSampleBytes);
+  BOOST_TEST(m.total() == m.datasets + m.device + m.host_buffers + m.overhead);
   // Synthetic data: the loading copy is the class prototypes (3 classes x 4 pixels x 8).
   config::Config synthetic = c;
   synthetic.data.dataset = config::Dataset::kSynthetic;
@@ -86,6 +95,13 @@ BOOST_AUTO_TEST_CASE(device_and_streaming_memory_count_every_replica) {
   const HostMemory m = estimate_host_memory(plan, &eval, c, {});
   BOOST_TEST(m.streaming == 2 * (plan.streaming_bytes + eval.streaming_bytes));
   BOOST_TEST(m.device == 2 * (device_block_bytes(plan) + device_block_bytes(eval)));
+  // Each engine's bookkeeping, and the run file's measured memory, count every replica.
+  const auto bookkeeping = [](const Plan& p) {
+    return 2 * (kDeviceBytes + 8 * p.tensors.size() + kPhaseSampleBytes * p.phases.size());
+  };
+  BOOST_TEST(m.overhead == kProcessBytes + bookkeeping(plan) + bookkeeping(eval));
+  BOOST_TEST(m.host_buffers >=
+             2 * (plan.phases.size() + eval.phases.size()) * kRunFileBytesPerReplicaPhase);
   // Data read from files is not known to the planner.
   BOOST_TEST(!m.datasets_counted);
   BOOST_TEST(m.datasets == 0u);

@@ -136,8 +136,8 @@ jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[2])))
 PY
 # The host memory poprun needs: data read from files is left out, synthetic data counted;
 # a run this machine could not hold is a warning (the plan may run elsewhere), exit 0.
-grep -qF "host memory of poprun on a CPU 60.26 MiB + the datasets:
-    streaming memory 17.32 MiB, device memory 12.46 MiB, host buffers 10.47 MiB, overhead 20.00 MiB" <<<"$out" \
+grep -qF "host memory of poprun on a CPU 49.26 MiB + the datasets:
+    streaming memory 17.32 MiB, device memory 12.46 MiB, host buffers 10.47 MiB, overhead 9.00 MiB" <<<"$out" \
   || fail "plan text lacks the host memory line: $(grep -F -A1 'host memory' <<<"$out")"
 /usr/bin/python3 - "$tmp/plan.json" <<'PY' || fail "plan.json host_memory"
 import json, sys
@@ -146,7 +146,7 @@ assert h["datasets_counted"] is False and h["datasets"] == 0, h
 assert h["total"] == h["streaming"] + h["device"] + h["host_buffers"] + h["overhead"], h
 PY
 synthetic=$(popplan plan "$src/examples/mnist.yaml" --set data.dataset=synthetic) || fail "synthetic plan"
-grep -qF "host memory of poprun on a CPU 67.93 MiB:
+grep -qF "host memory of poprun on a CPU 56.93 MiB:
     datasets 7.55 MiB, streaming memory 17.32 MiB" <<<"$synthetic" \
   || fail "synthetic plan: $(grep -F 'host memory' <<<"$synthetic")"
 set +e
@@ -154,7 +154,7 @@ POPKIT_HOST_MEMORY=1MiB popplan plan "$src/examples/mnist.yaml" >/dev/null 2>"$t
 rc=$?
 set -e
 [ "$rc" = 0 ] || fail "a plan too big for this machine exited $rc, want 0"
-grep -qF "popplan: warning: poprun would refuse this run here: the run needs 60.26 MiB of host memory besides its datasets (streaming memory 17.32 MiB, device memory 12.46 MiB, host buffers 10.47 MiB, overhead 20.00 MiB) but this machine has 1.00 MiB available (POPKIT_HOST_MEMORY)" "$tmp/small.err" \
+grep -qF "popplan: warning: poprun would refuse this run here: the run needs 49.26 MiB of host memory besides its datasets (streaming memory 17.32 MiB, device memory 12.46 MiB, host buffers 10.47 MiB, overhead 9.00 MiB) but this machine has 1.00 MiB available (POPKIT_HOST_MEMORY)" "$tmp/small.err" \
   || fail "no host memory warning: $(cat "$tmp/small.err")"
 # The evaluation plan: forward only, eval.micro_batch_size, a phase per layer when phased,
 # the logits to the host; no optimizer state, no gradients, no backward.

@@ -12,7 +12,7 @@ cd "$work" || exit 1
 
 
 # A small run on a machine said to have 4 MiB: refused, with every part named.
-expect 2 "poprun: error: the run needs 24.07 MiB of host memory (datasets 3.11 MiB, streaming memory 87.31 KiB, device memory 56.50 KiB, host buffers 831.90 KiB, overhead 20.00 MiB) but this machine has 4.00 MiB available (POPKIT_HOST_MEMORY); POPKIT_HOST_MEMORY=SIZE overrides what poprun takes as available" \
+expect 2 "poprun: error: the run needs 13.07 MiB of host memory (datasets 3.11 MiB, streaming memory 87.31 KiB, device memory 56.50 KiB, host buffers 831.90 KiB, overhead 9.00 MiB) but this machine has 4.00 MiB available (POPKIT_HOST_MEMORY); POPKIT_HOST_MEMORY=SIZE overrides what poprun takes as available" \
   -- env POPKIT_HOST_MEMORY=4MiB poprun train "$config" --steps 1 --out a/run.json \
   --set data.synthetic_train=50000
 [ ! -e a ] || fail "a refused run made its folder: $(find a)"
@@ -21,7 +21,7 @@ POPKIT_HOST_MEMORY=25MiB poprun train "$config" --steps 1 --out b/run.json -q \
 
 # The cases: 100 million MNIST-sized images, and 10^10-pixel images on a
 # device said to be huge. Refused at once, long before anything is allocated.
-expect 2 "poprun: error: the run needs 74.66 GiB of host memory (datasets 73.11 GiB, streaming memory 17.32 MiB, device memory 12.46 MiB, host buffers 1.50 GiB, overhead 20.00 MiB) but this machine has 64.00 GiB available (POPKIT_HOST_MEMORY)" \
+expect 2 "poprun: error: the run needs 74.65 GiB of host memory (datasets 73.11 GiB, streaming memory 17.32 MiB, device memory 12.46 MiB, host buffers 1.50 GiB, overhead 9.00 MiB) but this machine has 64.00 GiB available (POPKIT_HOST_MEMORY)" \
   -- env POPKIT_HOST_MEMORY=64GiB poprun train "$mnist" --steps 1 --out c/run.json \
   --set data.dataset=synthetic --set data.synthetic_train=100000000
 expect 2 "TiB of host memory (datasets " \
