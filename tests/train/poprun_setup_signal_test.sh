@@ -15,7 +15,7 @@
 set -uo pipefail
 . "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 replicas=4096
-points="0.05 0.2 0.4"
+points="0.1 0.25 0.5"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --replicas) replicas="$2"; shift 2 ;;
