@@ -26,7 +26,9 @@
 #include "engine/data/batch_source.h"
 #include "engine/data/dataset.h"
 #include "engine/engine.h"
+#include "engine/kernels/adam.h"
 #include "engine/kernels/kernels.h"
+#include "engine/kernels/linear.h"
 #include "engine/runtime/collectives.h"
 #include "engine/runtime/remote_store.h"
 #include "engine/tensor/adam.h"
@@ -143,9 +145,9 @@ void BM_LayerForward(benchmark::State& state) {
   std::vector<float> pre(static_cast<std::size_t>(n * out)), y(pre.size());
   Workspace ws(planner::linear_forward_call_workspace(n, in, 0, out));
   for (auto _ : state) {
-    engine::kernels().linear_act_forward_columns(config::Activation::kGelu, x.data(), w.data(),
-                                                 b.data(), pre.data(), y.data(), n, in, out, 0, out,
-                                                 ws.data(), ws.bytes);
+    engine::kernels_of<engine::LinearKernels>().forward_columns(
+        config::Activation::kGelu, x.data(), w.data(), b.data(), pre.data(), y.data(), n, in, out,
+        0, out, ws.data(), ws.bytes);
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["FLOP/s"] =
@@ -170,12 +172,13 @@ void BM_LayerBackward(benchmark::State& state) {
   Workspace ws_grad(planner::linear_grad_call_workspace(n, in, 0, out));
   for (auto _ : state) {
     std::copy(dy0.begin(), dy0.end(), dy.begin());
-    engine::kernels().activation_backward(config::Activation::kGelu, pre.data(), dy.data(),
-                                          n * out);
-    engine::kernels().linear_dx_columns(dy.data(), w.data(), dx.data(), n, in, out, 0, in,
-                                        ws_dx.data(), ws_dx.bytes);
-    engine::kernels().linear_grad_columns(dy.data(), x.data(), gw.data(), gb.data(), n, in, out,
-                                          s % 4, 0, out, ws_grad.data(), ws_grad.bytes);
+    engine::kernels_of<engine::LinearKernels>().activation_backward(config::Activation::kGelu,
+                                                                    pre.data(), dy.data(), n * out);
+    engine::kernels_of<engine::LinearKernels>().dx_columns(dy.data(), w.data(), dx.data(), n, in,
+                                                           out, 0, in, ws_dx.data(), ws_dx.bytes);
+    engine::kernels_of<engine::LinearKernels>().grad_columns(dy.data(), x.data(), gw.data(),
+                                                             gb.data(), n, in, out, s % 4, 0, out,
+                                                             ws_grad.data(), ws_grad.bytes);
     ++s;
     benchmark::DoNotOptimize(gw.data());
   }
@@ -268,9 +271,11 @@ void BM_AdamShard(benchmark::State& state) {
   std::int64_t t = 1;
   for (auto _ : state) {
     if (state.range(0) == 16)
-      engine::kernels().adam_step_half_m(w.data(), g.data(), mh.data(), v.data(), n, t++, p);
+      engine::kernels_of<engine::AdamKernels>().step_half_m(w.data(), g.data(), mh.data(), v.data(),
+                                                            n, t++, p);
     else
-      engine::kernels().adam_step(w.data(), g.data(), m.data(), v.data(), n, t++, p);
+      engine::kernels_of<engine::AdamKernels>().step(w.data(), g.data(), m.data(), v.data(), n, t++,
+                                                     p);
     benchmark::DoNotOptimize(w.data());
   }
   state.SetItemsProcessed(state.iterations() * n);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/kernels/kernels.h"
+#include "engine/kernels/linear.h"
 #include "engine/tensor/attention.h"
 #include "engine/tensor/embedding.h"
 #include "engine/tensor/init.h"
@@ -152,16 +153,16 @@ void linear_rows(std::int64_t B, std::int64_t in, std::int64_t out, const char* 
   Workspace fws(planner::linear_forward_call_workspace(n, in, 0, out));
   Workspace dws(planner::linear_dx_call_workspace(n, out, 0, in));
   Workspace gws(planner::linear_grad_call_workspace(n, in, 0, out));
-  const engine::Kernels& k = engine::kernels();
+  const engine::LinearKernels& k = engine::kernels_of<engine::LinearKernels>();
   const double gemm = 2.0 * static_cast<double>(n * in * out);
   row(fmt::format("{} forward ({} -> {})", name, in, out), B, gemm, 0, [&] {
-    k.linear_act_forward_columns(act, x.data(), w.data(), bias.data(), pre.data(), y.data(), n, in,
-                                 out, 0, out, fws.data(), fws.bytes);
+    k.forward_columns(act, x.data(), w.data(), bias.data(), pre.data(), y.data(), n, in, out, 0,
+                      out, fws.data(), fws.bytes);
   });
   row(fmt::format("{} backward", name), B, 2 * gemm, 0, [&] {
-    k.linear_dx_columns(dy.data(), w.data(), dx.data(), n, in, out, 0, in, dws.data(), dws.bytes);
-    k.linear_grad_columns(dy.data(), x.data(), gw.data(), gb.data(), n, in, out, 1, 0, out,
-                          gws.data(), gws.bytes);
+    k.dx_columns(dy.data(), w.data(), dx.data(), n, in, out, 0, in, dws.data(), dws.bytes);
+    k.grad_columns(dy.data(), x.data(), gw.data(), gb.data(), n, in, out, 1, 0, out, gws.data(),
+                   gws.bytes);
   });
 }
 
@@ -187,8 +188,8 @@ void elementwise_rows(std::int64_t B) {
     engine::activation_forward(config::Activation::kGelu, pre.data(), h.data(), n * 4 * kC);
   });
   row("GELU backward [B T, 4 C]", B, 0, floats(3 * n * 4 * kC), [&] {
-    engine::kernels().activation_backward(config::Activation::kGelu, pre.data(), dh.data(),
-                                          n * 4 * kC);
+    engine::kernels_of<engine::LinearKernels>().activation_backward(
+        config::Activation::kGelu, pre.data(), dh.data(), n * 4 * kC);
   });
   const auto logits = random_vector(n * kV, 12);
   std::vector<float> dlogits(logits.size());

@@ -9,6 +9,8 @@
 #include "base/error.h"
 #include "config/kind_keys.h"
 #include "config/names.h"
+#include "engine/kernels/layer_norm.h"
+#include "engine/kernels/linear.h"
 #include "engine/tensor/dropout.h"
 #include "planner/layer_kinds.h"
 #include "planner/layer_ops.h"
@@ -91,11 +93,11 @@ void linear_forward(const Op& op, const LayerInfo& l, const OpRun& run) {
   const float* b = run.f32(operand(op, R::kParam, kBias));
   float* out = run.f32(operand(op, R::kOut));
   float* pre = pre_t >= 0 ? run.f32(pre_t) : out;  // none kept: the activation in place
-  const Kernels& k = run.kernels();
+  const LinearKernels& k = kernels_at<LinearKernels>(run.kernels());
   const Regions ws(run, planner::linear_forward_workspace(n, l.in_features, l.out_features));
   run.in_column_blocks(n * l.in_features, l.out_features, [&](std::int64_t j0, std::int64_t j1) {
-    k.linear_act_forward_columns(activation(l), x, w, b, pre, out, n, l.in_features, l.out_features,
-                                 j0, j1, ws.of(j0), ws.bytes);
+    k.forward_columns(activation(l), x, w, b, pre, out, n, l.in_features, l.out_features, j0, j1,
+                      ws.of(j0), ws.bytes);
   });
 }
 
@@ -104,7 +106,7 @@ void linear_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
   const std::int64_t n = run.rows(dy);
   const std::int64_t in = l.in_features, out = l.out_features;
   const std::int64_t s = run.repeat_step;
-  const Kernels& k = run.kernels();
+  const LinearKernels& k = kernels_at<LinearKernels>(run.kernels());
   float* dz = run.f32(dy);  // dz = dy act'(pre), in place in dy
   const Regions ws(run, planner::linear_backward_workspace(n, in, out, dx_t >= 0));
   if (const Activation act = activation(l); act != Activation::kNone)
@@ -113,16 +115,16 @@ void linear_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
     const float* w = run.f32(operand(op, R::kParam, kWeight));
     float* dx = run.f32(dx_t);
     run.in_column_blocks(n * out, in, [&](std::int64_t i0, std::int64_t i1) {
-      k.linear_dx_columns(dz, w, dx, n, in, out, i0, i1, ws.of(i0), ws.bytes);
+      k.dx_columns(dz, w, dx, n, in, out, i0, i1, ws.of(i0), ws.bytes);
     });
   }
   // The running mean's g/(s+1) as x^T (dz/(s+1)): dz is no longer needed.
-  if (s > 0) k.divide(dz, static_cast<float>(s + 1), n * out);
+  if (s > 0) run.kernels().divide(dz, static_cast<float>(s + 1), n * out);
   const float* x = run.f32(operand(op, R::kIn));
   float* gw = run.f32(operand(op, R::kGrad, kWeight));
   float* gb = run.f32(operand(op, R::kGrad, kBias));
   run.in_column_blocks(n * in, out, [&](std::int64_t j0, std::int64_t j1) {
-    k.linear_grad_columns(dz, x, gw, gb, n, in, out, s, j0, j1, ws.of(j0), ws.bytes);
+    k.grad_columns(dz, x, gw, gb, n, in, out, s, j0, j1, ws.of(j0), ws.bytes);
   });
 }
 
@@ -184,9 +186,9 @@ void layer_norm_forward(const Op& op, const LayerInfo& l, const OpRun& run) {
   float* mean = mean_t >= 0 ? run.f32(mean_t) : nullptr;
   float* rstd = rstd_t >= 0 ? run.f32(rstd_t) : nullptr;
   const double eps = l.attributes.number("eps");
-  const Kernels& k = run.kernels();
+  const LayerNormKernels& k = kernels_at<LayerNormKernels>(run.kernels());
   run.in_column_blocks(C, n, [&](std::int64_t r0, std::int64_t r1) {
-    k.layer_norm_forward_rows(x, scale, shift, out, mean, rstd, C, eps, r0, r1);
+    k.forward_rows(x, scale, shift, out, mean, rstd, C, eps, r0, r1);
   });
 }
 
@@ -197,18 +199,18 @@ void layer_norm_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
   const float* x = run.f32(ln_operand(op, R::kIn));
   const float* mean = run.f32(ln_operand(op, R::kSaved, kMean));
   const float* rstd = run.f32(ln_operand(op, R::kSaved, kRstd));
-  const Kernels& k = run.kernels();
+  const LayerNormKernels& k = kernels_at<LayerNormKernels>(run.kernels());
   if (dx_t >= 0) {
     const float* scale = run.f32(ln_operand(op, R::kParam, kScale));
     float* dx = run.f32(dx_t);
     run.in_column_blocks(C, n, [&](std::int64_t r0, std::int64_t r1) {
-      k.layer_norm_dx_rows(dy, x, scale, mean, rstd, dx, C, r0, r1);
+      k.dx_rows(dy, x, scale, mean, rstd, dx, C, r0, r1);
     });
   }
   float* gscale = run.f32(ln_operand(op, R::kGrad, kScale));
   float* gshift = run.f32(ln_operand(op, R::kGrad, kShift));
   run.in_column_blocks(n, C, [&](std::int64_t c0, std::int64_t c1) {
-    k.layer_norm_grad_columns(dy, x, mean, rstd, gscale, gshift, n, C, run.repeat_step, c0, c1);
+    k.grad_columns(dy, x, mean, rstd, gscale, gshift, n, C, run.repeat_step, c0, c1);
   });
 }
 

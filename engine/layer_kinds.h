@@ -38,6 +38,8 @@ class OpRun {
   virtual void in_column_blocks(
       std::int64_t rows_x_inner, std::int64_t n_cols,
       const std::function<void(std::int64_t, std::int64_t)>& fn) const = 0;
+  // The kernel level in use: its shared table, and the key to each kind's
+  // (engine::kernels_at).
   [[nodiscard]] virtual const Kernels& kernels() const = 0;
   // The op's workspace (planner/workspace.h), 64-byte aligned, and its bytes; null and 0
   // when the plan gives the op none.

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <utility>
 
-#include "engine/kernels/kernels.h"
+#include "engine/kernels/linear.h"
 #include "planner/calibrate.h"
 
 namespace popkit::runner {
@@ -42,26 +42,25 @@ struct LayerData {
 
   // Each kernel runs its column blocks one after another, or with `pool` spread over its
   // threads as the engine spreads a lone replica's (engine/engine.cpp in_column_blocks).
-  void forward(const engine::Kernels& k, engine::ThreadPool* pool = nullptr) const {
+  void forward(const engine::LinearKernels& k, engine::ThreadPool* pool = nullptr) const {
     in_blocks(pool, rows * in, out, [&](std::int64_t j0, std::int64_t j1) {
-      k.linear_act_forward_columns(config::Activation::kNone, x.data(), w.data(), b.data(),
-                                   y.data(), y.data(), rows, in, out, j0, j1, wf.of(j0),
-                                   wf.region_bytes);
+      k.forward_columns(config::Activation::kNone, x.data(), w.data(), b.data(), y.data(), y.data(),
+                        rows, in, out, j0, j1, wf.of(j0), wf.region_bytes);
     });
   }
   // At micro-batch `step` of an accumulation: after the first, the kernels fold the
   // gradient into the accumulators' running mean.
-  void weight_grad(const engine::Kernels& k, std::int64_t step = 0,
+  void weight_grad(const engine::LinearKernels& k, std::int64_t step = 0,
                    engine::ThreadPool* pool = nullptr) const {
     in_blocks(pool, rows * in, out, [&](std::int64_t j0, std::int64_t j1) {
-      k.linear_grad_columns(dz.data(), x.data(), gw.data(), gb.data(), rows, in, out, step, j0, j1,
-                            wb.of(j0), wb.region_bytes);
+      k.grad_columns(dz.data(), x.data(), gw.data(), gb.data(), rows, in, out, step, j0, j1,
+                     wb.of(j0), wb.region_bytes);
     });
   }
-  void input_grad(const engine::Kernels& k, engine::ThreadPool* pool = nullptr) const {
+  void input_grad(const engine::LinearKernels& k, engine::ThreadPool* pool = nullptr) const {
     in_blocks(pool, rows * out, in, [&](std::int64_t i0, std::int64_t i1) {
-      k.linear_dx_columns(dz.data(), w.data(), dx.data(), rows, in, out, i0, i1, wb.of(i0),
-                          wb.region_bytes);
+      k.dx_columns(dz.data(), w.data(), dx.data(), rows, in, out, i0, i1, wb.of(i0),
+                   wb.region_bytes);
     });
   }
   [[nodiscard]] std::uint64_t bytes() const {
@@ -96,7 +95,7 @@ struct LayerData {
 // k = out.
 void time_layer(Machine& machine, std::int64_t rows, std::int64_t in, std::int64_t out,
                 std::vector<GemmTiming>& timings) {
-  const engine::Kernels& k = engine::kernels();
+  const engine::LinearKernels& k = engine::kernels_of<engine::LinearKernels>();
   std::vector<LayerData> data;
   for (int t = 0; t < machine.threads; ++t) data.emplace_back(rows, in, out);
   const double forward = machine.per_call_on_all(data, [&](LayerData& d) { d.forward(k); });
@@ -122,7 +121,7 @@ void time_layers(Machine& machine, std::vector<GemmTiming>& timings) {
 // time over the measured, summed over the MNIST plans' two large layers at 8-256 rows.
 double spread_efficiency(Machine& machine, const std::vector<GemmTiming>& gemms,
                          double pool_run_seconds) {
-  const engine::Kernels& k = engine::kernels();
+  const engine::LinearKernels& k = engine::kernels_of<engine::LinearKernels>();
   double priced = 0.0, measured = 0.0;
   for (const auto& [in, out] : kLargeLayers)
     for (const std::int64_t rows : {8, 16, 32, 64, 128, 256}) {
@@ -154,7 +153,7 @@ double spread_efficiency(Machine& machine, const std::vector<GemmTiming>& gemms,
 // later ones add, summed, per weight summed. Up to 64 rows: beyond, a few microseconds
 // are noise beside a GEMM of a millisecond.
 double accumulate_seconds(Machine& machine) {
-  const engine::Kernels& k = engine::kernels();
+  const engine::LinearKernels& k = engine::kernels_of<engine::LinearKernels>();
   double extra = 0.0, weights = 0.0;
   for (const auto& [in, out] : kLargeLayers)
     for (const std::int64_t rows : {8, 16, 32, 64}) {
@@ -181,7 +180,7 @@ struct CycleTiming {
 };
 CycleTiming time_cycle(Machine& machine, std::int64_t rows, std::int64_t width,
                        std::int64_t copies) {
-  const engine::Kernels& k = engine::kernels();
+  const engine::LinearKernels& k = engine::kernels_of<engine::LinearKernels>();
   struct Sets {
     std::vector<LayerData> sets;
     std::size_t next = 0;

@@ -6,7 +6,8 @@
 #include <vector>
 
 #include "engine/data/batch_source.h"
-#include "engine/kernels/kernels.h"
+#include "engine/kernels/adam.h"
+#include "engine/kernels/linear.h"
 #include "engine/runtime/collectives.h"
 #include "engine/runtime/remote_store.h"
 #include "engine/tensor/adam.h"
@@ -32,17 +33,18 @@ struct VectorData {
 }  // namespace
 
 double vector_rate(Machine& machine) {
-  const engine::Kernels& k = engine::kernels();
+  const engine::AdamKernels& k = engine::kernels_of<engine::AdamKernels>();
+  const engine::LinearKernels& linear = engine::kernels_of<engine::LinearKernels>();
   std::vector<VectorData> data(static_cast<std::size_t>(machine.threads));
   const engine::AdamParams params;
   const double adam = machine.per_call_on_all(data, [&](VectorData& d) {
-    k.adam_step(d.w.data(), d.g.data(), d.m.data(), d.v.data(), kAdam, d.t++, params);
+    k.step(d.w.data(), d.g.data(), d.m.data(), d.v.data(), kAdam, d.t++, params);
   });
   const double adam_half = machine.per_call_on_all(data, [&](VectorData& d) {
-    k.adam_step_half_m(d.w.data(), d.g.data(), d.m_half.data(), d.v.data(), kAdam, d.t++, params);
+    k.step_half_m(d.w.data(), d.g.data(), d.m_half.data(), d.v.data(), kAdam, d.t++, params);
   });
   const double gelu = machine.per_call_on_all(data, [&](VectorData& d) {
-    k.activation_backward(config::Activation::kGelu, d.pre.data(), d.dy.data(), kGelu);
+    linear.activation_backward(config::Activation::kGelu, d.pre.data(), d.dy.data(), kGelu);
     std::copy_n(d.g.data(), kGelu, d.dy.data());  // keep the gradient from decaying to 0
   });
   const double flops = 12.0 * (2 * kAdam + kGelu);
@@ -56,7 +58,7 @@ double vector_rate(Machine& machine) {
 constexpr int kColdSets = 20;
 
 double cold_vector_rate(Machine& machine) {
-  const engine::Kernels& k = engine::kernels();
+  const engine::AdamKernels& k = engine::kernels_of<engine::AdamKernels>();
   struct Sets {
     std::vector<VectorData> sets = std::vector<VectorData>(kColdSets);
     std::size_t next = 0;
@@ -70,11 +72,11 @@ double cold_vector_rate(Machine& machine) {
   const engine::AdamParams params;
   const double adam = machine.per_call_on_all(data, [&](Sets& s) {
     VectorData& d = s.take();
-    k.adam_step(d.w.data(), d.g.data(), d.m.data(), d.v.data(), kAdam, d.t++, params);
+    k.step(d.w.data(), d.g.data(), d.m.data(), d.v.data(), kAdam, d.t++, params);
   });
   const double adam_half = machine.per_call_on_all(data, [&](Sets& s) {
     VectorData& d = s.take();
-    k.adam_step_half_m(d.w.data(), d.g.data(), d.m_half.data(), d.v.data(), kAdam, d.t++, params);
+    k.step_half_m(d.w.data(), d.g.data(), d.m_half.data(), d.v.data(), kAdam, d.t++, params);
   });
   return 12.0 * 2 * kAdam / (adam + adam_half);
 }
@@ -262,14 +264,14 @@ double pool_run(Machine& machine, double idle, int runs) {
 // reads the engine times each op with.
 double op_overhead(Machine& machine) {
   const double batch = machine.batch;
-  const engine::Kernels& k = engine::kernels();
+  const engine::LinearKernels& k = engine::kernels_of<engine::LinearKernels>();
   Floats x(8), w(8), b(8), y(8);
   Workspace ws(planner::linear_forward_call_workspace(1, 1, 0, 1));
   return per_call(
       [&] {
         const auto t0 = Clock::now();
-        k.linear_act_forward_columns(config::Activation::kNone, x.data(), w.data(), b.data(),
-                                     y.data(), y.data(), 1, 1, 1, 0, 1, ws.data(), ws.bytes);
+        k.forward_columns(config::Activation::kNone, x.data(), w.data(), b.data(), y.data(),
+                          y.data(), 1, 1, 1, 0, 1, ws.data(), ws.bytes);
         static_cast<void>(since(t0));
       },
       batch);

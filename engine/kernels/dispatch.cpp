@@ -8,20 +8,11 @@
 
 #include "base/error.h"
 #include "engine/kernels/kernels.h"
-#include "popkit/kernel_levels.h"  // generated: POPKIT_KERNEL_TABLES(X), lowest first
-
-extern "C" {
-#define POPKIT_DECLARE_TABLE(symbol) extern const popkit::engine::Kernels symbol;
-POPKIT_KERNEL_TABLES(POPKIT_DECLARE_TABLE)
-#undef POPKIT_DECLARE_TABLE
-}
 
 namespace popkit::engine {
 namespace {
 
-#define POPKIT_TABLE_ADDRESS(symbol) &symbol,
-constexpr const Kernels* kTables[] = {POPKIT_KERNEL_TABLES(POPKIT_TABLE_ADDRESS)};
-#undef POPKIT_TABLE_ADDRESS
+constexpr std::span<const Kernels* const> kTables = KernelLevels<Kernels>::kTables;
 
 struct Choice {
   const Kernels* kernels = nullptr;
@@ -75,6 +66,12 @@ bool runs_here(const Kernels& k) {
 
 const Kernels& kernels() {
   return *choice().kernels;
+}
+
+std::size_t level_index(const Kernels& level) {
+  for (std::size_t i = 0; i < kTables.size(); ++i)
+    if (kTables[i] == &level) return i;
+  throw Error("kernel level {} is not one of this build's tables", level.level);
 }
 
 std::string kernels_in_use() {

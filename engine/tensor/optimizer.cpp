@@ -4,7 +4,8 @@
 #include <array>
 
 #include "config/kind_keys.h"
-#include "engine/kernels/kernels.h"
+#include "engine/kernels/adam.h"
+#include "engine/kernels/sgd.h"
 #include "engine/tensor/adam.h"
 #include "engine/tensor/sgd.h"
 
@@ -14,7 +15,7 @@ struct OptimizerKernel::Kind {
   std::string_view type;  // the kind's name (config/optimizer_kinds.h)
   bool (*accepts)(std::size_t i, config::DType dtype);
   // The kind's parameters are made from the settings at each step: a few casts.
-  void (*step)(const config::Optimizer& o, const Kernels& k, float* w, const float* g,
+  void (*step)(const config::Optimizer& o, const Kernels& level, float* w, const float* g,
                std::span<std::byte* const> state, std::span<const config::DType> dtypes,
                std::int64_t n, std::int64_t t);
 };
@@ -30,23 +31,23 @@ bool only_float32(std::size_t, config::DType dtype) {
 bool adam_accepts(std::size_t i, config::DType dtype) {
   return dtype == config::DType::kFloat32 || i == 0;
 }
-void step_adam(const config::Optimizer& o, const Kernels& k, float* w, const float* g,
+void step_adam(const config::Optimizer& o, const Kernels& level, float* w, const float* g,
                std::span<std::byte* const> state, std::span<const config::DType> dtypes,
                std::int64_t n, std::int64_t t) {
   const AdamParams p = AdamParams::from(o);
   auto* v = reinterpret_cast<float*>(state[1]);
   if (dtypes[0] == config::DType::kFloat16)
-    k.adam_step_half_m(w, g, state[0], v, n, t, p);
+    kernels_at<AdamKernels>(level).step_half_m(w, g, state[0], v, n, t, p);
   else
-    k.adam_step(w, g, reinterpret_cast<float*>(state[0]), v, n, t, p);
+    kernels_at<AdamKernels>(level).step(w, g, reinterpret_cast<float*>(state[0]), v, n, t, p);
 }
 
 // SGD's state: the momentum buffer, none without momentum.
-void step_sgd(const config::Optimizer& o, const Kernels& k, float* w, const float* g,
+void step_sgd(const config::Optimizer& o, const Kernels& level, float* w, const float* g,
               std::span<std::byte* const> state, std::span<const config::DType>, std::int64_t n,
               std::int64_t) {
-  k.sgd_step(w, g, state.empty() ? nullptr : reinterpret_cast<float*>(state[0]), n,
-             SgdParams::from(o));
+  kernels_at<SgdKernels>(level).step(
+      w, g, state.empty() ? nullptr : reinterpret_cast<float*>(state[0]), n, SgdParams::from(o));
 }
 
 const std::array<OptimizerKernel::Kind, 2> kKinds{{
@@ -63,10 +64,10 @@ bool OptimizerKernel::accepts(std::size_t i, config::DType dtype) const {
   return kind_->accepts(i, dtype);
 }
 
-void OptimizerKernel::step(const Kernels& k, float* w, const float* g,
+void OptimizerKernel::step(const Kernels& level, float* w, const float* g,
                            std::span<std::byte* const> state, std::span<const config::DType> dtypes,
                            std::int64_t n, std::int64_t t) const {
-  kind_->step(optimizer_, k, w, g, state, dtypes, n, t);
+  kind_->step(optimizer_, level, w, g, state, dtypes, n, t);
 }
 
 }  // namespace popkit::engine

@@ -2,7 +2,7 @@
 // variable (a full tensor or its shard), given the weight, its reduced gradient and
 // the optimizer's state tensors in the order planner/optimizer_kinds.h lists them.
 // Each kind is one entry of the table in optimizer.cpp (the dtypes it accepts and its
-// step) with its loop in the kernel table (engine/kernels).
+// step) with its loop in its own kernel table (engine/kernels/adam.h, sgd.h).
 #pragma once
 
 #include <cstddef>
@@ -22,8 +22,8 @@ class OptimizerKernel {
   // The dtype the plan must give state tensor `i` (the first moment may be float16).
   [[nodiscard]] bool accepts(std::size_t i, config::DType dtype) const;
 
-  // One step on n elements; `t` counts optimizer steps from 1.
-  void step(const Kernels& k, float* w, const float* g, std::span<std::byte* const> state,
+  // One step on n elements with the kernels of `level`; `t` counts optimizer steps from 1.
+  void step(const Kernels& level, float* w, const float* g, std::span<std::byte* const> state,
             std::span<const config::DType> dtypes, std::int64_t n, std::int64_t t) const;
 
   struct Kind;  // one optimizer kind's entry (optimizer.cpp)

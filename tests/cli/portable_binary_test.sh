@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The portable build runs on any x86-64 CPU: only the v3 and v4 kernel tables (their
-# functions carry the .popkit_kernels_x86_64_v3/_v4 suffix given by
-# cmake/isolate_symbols.cmake) may use AVX registers. Disassembles poprun and checks
+# functions carry the .popkit_kernels_<table>_x86_64_v3/_v4 suffix given by
+# cmake/kernel_levels.cmake) may use AVX registers. Disassembles poprun and checks
 # every other function: an inline function the linker took from a v4 object for the
 # whole program, say, would show up here.
 set -euo pipefail
@@ -9,7 +9,7 @@ binary=${1:?usage: portable_binary_test.sh POPRUN}
 command -v objdump >/dev/null || { echo "FAIL: objdump (binutils) is not installed"; exit 1; }
 objdump -d --no-show-raw-insn "$binary" | awk '
   /^[0-9a-f]+ <.*>:$/ { fn = $2; next }
-  /%[yz]mm[0-9]/ { if (fn ~ /popkit_kernels_x86_64_v[34]/) wide[fn] = 1; else bad[fn] = 1 }
+  /%[yz]mm[0-9]/ { if (fn ~ /\.popkit_kernels_[a-z0-9_]*_x86_64_v[34]>/) wide[fn] = 1; else bad[fn] = 1 }
   END {
     n_bad = 0; for (f in bad) { if (n_bad < 20) print "FAIL: AVX outside the v3/v4 kernels: " f; n_bad++ }
     n_wide = 0; for (f in wide) n_wide++

@@ -13,7 +13,9 @@
 
 #include "config/layer_kinds.h"
 #include "config/optimizer_kinds.h"
+#include "engine/kernels/adam.h"
 #include "engine/kernels/kernels.h"
+#include "engine/kernels/sgd.h"
 #include "engine/tensor/adam.h"
 #include "engine/tensor/sgd.h"
 #include "tests/support/kernel_check.h"
@@ -85,8 +87,9 @@ BOOST_AUTO_TEST_CASE(adam_float32_and_float16_first_moment) {
                                     << cs.bias_correction << ", weight decay " << cs.wd) {
           std::vector<float> w(w0), m(m0), v(v0), wh(w0), vh(v0);
           std::vector<Eigen::half> mh(mh0);
-          k->adam_step(w.data(), g.data(), m.data(), v.data(), n, cs.t, p);
-          k->adam_step_half_m(wh.data(), g.data(), mh.data(), vh.data(), n, cs.t, p);
+          kernels_at<AdamKernels>(*k).step(w.data(), g.data(), m.data(), v.data(), n, cs.t, p);
+          kernels_at<AdamKernels>(*k).step_half_m(wh.data(), g.data(), mh.data(), vh.data(), n,
+                                                  cs.t, p);
           Mismatches mm;
           for (std::size_t i = 0; i < w.size(); ++i) {
             const auto e = std::int64_t(i);
@@ -129,7 +132,8 @@ BOOST_AUTO_TEST_CASE(sgd_with_and_without_momentum_nesterov_and_weight_decay) {
             BOOST_TEST_CONTEXT(k->level << ", n " << n << ", weight decay " << wd << ", momentum "
                                         << mu << ", nesterov " << nesterov) {
               std::vector<float> w(w0), b(b0);
-              k->sgd_step(w.data(), g.data(), mu != 0.0 ? b.data() : nullptr, n, p);
+              kernels_at<SgdKernels>(*k).step(w.data(), g.data(), mu != 0.0 ? b.data() : nullptr, n,
+                                              p);
               Mismatches m;
               for (std::size_t i = 0; i < w.size(); ++i) {
                 const auto e = std::int64_t(i);

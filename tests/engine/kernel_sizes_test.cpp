@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/kernels/kernels.h"
+#include "engine/kernels/linear.h"
 #include "engine/tensor/dropout.h"
 #include "engine/tensor/layers.h"
 #include "planner/workspace.h"
@@ -220,8 +221,9 @@ BOOST_AUTO_TEST_CASE(linear_forward_with_bias_and_activation) {
           for (const auto& [j0, j1] : run.split.ranges) {
             const GuardedWorkspace ws(
                 popkit::planner::linear_forward_call_workspace(n, in, j0, j1));
-            k->linear_act_forward_columns(run.act, x.data(), w.data(), b.data(), pre.data(), o, n,
-                                          in, c, j0, j1, ws.data(), ws.bytes());
+            kernels_at<LinearKernels>(*k).forward_columns(run.act, x.data(), w.data(), b.data(),
+                                                          pre.data(), o, n, in, c, j0, j1,
+                                                          ws.data(), ws.bytes());
             check_workspace(m, ws, n, j0, j1);
           }
           for (std::int64_t i = 0; i < n; ++i)
@@ -282,8 +284,8 @@ BOOST_AUTO_TEST_CASE(linear_weight_and_bias_gradients_at_each_repeat_step) {
           Mismatches m;
           for (const auto& [j0, j1] : split->ranges) {
             const GuardedWorkspace ws(popkit::planner::linear_grad_call_workspace(n, in, j0, j1));
-            k->linear_grad_columns(dz.data(), x.data(), gw.data(), gb.data(), n, in, c, s, j0, j1,
-                                   ws.data(), ws.bytes());
+            kernels_at<LinearKernels>(*k).grad_columns(dz.data(), x.data(), gw.data(), gb.data(), n,
+                                                       in, c, s, j0, j1, ws.data(), ws.bytes());
             check_workspace(m, ws, n, j0, j1);
           }
           // acc = a old + sum (old ignored at s = 0), within the tolerance of n + 1 terms.
@@ -334,8 +336,8 @@ BOOST_AUTO_TEST_CASE(linear_input_gradient) {
           Mismatches m;
           for (const auto& [i0, i1] : split.ranges) {
             const GuardedWorkspace ws(popkit::planner::linear_dx_call_workspace(n, c, i0, i1));
-            k->linear_dx_columns(dz.data(), w.data(), dx.data(), n, in, c, i0, i1, ws.data(),
-                                 ws.bytes());
+            kernels_at<LinearKernels>(*k).dx_columns(dz.data(), w.data(), dx.data(), n, in, c, i0,
+                                                     i1, ws.data(), ws.bytes());
             check_workspace(m, ws, n, i0, i1);
           }
           for (std::int64_t i = 0; i < n; ++i)
@@ -381,8 +383,9 @@ BOOST_AUTO_TEST_CASE(gradients_over_repeat_steps_are_their_mean) {
         for (std::int64_t s = 0; s < kSteps; ++s) {
           std::vector<float> dz(dzs[s]);
           if (s > 0) k->divide(dz.data(), static_cast<float>(s + 1), n * c);
-          k->linear_grad_columns(dz.data(), xs[s].data(), gw.data(), gb.data(), n, in, c, s, 0, c,
-                                 any_workspace(), any_workspace_bytes());
+          kernels_at<LinearKernels>(*k).grad_columns(dz.data(), xs[s].data(), gw.data(), gb.data(),
+                                                     n, in, c, s, 0, c, any_workspace(),
+                                                     any_workspace_bytes());
         }
         const auto tol = [&](const Sum& sum) {
           return 2.0 * kSteps * sum_tolerance(n + 2, sum.magnitude);
@@ -414,7 +417,7 @@ BOOST_AUTO_TEST_CASE(activation_backward_and_elementwise) {
         Mismatches m;
         for (const Activation act : {Activation::kNone, Activation::kRelu, Activation::kGelu}) {
           std::vector<float> dy(dy0);
-          k->activation_backward(act, pre.data(), dy.data(), size);
+          kernels_at<LinearKernels>(*k).activation_backward(act, pre.data(), dy.data(), size);
           for (std::int64_t i = 0; i < size; ++i) {
             const double x = pre[i];
             if (act == Activation::kGelu)

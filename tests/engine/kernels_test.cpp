@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/kernels/linear.h"
 #include "engine/tensor/init.h"
 #include "engine/tensor/layers.h"
 #include "tests/support/kernel_check.h"
@@ -102,12 +103,12 @@ BOOST_AUTO_TEST_CASE(forward_matches_the_reference) {
           std::vector<float> pre(static_cast<std::size_t>(sh.n * sh.out), -7.0f), out(pre);
           // Two column ranges, the first ending inside a packet, as the engine's blocks do.
           const std::int64_t cut = std::min<std::int64_t>(sh.out, 13);
-          k->linear_act_forward_columns(act, x.data(), w.data(), b.data(), pre.data(), out.data(),
-                                        sh.n, sh.in, sh.out, 0, cut, any_workspace(),
-                                        any_workspace_bytes());
-          k->linear_act_forward_columns(act, x.data(), w.data(), b.data(), pre.data(), out.data(),
-                                        sh.n, sh.in, sh.out, cut, sh.out, any_workspace(),
-                                        any_workspace_bytes());
+          kernels_at<LinearKernels>(*k).forward_columns(
+              act, x.data(), w.data(), b.data(), pre.data(), out.data(), sh.n, sh.in, sh.out, 0,
+              cut, any_workspace(), any_workspace_bytes());
+          kernels_at<LinearKernels>(*k).forward_columns(
+              act, x.data(), w.data(), b.data(), pre.data(), out.data(), sh.n, sh.in, sh.out, cut,
+              sh.out, any_workspace(), any_workspace_bytes());
           for (std::int64_t i = 0; i < sh.n; ++i)
             for (std::int64_t j = 0; j < sh.out; ++j) {
               double sum = b[j], scale = std::abs(b[j]);
@@ -136,15 +137,19 @@ BOOST_AUTO_TEST_CASE(backward_matches_the_reference) {
                      gb0 = random_floats(sh.out, 8);
           std::vector<float> gw(gw0), gb(gb0), dx(static_cast<std::size_t>(sh.n * sh.in), -7.0f);
           const std::int64_t cut_out = std::min<std::int64_t>(sh.out, 40);
-          k->linear_grad_columns(dz.data(), x.data(), gw.data(), gb.data(), sh.n, sh.in, sh.out, s,
-                                 0, cut_out, any_workspace(), any_workspace_bytes());
-          k->linear_grad_columns(dz.data(), x.data(), gw.data(), gb.data(), sh.n, sh.in, sh.out, s,
-                                 cut_out, sh.out, any_workspace(), any_workspace_bytes());
+          kernels_at<LinearKernels>(*k).grad_columns(dz.data(), x.data(), gw.data(), gb.data(),
+                                                     sh.n, sh.in, sh.out, s, 0, cut_out,
+                                                     any_workspace(), any_workspace_bytes());
+          kernels_at<LinearKernels>(*k).grad_columns(dz.data(), x.data(), gw.data(), gb.data(),
+                                                     sh.n, sh.in, sh.out, s, cut_out, sh.out,
+                                                     any_workspace(), any_workspace_bytes());
           const std::int64_t cut_in = std::min<std::int64_t>(sh.in, 3);
-          k->linear_dx_columns(dz.data(), w.data(), dx.data(), sh.n, sh.in, sh.out, 0, cut_in,
-                               any_workspace(), any_workspace_bytes());
-          k->linear_dx_columns(dz.data(), w.data(), dx.data(), sh.n, sh.in, sh.out, cut_in, sh.in,
-                               any_workspace(), any_workspace_bytes());
+          kernels_at<LinearKernels>(*k).dx_columns(dz.data(), w.data(), dx.data(), sh.n, sh.in,
+                                                   sh.out, 0, cut_in, any_workspace(),
+                                                   any_workspace_bytes());
+          kernels_at<LinearKernels>(*k).dx_columns(dz.data(), w.data(), dx.data(), sh.n, sh.in,
+                                                   sh.out, cut_in, sh.in, any_workspace(),
+                                                   any_workspace_bytes());
           const double a = double(s) / double(s + 1);
           for (std::int64_t q = 0; q < sh.in; ++q)
             for (std::int64_t j = 0; j < sh.out; ++j) {
@@ -186,7 +191,7 @@ BOOST_AUTO_TEST_CASE(activations_loss_and_elementwise_match_the_reference) {
     BOOST_TEST_CONTEXT(k->level) {
       for (const Activation act : {Activation::kNone, Activation::kGelu, Activation::kRelu}) {
         std::vector<float> dy(dy0);
-        k->activation_backward(act, pre.data(), dy.data(), n);
+        kernels_at<LinearKernels>(*k).activation_backward(act, pre.data(), dy.data(), n);
         for (std::size_t i = 0; i < dy.size(); ++i)
           check_near(dy[i], dy0[i] * act_grad_ref(act, pre[i]), std::abs(dy0[i]), "dz");
       }
@@ -234,10 +239,10 @@ BOOST_AUTO_TEST_CASE(each_level_is_deterministic) {
         for (std::int64_t q = 0; q < n_blocks; ++q) {
           const std::int64_t blk = pass == 0 ? q : n_blocks - 1 - q;
           const std::int64_t j0 = blk * kColumnBlock;
-          k->linear_act_forward_columns(Activation::kGelu, x.data(), w.data(), b.data(), y.data(),
-                                        y.data(), sh.n, sh.in, sh.out, j0,
-                                        std::min(sh.out, j0 + kColumnBlock), any_workspace(),
-                                        any_workspace_bytes());
+          kernels_at<LinearKernels>(*k).forward_columns(
+              Activation::kGelu, x.data(), w.data(), b.data(), y.data(), y.data(), sh.n, sh.in,
+              sh.out, j0, std::min(sh.out, j0 + kColumnBlock), any_workspace(),
+              any_workspace_bytes());
         }
       }
       BOOST_TEST(first == again, boost::test_tools::per_element());

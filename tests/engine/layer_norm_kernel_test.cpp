@@ -1,17 +1,18 @@
 // The layer_norm kernels of every level this CPU runs (engine/tensor/layer_norm.h, through
-// the Kernels table) against a reference in double at 1, 7, 17 and 513 features and 1, 3
-// and 64 rows: the forward with and without its kept statistics, dx, and the scale's and
-// shift's gradients at repeat steps 0 and 2 (the running mean); rows and columns split as
-// the engine splits them give the same bits as one call, and nothing outside a call's
-// range is written. Tolerances are float rounding bounds (tests/support/kernel_check.h):
-// each computed value is a handful of rounded float operations on terms the reference
-// sums exactly, so it lies within k u of the magnitudes involved, k the operations.
+// the kind's table, engine/kernels/layer_norm.h) against a reference in double at 1, 7, 17
+// and 513 features and 1, 3 and 64 rows: the forward with and without its kept
+// statistics, dx, and the scale's and shift's gradients at repeat steps 0 and 2 (the
+// running mean); rows and columns split as the engine splits them give the same bits as
+// one call, and nothing outside a call's range is written. Tolerances are float rounding
+// bounds (tests/support/kernel_check.h): each computed value is a handful of rounded
+// float operations on terms the reference sums exactly, so it lies within k u of the
+// magnitudes involved, k the operations.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
-#include "engine/kernels/kernels.h"
+#include "engine/kernels/layer_norm.h"
 #include "planner/workspace.h"
 #include "tests/support/kernel_check.h"
 
@@ -75,11 +76,11 @@ std::size_t at(std::int64_t i) {
   return static_cast<std::size_t>(i);
 }
 
-void check_forward(const Kernels& k, const Case& c, const Inputs& in) {
+void check_forward(const LayerNormKernels& k, const Case& c, const Inputs& in) {
   const std::int64_t n = c.n, C = c.C;
   std::vector<float> out(at(n * C), kUnwritten), mean(at(n), kUnwritten), rstd(at(n), kUnwritten);
-  k.layer_norm_forward_rows(in.x.data(), in.scale.data(), in.shift.data(), out.data(), mean.data(),
-                            rstd.data(), C, kEps, 0, n);
+  k.forward_rows(in.x.data(), in.scale.data(), in.shift.data(), out.data(), mean.data(),
+                 rstd.data(), C, kEps, 0, n);
   Mismatches m;
   for (std::int64_t i = 0; i < n; ++i) {
     const RowStats s = stats(&in.x[at(i * C)], C);
@@ -98,8 +99,8 @@ void check_forward(const Kernels& k, const Case& c, const Inputs& in) {
   // Without the statistics, and in the engine's row blocks: the same bits.
   std::vector<float> split(at(n * C), kUnwritten);
   for (const auto& [r0, r1] : blocks(C, n))
-    k.layer_norm_forward_rows(in.x.data(), in.scale.data(), in.shift.data(), split.data(), nullptr,
-                              nullptr, C, kEps, r0, r1);
+    k.forward_rows(in.x.data(), in.scale.data(), in.shift.data(), split.data(), nullptr, nullptr, C,
+                   kEps, r0, r1);
   Mismatches same;
   for (std::int64_t e = 0; e < n * C; ++e)
     same.same_bits(split[at(e)], out[at(e)], "out", e / C, e % C);
@@ -107,22 +108,22 @@ void check_forward(const Kernels& k, const Case& c, const Inputs& in) {
 }
 
 // dx and the parameters' gradients from the kernels' own kept statistics.
-void check_backward(const Kernels& k, const Case& c, const Inputs& in, std::int64_t s) {
+void check_backward(const LayerNormKernels& k, const Case& c, const Inputs& in, std::int64_t s) {
   const std::int64_t n = c.n, C = c.C;
   std::vector<float> out(at(n * C)), mean(at(n)), rstd(at(n));
-  k.layer_norm_forward_rows(in.x.data(), in.scale.data(), in.shift.data(), out.data(), mean.data(),
-                            rstd.data(), C, kEps, 0, n);
+  k.forward_rows(in.x.data(), in.scale.data(), in.shift.data(), out.data(), mean.data(),
+                 rstd.data(), C, kEps, 0, n);
   std::vector<float> dx(at(n * C), kUnwritten);
   for (const auto& [r0, r1] : blocks(C, n))
-    k.layer_norm_dx_rows(in.dy.data(), in.x.data(), in.scale.data(), mean.data(), rstd.data(),
-                         dx.data(), C, r0, r1);
+    k.dx_rows(in.dy.data(), in.x.data(), in.scale.data(), mean.data(), rstd.data(), dx.data(), C,
+              r0, r1);
   // Accumulators holding an earlier step's mean (NaN at s = 0: written whole).
   const std::vector<float> before = random_floats(C, 99);
   std::vector<float> gs(at(C), kUnwritten), gb(at(C), kUnwritten);
   if (s > 0) gs = gb = before;
   for (const auto& [c0, c1] : blocks(n, C))
-    k.layer_norm_grad_columns(in.dy.data(), in.x.data(), mean.data(), rstd.data(), gs.data(),
-                              gb.data(), n, C, s, c0, c1);
+    k.grad_columns(in.dy.data(), in.x.data(), mean.data(), rstd.data(), gs.data(), gb.data(), n, C,
+                   s, c0, c1);
   Mismatches m;
   std::vector<Sum> want_gs(at(C)), want_gb(at(C));
   for (std::int64_t i = 0; i < n; ++i) {
@@ -175,7 +176,8 @@ BOOST_AUTO_TEST_CASE(forward_against_double_at_every_level) {
   for (const Kernels* k : runnable_levels())
     for (const Case& c : cases())
       BOOST_TEST_CONTEXT(k->level << ", " << c.n << " rows x " << c.C << " features") {
-        check_forward(*k, c, Inputs(c, 17 * static_cast<std::uint64_t>(c.n * c.C)));
+        check_forward(kernels_at<LayerNormKernels>(*k), c,
+                      Inputs(c, 17 * static_cast<std::uint64_t>(c.n * c.C)));
       }
 }
 
@@ -184,7 +186,8 @@ BOOST_AUTO_TEST_CASE(backward_against_double_at_every_level) {
     for (const Case& c : cases())
       for (const std::int64_t s : {0, 2})
         BOOST_TEST_CONTEXT(k->level << ", " << c.n << " rows x " << c.C << " features, s " << s) {
-          check_backward(*k, c, Inputs(c, 31 * static_cast<std::uint64_t>(c.n * c.C)), s);
+          check_backward(kernels_at<LayerNormKernels>(*k), c,
+                         Inputs(c, 31 * static_cast<std::uint64_t>(c.n * c.C)), s);
         }
 }
 

@@ -1,12 +1,12 @@
 // The transformer kernels (engine/tensor/attention.h, embedding.h) compiled once per
-// x86-64 level for their tests, as engine/kernels/kernels_impl.cpp compiles the engine's
-// (tests/engine/CMakeLists.txt renames each level's symbols the same way), until the
-// layer kinds' tables carry them into the engine.
+// x86-64 level for their tests, a kernel table as the engine's kinds have
+// (engine/kernels/kernels.h), until the layer kinds' tables carry them into the engine.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "engine/kernels/kernels.h"
 #include "engine/tensor/attention.h"
 
 namespace popkit::test {
@@ -34,3 +34,7 @@ struct TransformerKernels {
 std::vector<const TransformerKernels*> transformer_levels();
 
 }  // namespace popkit::test
+
+namespace popkit::engine {
+POPKIT_KERNEL_LEVELS(test::TransformerKernels, test_transformer);
+}  // namespace popkit::engine
