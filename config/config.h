@@ -187,7 +187,7 @@ struct Training {
   bool operator==(const Training&) const = default;
 };
 
-enum class Dataset { kMnist, kFashionMnist, kSynthetic, kIdx };
+enum class Dataset { kMnist, kFashionMnist, kSynthetic, kIdx, kText };
 
 struct Data {
   Dataset dataset = Dataset::kMnist;
@@ -202,6 +202,13 @@ struct Data {
   std::int64_t synthetic_train = 8000;
   std::int64_t synthetic_test = 2000;
   double synthetic_noise = 0.5;
+  // dataset: text (engine/data/text_dataset.h): a file's bytes are its tokens (vocabulary
+  // 256); a sample is sequence_length tokens and its targets the same window shifted by
+  // one byte; the last validation_fraction of the file validates. A relative path is
+  // under `dir` (the data folder). Validation makes model.input_shape [sequence_length].
+  std::string path;
+  std::int64_t sequence_length = 0;  // >= 1, required with dataset text
+  double validation_fraction = 0.1;  // in (0, 1)
 
   bool operator==(const Data&) const = default;
 };

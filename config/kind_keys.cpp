@@ -27,6 +27,8 @@ bool KindKey::accepts(const AttributeValue& value) const {
       return std::holds_alternative<double>(value);
     case KeyType::kBoolean:
       return std::holds_alternative<bool>(value);
+    case KeyType::kName:
+      return std::holds_alternative<std::string>(value);
     case KeyType::kChoice: {
       const auto* chosen = std::get_if<std::string>(&value);
       const std::vector<std::string_view> names = choices();

@@ -21,7 +21,8 @@
 
 namespace popkit::config {
 
-enum class KeyType { kInteger, kNumber, kBoolean, kChoice };
+// kName: a name of something else in the config (a layer's, for `tied_to`), "" for none.
+enum class KeyType { kInteger, kNumber, kBoolean, kChoice, kName };
 
 struct KindKey {
   std::string_view name;
@@ -51,6 +52,9 @@ constexpr KindKey number_key(std::string_view name, double fallback) {
 }
 constexpr KindKey boolean_key(std::string_view name, bool fallback) {
   return {name, KeyType::kBoolean, fallback, nullptr};
+}
+constexpr KindKey name_key(std::string_view name) {
+  return {name, KeyType::kName, std::string_view(), nullptr};
 }
 constexpr KindKey choice_key(std::string_view name, std::string_view fallback,
                              std::vector<std::string_view> (*choices)()) {

@@ -1,4 +1,5 @@
-// The config's layer kinds (layer_kinds.h): linear, dropout and layer_norm.
+// The config's layer kinds (layer_kinds.h): linear, dropout, layer_norm, and the
+// decoder-only transformer's embedding, decoder_block and lm_head.
 #include "config/layer_kinds.h"
 
 #include <fmt/format.h>
@@ -13,8 +14,47 @@ namespace {
 // The kind whose keys include `key`.
 std::string_view owner_of(std::string_view key);
 
-std::int64_t keeps_width(const Attributes&, std::int64_t in_width) {
-  return in_width;
+SampleShape keeps_shape(const Attributes&, SampleShape in) {
+  return in;
+}
+
+// Token ids travel as float32 (the host streams every tensor as float32), exact up to
+// 2^24: a vocabulary is at most that.
+constexpr std::int64_t kMaxVocabulary = std::int64_t{1} << 24;
+
+bool vocabulary_ok(const Layer& layer, const std::string& path, RuleChecks& checks) {
+  const std::string key = path + ".vocabulary";
+  if (!checks.ok(key)) return false;
+  const std::int64_t v = layer.attributes.integer("vocabulary");
+  if (!checks.at_least(key, v, 1)) return false;
+  if (v > kMaxVocabulary) {
+    checks.error(key, fmt::format("a vocabulary is at most 2^24 = {} tokens (token ids are "
+                                  "float32, exact up to 2^24), got {}",
+                                  kMaxVocabulary, v));
+    return false;
+  }
+  return true;
+}
+
+// A rate of inverted dropout, [0, 1).
+void rate_ok(const Layer& layer, std::string_view key, const std::string& path,
+             RuleChecks& checks) {
+  const std::string at = fmt::format("{}.{}", path, key);
+  if (!checks.ok(at)) return;
+  const double rate = layer.attributes.number(key);
+  if (!(rate >= 0 && rate < 1))
+    checks.error(at, fmt::format("a dropout rate must be in [0, 1), got {}", rate));
+}
+
+// in x out elements fit in 64 bits (a weight's).
+bool product_fits(std::int64_t a, std::int64_t b, const std::string& key, const char* what,
+                  RuleChecks& checks) {
+  std::int64_t n = 0;
+  if (a > 0 && __builtin_mul_overflow(a, b, &n)) {
+    checks.error(key, fmt::format("{} {} × {} overflows 64 bits", what, a, b));
+    return false;
+  }
+  return true;
 }
 
 // ---- linear: y = act(x W + b) ------------------------------------------------------
@@ -28,8 +68,9 @@ constexpr std::array<KindKey, 2> kLinearKeys{{
     choice_key("activation", "none", activation_names),
 }};
 
-std::int64_t linear_out_width(const Attributes& a, std::int64_t) {
-  return a.integer("out_features");
+// The whole sample, flattened, through x W + b (a sequence's positions included).
+SampleShape linear_out_shape(const Attributes& a, SampleShape) {
+  return {a.integer("out_features"), 1};
 }
 
 std::string linear_foreign_key(std::string_view key) {
@@ -37,20 +78,13 @@ std::string linear_foreign_key(std::string_view key) {
                      owner_of(key));
 }
 
-bool linear_check(const Layer& layer, std::int64_t in_width, const std::string& path,
-                  RuleChecks& checks) {
+bool linear_check(const Layer& layer, SampleShape in, const std::string& path, RuleChecks& checks) {
   const std::string key = path + ".out_features";
   if (!checks.ok(key)) return false;  // missing or not an integer: reported
   const std::int64_t out = layer.attributes.integer("out_features");
   if (!checks.at_least(key, out, 1)) return false;
   // The weight holds in x out elements.
-  std::int64_t n_weights = 0;
-  if (in_width > 0 && __builtin_mul_overflow(in_width, out, &n_weights)) {
-    checks.error(key,
-                 fmt::format("in_features {} × out_features {} overflows 64 bits", in_width, out));
-    return false;
-  }
-  return true;
+  return product_fits(in.width, out, key, "in_features × out_features", checks);
 }
 
 // ---- dropout: y = x * mask / (1 - rate) in training, y = x in evaluation -----------
@@ -62,12 +96,9 @@ std::string dropout_foreign_key(std::string_view key) {
                      key == "out_features" ? " (its output has its input's width)" : "");
 }
 
-bool dropout_check(const Layer& layer, std::int64_t, const std::string& path, RuleChecks& checks) {
+bool dropout_check(const Layer& layer, SampleShape, const std::string& path, RuleChecks& checks) {
   // Inverted dropout keeps a fraction 1 - rate and scales it by 1 / (1 - rate).
-  if (!checks.ok(path + ".rate")) return true;
-  const double rate = layer.attributes.number("rate");
-  if (!(rate >= 0 && rate < 1))
-    checks.error(path + ".rate", fmt::format("a dropout rate must be in [0, 1), got {}", rate));
+  rate_ok(layer, "rate", path, checks);
   return true;
 }
 
@@ -80,23 +111,162 @@ std::string layer_norm_foreign_key(std::string_view key) {
                      key == "out_features" ? " (its output has its input's width)" : "");
 }
 
-bool layer_norm_check(const Layer& layer, std::int64_t, const std::string& path,
-                      RuleChecks& checks) {
-  // eps keeps 1 / sqrt(var + eps) finite for a constant sample.
-  if (!checks.ok(path + ".eps")) return true;
+// eps keeps 1 / sqrt(var + eps) finite for a constant sample.
+void eps_ok(const Layer& layer, std::string_view kind, const std::string& path,
+            RuleChecks& checks) {
+  if (!checks.ok(path + ".eps")) return;
   const double eps = layer.attributes.number("eps");
   if (!(eps > 0 && eps < 1))
-    checks.error(path + ".eps", fmt::format("a layer_norm eps must be in (0, 1), got {}", eps));
+    checks.error(path + ".eps", fmt::format("a {} eps must be in (0, 1), got {}", kind, eps));
+}
+
+// Normalises each position of a sample over its features.
+bool layer_norm_check(const Layer& layer, SampleShape, const std::string& path,
+                      RuleChecks& checks) {
+  eps_ok(layer, "layer_norm", path, checks);
   return true;
 }
 
-const std::array<LayerKindRules, 3> kLayerKinds{{
-    {"linear", kLinearKeys, /*gives_logits=*/true, "out_features", linear_out_width,
-     linear_foreign_key, linear_check},
-    {"dropout", kDropoutKeys, /*gives_logits=*/false, "", keeps_width, dropout_foreign_key,
-     dropout_check},
-    {"layer_norm", kLayerNormKeys, /*gives_logits=*/false, "", keeps_width, layer_norm_foreign_key,
-     layer_norm_check},
+// ---- embedding: out[b, t] = wte[token[b, t]] + wpe[t] ------------------------------
+
+constexpr std::array<KindKey, 3> kEmbeddingKeys{{
+    integer_key("vocabulary"),
+    integer_key("positions"),
+    integer_key("width"),
+}};
+
+// Each of the input's T tokens becomes a position of `width` features.
+SampleShape embedding_out_shape(const Attributes& a, SampleShape in) {
+  return {in.width * a.integer("width"), in.width};
+}
+
+std::string embedding_foreign_key(std::string_view key) {
+  return fmt::format(
+      "an embedding layer takes name, type, vocabulary, positions and width, "
+      "not {}",
+      key);
+}
+
+bool embedding_check(const Layer& layer, SampleShape in, const std::string& path,
+                     RuleChecks& checks) {
+  const bool vocabulary = vocabulary_ok(layer, path, checks);
+  const std::string width_key = path + ".width", positions_key = path + ".positions";
+  const bool width =
+      checks.ok(width_key) && checks.at_least(width_key, layer.attributes.integer("width"), 1);
+  // Position t of a sample reads row t of the position table.
+  if (checks.ok(positions_key) &&
+      checks.at_least(positions_key, layer.attributes.integer("positions"), 1) && in.width > 0 &&
+      layer.attributes.integer("positions") < in.width)
+    checks.error(positions_key,
+                 fmt::format("{} positions, but a sample is a sequence of {} tokens: the "
+                             "position table needs a row per position (positions >= {})",
+                             layer.attributes.integer("positions"), in.width, in.width));
+  // Its output's width depends on the width key alone.
+  if (!width) return false;
+  const std::int64_t c = layer.attributes.integer("width");
+  if (vocabulary)
+    product_fits(layer.attributes.integer("vocabulary"), c, path + ".vocabulary",
+                 "vocabulary × width", checks);
+  return product_fits(in.width, c, width_key, "sequence × width", checks);
+}
+
+// ---- decoder_block: GPT-2's pre-LN block ------------------------------------------
+//   h = x + dropout(proj(attention(ln1(x))));  y = h + dropout(fc2(gelu(fc(ln2(h)))))
+
+constexpr std::array<KindKey, 5> kDecoderBlockKeys{{
+    integer_key("heads"),
+    integer_key("hidden"),
+    number_key("attention_dropout", 0.0),
+    number_key("residual_dropout", 0.0),
+    number_key("eps", 1.0e-5),
+}};
+
+std::string decoder_block_foreign_key(std::string_view key) {
+  return fmt::format(
+      "a decoder_block layer takes name, type, heads, hidden, attention_dropout, "
+      "residual_dropout and eps, not {}{}",
+      key, key == "out_features" ? " (its output has its input's width)" : "");
+}
+
+bool decoder_block_check(const Layer& layer, SampleShape in, const std::string& path,
+                         RuleChecks& checks) {
+  const std::string heads_key = path + ".heads", hidden_key = path + ".hidden";
+  if (checks.ok(heads_key) && checks.at_least(heads_key, layer.attributes.integer("heads"), 1) &&
+      in.width > 0) {
+    // Head h attends with features [h C / NH, (h + 1) C / NH) of each position.
+    const std::int64_t heads = layer.attributes.integer("heads"), c = in.features();
+    if (c % heads != 0)
+      checks.error(heads_key, fmt::format("{} heads must divide the width, {} features a "
+                                          "position; {} % {} = {}",
+                                          heads, c, c, heads, c % heads));
+  }
+  if (checks.ok(hidden_key) && checks.at_least(hidden_key, layer.attributes.integer("hidden"), 1))
+    product_fits(in.features(), layer.attributes.integer("hidden"), hidden_key, "width × hidden",
+                 checks);
+  rate_ok(layer, "attention_dropout", path, checks);
+  rate_ok(layer, "residual_dropout", path, checks);
+  eps_ok(layer, "decoder_block", path, checks);
+  return true;
+}
+
+// ---- lm_head: logits[b, t] = x[b, t] W^T, W [vocabulary, width] ---------------------
+
+constexpr std::array<KindKey, 2> kLmHeadKeys{{integer_key("vocabulary"), name_key("tied_to")}};
+
+// vocabulary logits a position: the loss's classes.
+SampleShape lm_head_out_shape(const Attributes& a, SampleShape in) {
+  return {in.positions * a.integer("vocabulary"), in.positions};
+}
+
+std::string lm_head_foreign_key(std::string_view key) {
+  return fmt::format("an lm_head layer takes name, type, vocabulary and tied_to, not {}", key);
+}
+
+bool lm_head_check(const Layer& layer, SampleShape in, const std::string& path,
+                   RuleChecks& checks) {
+  if (!vocabulary_ok(layer, path, checks)) return false;
+  const std::int64_t v = layer.attributes.integer("vocabulary");
+  return product_fits(in.features(), v, path + ".vocabulary", "width × vocabulary", checks) &&
+         product_fits(in.positions, v, path + ".vocabulary", "positions × vocabulary", checks);
+}
+
+// The head reads the embedding's token table as its weight: the same [vocabulary, width].
+void lm_head_check_tie(const Layer& layer, SampleShape in, const Layer& target,
+                       const std::string& path, RuleChecks& checks) {
+  const std::string key = path + ".tied_to";
+  if (target.type != "embedding") {
+    checks.error(key, fmt::format("a head is tied to an embedding's token table, but '{}' is "
+                                  "a {} layer",
+                                  target.name, target.type));
+    return;
+  }
+  const std::int64_t v = layer.attributes.integer("vocabulary");
+  const std::int64_t tv = target.attributes.integer("vocabulary");
+  if (v != tv)
+    checks.error(key, fmt::format("the head's vocabulary {} differs from embedding '{}''s {}: a "
+                                  "tied head's weight is the token table [vocabulary, width]",
+                                  v, target.name, tv));
+  const std::int64_t tc = target.attributes.integer("width");
+  if (in.width > 0 && in.features() != tc)
+    checks.error(key, fmt::format("the head reads {} features a position, but embedding '{}' "
+                                  "has width {}: a tied head's weight is the token table "
+                                  "[vocabulary, width]",
+                                  in.features(), target.name, tc));
+}
+
+const std::array<LayerKindRules, 6> kLayerKinds{{
+    {"linear", kLinearKeys, /*gives_logits=*/true, "out_features", linear_out_shape,
+     linear_foreign_key, linear_check, /*reads_tokens=*/false, "", nullptr},
+    {"dropout", kDropoutKeys, /*gives_logits=*/false, "", keeps_shape, dropout_foreign_key,
+     dropout_check, /*reads_tokens=*/false, "", nullptr},
+    {"layer_norm", kLayerNormKeys, /*gives_logits=*/false, "", keeps_shape, layer_norm_foreign_key,
+     layer_norm_check, /*reads_tokens=*/false, "", nullptr},
+    {"embedding", kEmbeddingKeys, /*gives_logits=*/false, "width", embedding_out_shape,
+     embedding_foreign_key, embedding_check, /*reads_tokens=*/true, "", nullptr},
+    {"decoder_block", kDecoderBlockKeys, /*gives_logits=*/false, "", keeps_shape,
+     decoder_block_foreign_key, decoder_block_check, /*reads_tokens=*/false, "", nullptr},
+    {"lm_head", kLmHeadKeys, /*gives_logits=*/true, "vocabulary", lm_head_out_shape,
+     lm_head_foreign_key, lm_head_check, /*reads_tokens=*/false, "tied_to", lm_head_check_tie},
 }};
 
 std::string_view owner_of(std::string_view key) {
@@ -143,13 +313,14 @@ Layer make_layer(std::string name, std::string_view type,
   return layer;
 }
 
-std::vector<std::int64_t> layer_widths(const Model& model) {
-  std::int64_t width = 1;
-  for (const std::int64_t d : model.input_shape) width *= d;
-  std::vector<std::int64_t> out;
+std::vector<SampleShape> layer_shapes(const Model& model) {
+  SampleShape sample;
+  for (const std::int64_t d : model.input_shape)
+    sample.width = (sample.width ? sample.width : 1) * d;
+  std::vector<SampleShape> out;
   for (const Layer& layer : model.layers) {
-    width = layer_kind_rules(layer.type).out_width(layer.attributes, width);
-    out.push_back(width);
+    sample = layer_kind_rules(layer.type).out_shape(layer.attributes, sample);
+    out.push_back(sample);
   }
   return out;
 }

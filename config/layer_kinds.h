@@ -8,8 +8,10 @@
 // per kind, checked against this table by the schema test.
 //
 // A layer maps a sample of in_width elements to one of out_width elements (a sequence's
-// T x C elements when a sample is a sequence): the width each kind computes here is the
-// one the planner's tensors and the engine's kernels use.
+// T x C elements when a sample is a sequence of T positions of C features): the width
+// each kind computes here is the one the planner's tensors and the engine's kernels use.
+// A sample's positions start at 1 (an image is one position of all its pixels); a kind
+// that reads tokens (the embedding) makes each input element, a token, a position.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,15 @@
 
 namespace popkit::config {
 
+// A sample as a layer takes or gives it: `width` elements over `positions` positions,
+// width / positions features each. 0: unknown (an earlier key failed).
+struct SampleShape {
+  std::int64_t width = 0;
+  std::int64_t positions = 1;
+  [[nodiscard]] std::int64_t features() const { return positions > 0 ? width / positions : 0; }
+};
+inline constexpr SampleShape kUnknownSample{0, 0};
+
 struct LayerKindRules {
   std::string_view type;          // the config's `type`: "linear", "dropout", ...
   std::span<const KindKey> keys;  // besides name and type, in reading order
@@ -31,16 +42,24 @@ struct LayerKindRules {
   // The key that sets its output's width, named by messages about that width; empty when
   // the output has the input's width.
   std::string_view width_key;
-  // The width of its output given its input's (0: unknown, and then 0 when it depends on
-  // the input), for a layer whose keys passed its checks.
-  std::int64_t (*out_width)(const Attributes& attributes, std::int64_t in_width);
+  // Its output's sample given its input's (width 0: unknown, and then 0 when it depends
+  // on the input), for a layer whose keys passed its checks.
+  SampleShape (*out_shape)(const Attributes& attributes, SampleShape in);
   // The error for `key`, a key of another kind, given to a layer of this kind.
   std::string (*foreign_key)(std::string_view key);
-  // Rules over its own keys' values; `in_width` is the input's width (0 when unknown: a
+  // Rules over its own keys' values; `in` is the input's sample (width 0 when unknown: a
   // rule over both waits), `path` is "model.layers[i]". False when a key its output's
   // width depends on failed (the widths after it are then unknown).
-  bool (*check)(const Layer& layer, std::int64_t in_width, const std::string& path,
-                RuleChecks& checks);
+  bool (*check)(const Layer& layer, SampleShape in, const std::string& path, RuleChecks& checks);
+  // Its input is token ids (each a position), not features: it must be the first layer,
+  // and the data must give tokens (dataset: text).
+  bool reads_tokens = false;
+  // The key naming another layer whose parameter this layer shares (a head tied to an
+  // embedding: one variable, gradients summed), "" for none; check_tie's rules over the
+  // two, called when the key names another layer of the model.
+  std::string_view tie_key;
+  void (*check_tie)(const Layer& layer, SampleShape in, const Layer& target,
+                    const std::string& path, RuleChecks& checks) = nullptr;
 };
 
 // The kind named `type`: null for a name without an entry, which the loader reports.
@@ -62,7 +81,7 @@ std::vector<std::string_view> layer_kind_keys();
 Layer make_layer(std::string name, std::string_view type,
                  std::initializer_list<Attribute> attributes = {});
 
-// The width of each layer's output, in order, for a validated model.
-std::vector<std::int64_t> layer_widths(const Model& model);
+// The shape of each layer's output sample, in order, for a validated model.
+std::vector<SampleShape> layer_shapes(const Model& model);
 
 }  // namespace popkit::config

@@ -22,10 +22,11 @@ constexpr NameArray<SyncPattern, 3> kSyncPatterns{
      {SyncPattern::kReplicaAndLadder, "replica_and_ladder"}}};
 constexpr NameArray<Pass, 2> kPasses{{{Pass::kForward, "forward"}, {Pass::kBackward, "backward"}}};
 constexpr NameArray<DType, 2> kDTypes{{{DType::kFloat32, "float32"}, {DType::kFloat16, "float16"}}};
-constexpr NameArray<Dataset, 4> kDatasets{{{Dataset::kMnist, "mnist"},
+constexpr NameArray<Dataset, 5> kDatasets{{{Dataset::kMnist, "mnist"},
                                            {Dataset::kFashionMnist, "fashion-mnist"},
                                            {Dataset::kSynthetic, "synthetic"},
-                                           {Dataset::kIdx, "idx"}}};
+                                           {Dataset::kIdx, "idx"},
+                                           {Dataset::kText, "text"}}};
 constexpr NameArray<bool, 2> kBiasInits{{{true, "zeros"}, {false, "normal"}}};
 
 }  // namespace

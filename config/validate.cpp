@@ -151,8 +151,9 @@ void Checker::check_model() {
     error("model.layers", "needs at least one layer");
   }
   std::map<std::string, std::size_t> first_by_name;
-  std::int64_t in_features = n_inputs;
+  SampleShape in{n_inputs, 1};
   bool features_ok = inputs_ok;
+  layer_inputs_.clear();
   for (std::size_t i = 0; i < m.layers.size(); ++i) {
     Layer& layer = m.layers[i];
     const std::string path = fmt::format("model.layers[{}]", i);
@@ -169,16 +170,19 @@ void Checker::check_model() {
     }
     // A layer whose type failed to load has its default kind's keys.
     const LayerKindRules& kind = layer_kind_rules(layer.type);
-    const bool width_ok = kind.check(layer, features_ok ? in_features : 0, path, *this);
+    layer_inputs_.push_back(features_ok ? in : kUnknownSample);
+    const bool width_ok = kind.check(layer, layer_inputs_.back(), path, *this);
     if (i + 1 == m.layers.size() && !kind.gives_logits)
       error(path + ".type",
             fmt::format("the last layer gives the logits and must be {}, but '{}' is a {} "
                         "layer",
                         logit_kinds(), layer.name, layer.type));
     features_ok = features_ok && width_ok;
-    in_features = width_ok ? kind.out_width(layer.attributes, features_ok ? in_features : 0) : 0;
+    in = width_ok ? kind.out_shape(layer.attributes, features_ok ? in : kUnknownSample)
+                  : kUnknownSample;
   }
-  logits_width_ = in_features;
+  logits_width_ = in.width;
+  logits_positions_ = in.positions;
   finite("model.init.weights.normal.mean", m.init.weights_mean);
   positive("model.init.weights.normal.std", m.init.weights_std);
 }
@@ -347,6 +351,7 @@ void Checker::check_data() {
                                 enum_name(d.dataset)));
     }
   }
+  check_text_data();
   if (d.dataset == Dataset::kSynthetic) {
     at_least("data.synthetic_train", d.synthetic_train, 1);
     at_least("data.synthetic_test", d.synthetic_test, 1);

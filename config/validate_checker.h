@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "config/diagnostics.h"
 #include "config/kind_keys.h"
+#include "config/layer_kinds.h"
 #include "config/validate.h"
 
 namespace popkit::config {
@@ -31,6 +32,7 @@ class Checker final : public RuleChecks {
                                    c_.version, kSchemaVersion));
     }
     check_name();
+    text_input_shape();
     check_model();
     check_replication();
     check_variables_and_sharding();
@@ -39,6 +41,7 @@ class Checker final : public RuleChecks {
     check_training();
     check_pipeline();
     check_data();
+    check_tokens_and_ties();
     check_eval_and_device();
   }
 
@@ -143,6 +146,15 @@ class Checker final : public RuleChecks {
 
   void check_data();
 
+  // validate_text.cpp: a language model's rules. Text data makes the input shape
+  // [sequence_length] (before the model's rules run); its keys; a kind that reads tokens
+  // comes first and needs text; a tie names another layer that the kind's rules accept,
+  // with both layers' backwards in one phase.
+  void text_input_shape();
+  void check_text_data();
+  void check_tokens_and_ties();
+  void check_tie(std::size_t layer);
+
   void check_eval_and_device();
 
   Config& c_;
@@ -152,6 +164,8 @@ class Checker final : public RuleChecks {
   bool inputs_ok_ = false;
   std::int64_t n_inputs_ = 1;
   std::int64_t logits_width_ = 0;  // the last layer's output width; 0 when unknown
+  std::int64_t logits_positions_ = 1;
+  std::vector<SampleShape> layer_inputs_;  // each layer's input sample (width 0: unknown)
   std::vector<std::string> valid_groupings_;
 };
 

@@ -178,7 +178,8 @@ int ln_operand(const Op& op, R role, int index = 0) {
 void layer_norm_forward(const Op& op, const LayerInfo& l, const OpRun& run) {
   const int in = ln_operand(op, R::kIn), mean_t = ln_operand(op, R::kSaved, kMean);
   const int rstd_t = ln_operand(op, R::kSaved, kRstd);
-  const std::int64_t n = run.rows(in), C = l.in_features;
+  // A sequence's positions are rows of their own.
+  const std::int64_t n = run.rows(in) * l.sequence, C = l.in_features / l.sequence;
   const float* x = run.f32(in);
   const float* scale = run.f32(ln_operand(op, R::kParam, kScale));
   const float* shift = run.f32(ln_operand(op, R::kParam, kShift));
@@ -194,7 +195,7 @@ void layer_norm_forward(const Op& op, const LayerInfo& l, const OpRun& run) {
 
 void layer_norm_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
   const int dy_t = ln_operand(op, R::kDy), dx_t = ln_operand(op, R::kDx);
-  const std::int64_t n = run.rows(dy_t), C = l.in_features;
+  const std::int64_t n = run.rows(dy_t) * l.sequence, C = l.in_features / l.sequence;
   const float* dy = run.f32(dy_t);
   const float* x = run.f32(ln_operand(op, R::kIn));
   const float* mean = run.f32(ln_operand(op, R::kSaved, kMean));
@@ -214,10 +215,25 @@ void layer_norm_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
   });
 }
 
-const std::array<LayerKernel, 3> kLayerKernels{{
+// The transformer's kinds are planned (planner/transformer_kinds.h) but have no kernels
+// yet: a plan with one fails the engine's plan check, so nothing runs them.
+void refuse_unrun(const planner::Op&, const planner::LayerInfo& l, const OpChecks& checks) {
+  checks.fail(
+      fmt::format("layer {}: poprun has no kernels for {} layers yet (popplan plans "
+                  "them)",
+                  l.name, l.kind));
+}
+void never_run(const planner::Op&, const planner::LayerInfo&, const OpRun&) {
+  assertion_failed("a kind without kernels ran: the plan check refuses it", __FILE__, __LINE__);
+}
+
+const std::array<LayerKernel, 6> kLayerKernels{{
     {"linear", linear_check_forward, linear_check_backward, linear_forward, linear_backward},
     {"dropout", dropout_check, dropout_check, dropout_run, dropout_run},
     {"layer_norm", check_declared, check_declared, layer_norm_forward, layer_norm_backward},
+    {"embedding", refuse_unrun, refuse_unrun, never_run, never_run},
+    {"decoder_block", refuse_unrun, refuse_unrun, never_run, never_run},
+    {"lm_head", refuse_unrun, refuse_unrun, never_run, never_run},
 }};
 
 }  // namespace

@@ -116,7 +116,8 @@ class Builder {
       if (g == b_.graph_layers.size()) b_.graph_layers.emplace_back();
       b_.graph_layers[g].push_back(k);
     }
-    b_.p.n_classes = b_.p.layers.back().out_features;
+    b_.p.positions = b_.p.layers.back().sequence;
+    b_.p.n_classes = b_.p.layers.back().out_features / b_.p.positions;
     b_.params_before.assign(static_cast<std::size_t>(b_.n), false);
     for (int k = 1; k < b_.n; ++k)
       b_.params_before[static_cast<std::size_t>(k)] =

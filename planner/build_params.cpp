@@ -9,14 +9,17 @@
 
 namespace popkit::planner::build {
 
+// A tied parameter's forms are its owner's: one variable, one tensor per form.
 std::string ParamForms::base(int k, int param) const {
-  return fmt::format("{}.{}", b_.prefix(k),
-                     b_.kind(k).params[static_cast<std::size_t>(param)].suffix);
+  const auto [ok, op] = b_.owner(k, param);
+  return fmt::format("{}.{}", b_.prefix(ok),
+                     b_.kind(ok).params[static_cast<std::size_t>(op)].suffix);
 }
 
 ParamForms::Forms& ParamForms::forms(int k, int param) {
-  // Keyed by the layer and the parameter (a kind declares fewer than 2^16).
-  return forms_[(static_cast<std::int64_t>(k) << 16) + param];
+  // Keyed by the owner's layer and parameter (a kind declares fewer than 2^16).
+  const auto [ok, op] = b_.owner(k, param);
+  return forms_[(static_cast<std::int64_t>(ok) << 16) + op];
 }
 
 int ParamForms::ensure_home(std::vector<Op>& ops, int k, int param) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -167,6 +168,8 @@ class PhaseProgram final : public OperandSource {
   std::unordered_map<int, int> x_, dx_;
   std::unordered_map<std::int64_t, int> saved_;
   std::vector<int> new_grads_;                           // the backward being made
+  std::uint32_t grads_add_ = 0;                          // its Op::grads_add
+  std::unordered_set<int> accumulating_;                 // accumulators the phase writes
   std::vector<std::pair<int, std::vector<int>>> grads_;  // layer, a gradient per parameter
   std::vector<std::pair<int, std::vector<int>>> deferred_grads_;
 };

@@ -157,10 +157,17 @@ int PhaseProgram::input_grad(int k) {
 }
 
 int PhaseProgram::grad(int k, int param) {
-  const ParamSpec& spec = b_.kind(k).params[static_cast<std::size_t>(param)];
-  const int t = b_.tensor(fmt::format("{}.{}.grad", b_.prefix(k), spec.suffix),
-                          TensorClass::kGradAccumulators, DType::kFloat32, spec.shape(b_.layer(k)));
-  new_grads_.push_back(t);
+  // A tied parameter has one accumulator, its owner's: the first backward of the step to
+  // reach it writes the running mean, a later one adds its share (Op::grads_add).
+  const auto [ok, op] = b_.owner(k, param);
+  const ParamSpec& spec = b_.kind(ok).params[static_cast<std::size_t>(op)];
+  const int t =
+      b_.tensor(fmt::format("{}.{}.grad", b_.prefix(ok), spec.suffix),
+                TensorClass::kGradAccumulators, DType::kFloat32, spec.shape(b_.layer(ok)));
+  if (accumulating_.insert(t).second)
+    new_grads_.push_back(t);
+  else
+    grads_add_ |= std::uint32_t{1} << param;
   return t;
 }
 
@@ -173,6 +180,7 @@ void PhaseProgram::begin(const std::vector<Item>& items) {
   dx_.clear();
   saved_.clear();
   grads_.clear();
+  accumulating_.clear();
   forms_.reset();
   b_.begin_scope(items);
 }
@@ -205,7 +213,7 @@ void PhaseProgram::forward(int k) {
     return;
   }
   LossTensors loss{out, -1, -1, -1};
-  loss.labels = repeat_tensor("labels", TensorClass::kIoSlots, {b_.mb});
+  loss.labels = repeat_tensor("labels", TensorClass::kIoSlots, b_.labels_shape());
   loss.loss = repeat_tensor("loss", TensorClass::kActivations, {1});
   loss.dlogits =
       repeat_tensor("dlogits", TensorClass::kActivations, {b_.mb, b_.layer(k).out_features});
@@ -216,12 +224,21 @@ void PhaseProgram::forward(int k) {
 void PhaseProgram::backward(int k) {
   if (!runs_backward(b_, k)) return;  // nothing before it trains, nothing to train
   new_grads_.clear();
+  grads_add_ = 0;
   Op op = backward_op(b_, k, *this);
+  op.grads_add = grads_add_;
   // No zero op: the backward of repeat step 0 writes the accumulators whole (acc = g,
   // popxl-addons' running mean at s = 0). engine.measured_memory's poisoning test checks
   // that nothing reads them, or any tensor, before that first write.
   for (const int g : new_grads_) b_.alloc(pre_, g);
-  if (!new_grads_.empty()) grads_.emplace_back(k, new_grads_);
+  // Each parameter's accumulator, updated after the phase's backwards by its owner alone.
+  std::vector<int> grads;
+  for (std::size_t p = 0; p < b_.kind(k).params.size(); ++p) {
+    const int param = static_cast<int>(p);
+    grads.push_back(b_.owns(k, param) ? layer_operand(op, b_.kind(k), OperandRole::kGrad, param)
+                                      : -1);
+  }
+  if (!grads.empty()) grads_.emplace_back(k, grads);
   const int dx = layer_operand(op, b_.kind(k), OperandRole::kDx);
   body_.push_back(std::move(op));
   if (dx < 0) return;
@@ -264,7 +281,7 @@ void PhaseProgram::build(const std::string& name, const std::vector<Item>& items
   } else {
     for (const auto& [k, g] : grads_)
       for (std::size_t param = 0; param < g.size(); ++param)
-        forms_.update(post_, k, static_cast<int>(param), g[param]);
+        if (g[param] >= 0) forms_.update(post_, k, static_cast<int>(param), g[param]);
     for (const Item& it : items) forms_.release_layer(post_, it.layer);
   }
   Phase ph;
@@ -283,7 +300,7 @@ void PhaseProgram::optimizer_phase(const std::string& name) {
   std::vector<Op> ops;
   for (const auto& [k, g] : deferred_grads_)
     for (std::size_t param = 0; param < g.size(); ++param)
-      forms_.update(ops, k, static_cast<int>(param), g[param]);
+      if (g[param] >= 0) forms_.update(ops, k, static_cast<int>(param), g[param]);
   Phase ph;
   ph.name = name;
   ph.ops = std::move(ops);

@@ -149,7 +149,7 @@ void StageProgram::make_tensors() {
                           : make(b_.prefix(end_ - 1) + ".out", TensorClass::kActivations,
                                  {b_.mb, last.out_features});
   if (s_ == n_stages(b_) - 1 && train) {
-    labels_ = make("labels", TensorClass::kIoSlots, {b_.mb});
+    labels_ = make("labels", TensorClass::kIoSlots, b_.labels_shape());
     loss_ = make("loss", TensorClass::kActivations, {1});
     dlogits_ = make("dlogits", TensorClass::kActivations, {b_.mb, last.out_features});
   }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
@@ -53,7 +54,10 @@ struct BuildState {
   std::vector<std::vector<int>> graph_layers;  // per graph, its layers in order
   std::vector<std::string> graph_names;
   std::vector<std::vector<ParamVars>> params;  // per layer, per parameter of its kind
-  std::vector<bool> params_before;             // per layer: a layer before it has parameters
+  // Per layer, per parameter: the layer and parameter whose variable it is, itself but for
+  // a tied parameter (planner/layer_kinds.h's ParamSpec::tie_key).
+  std::vector<std::vector<std::pair<int, int>>> owners;
+  std::vector<bool> params_before;  // per layer: a layer before it has parameters
   // Pipelined: each layer's stage; the stage whose tensors are being made (-1: none).
   std::vector<int> stage_of_layer;
   int stage = -1;
@@ -71,7 +75,17 @@ struct BuildState {
   [[nodiscard]] const ParamVars& param_vars(int k, int param) const {
     return params[static_cast<std::size_t>(k)][static_cast<std::size_t>(param)];
   }
+  [[nodiscard]] std::pair<int, int> owner(int k, int param) const {
+    return owners[static_cast<std::size_t>(k)][static_cast<std::size_t>(param)];
+  }
+  [[nodiscard]] bool owns(int k, int param) const {
+    return owner(k, param) == std::pair<int, int>(k, param);
+  }
   [[nodiscard]] std::int64_t n_shards() const { return p.sharding_grouping.group_size; }
+  // A micro-batch's labels: [mb] class ids, or [mb, positions] next tokens.
+  [[nodiscard]] Shape labels_shape() const {
+    return p.positions == 1 ? Shape{mb} : Shape{mb, p.positions};
+  }
 
   // ---- the naming scope of the program being built ----
 

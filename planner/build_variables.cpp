@@ -6,6 +6,7 @@
 
 #include <unordered_map>
 
+#include "base/error.h"
 #include "planner/build_parts.h"
 #include "planner/optimizer_kinds.h"
 #include "planner/sharding.h"
@@ -101,8 +102,26 @@ class Variables {
 
 }  // namespace
 
+namespace {
+
+// The layer a tied parameter names (config validation has checked it exists and comes
+// first), or -1 when the layer sets no tie.
+int tied_layer(const BuildState& b, int k, const ParamSpec& param) {
+  if (param.tie_key.empty()) return -1;
+  const config::AttributeValue* v = b.layer(k).attributes.find(param.tie_key);
+  const std::string name = v != nullptr ? config::attribute_text(*v) : "";
+  if (name.empty()) return -1;
+  for (int j = 0; j < k; ++j)
+    if (b.layer(j).name == name) return j;
+  throw Error("layer {}: {} names '{}', which is not a layer before it", b.layer(k).name,
+              param.tie_key, name);
+}
+
+}  // namespace
+
 void add_variables(BuildState& b) {
   b.params.assign(static_cast<std::size_t>(b.n), {});
+  b.owners.assign(static_cast<std::size_t>(b.n), {});
   Variables vars(b);
   const config::Config& c = b.c;
   for (int k = 0; k < b.n; ++k) {
@@ -111,6 +130,24 @@ void add_variables(BuildState& b) {
     const std::string& graph = b.graph_names[static_cast<std::size_t>(l.graph)];
     for (const ParamSpec& param : b.kind(k).params) {
       const Shape meta = param.shape(l);
+      auto& owners = b.owners[static_cast<std::size_t>(k)];
+      if (const int j = tied_layer(b, k, param); j >= 0) {
+        // One variable: the other layer's, of the same shape.
+        // Both layers' backwards accumulate its gradient within one program.
+        if (b.c.execution.mode == config::ExecutionMode::kPhased || b.p.pipeline)
+          throw Error(
+              "layer {}: {} ties it to {}, which popkit plans in standard mode without "
+              "pipelining only",
+              l.name, param.tie_key, b.layer(j).name);
+        const ParamVars& theirs = b.param_vars(j, param.tied_param);
+        if (b.var(theirs.value).meta_shape != meta)
+          throw Error("layer {}: its {} is tied to {}, of another shape", l.name, param.suffix,
+                      b.var(theirs.value).name);
+        owners.push_back(b.owner(j, param.tied_param));
+        b.params[static_cast<std::size_t>(k)].push_back(theirs);
+        continue;
+      }
+      owners.emplace_back(k, static_cast<int>(owners.size()));
       const std::string base = fmt::format("{}.{}", l.name, param.suffix);
       const std::string gbase = fmt::format("{}.{}", graph, param.suffix);
       ParamVars pv;

@@ -1,9 +1,11 @@
-// The planner's layer kinds (layer_kinds.h): linear, dropout and layer_norm.
+// The planner's layer kinds (layer_kinds.h): linear, dropout and layer_norm here, the
+// transformer's in transformer_kinds.cpp.
 #include "planner/layer_kinds.h"
 
 #include "config/kind_keys.h"
 #include "config/names.h"
 #include "planner/layer_ops.h"
+#include "planner/transformer_kinds.h"
 
 namespace popkit::planner {
 namespace {
@@ -20,7 +22,7 @@ OpGemms no_gemms(const LayerInfo&, std::uint64_t) {
 OpGemms no_backward_gemms(const LayerInfo&, std::uint64_t, bool) {
   return {};
 }
-OpWorkspace no_workspace(const LayerInfo&, std::int64_t) {
+OpWorkspace no_workspace(const LayerInfo&, std::int64_t, bool) {
   return {};
 }
 OpWorkspace no_backward_workspace(const LayerInfo&, std::int64_t, bool) {
@@ -104,7 +106,7 @@ OpGemms linear_backward_gemms(const LayerInfo& l, std::uint64_t rows, bool dx) {
 }
 
 // Eigen's GEMM packs its operands (workspace.h).
-OpWorkspace linear_forward_ws(const LayerInfo& l, std::int64_t rows) {
+OpWorkspace linear_forward_ws(const LayerInfo& l, std::int64_t rows, bool) {
   return linear_forward_workspace(rows, l.in_features, l.out_features);
 }
 OpWorkspace linear_backward_ws(const LayerInfo& l, std::int64_t rows, bool dx) {
@@ -129,18 +131,22 @@ std::uint64_t dropout_backward_flops(const LayerInfo& l, std::uint64_t rows, boo
 
 // ---- layer_norm: y = (x - mean) rstd scale + shift, rstd = 1 / sqrt(var + eps) -------
 
-// scale [C] starts at 1 and shift [C] at 0 (torch.nn.LayerNorm's), whatever model.init.
+// Each position of a sample normalised over its C = width / sequence features (all of an
+// MLP's sample). scale [C] starts at 1 and shift [C] at 0 (torch.nn.LayerNorm's), whatever
+// model.init.
+Shape per_feature(const LayerInfo& l) {
+  return Shape{l.in_features / l.sequence};
+}
 constexpr std::array<ParamSpec, 2> kLayerNormParams{{
-    {"scale", VariableRole::kWeight, ParamInit::kOnes, DType::kFloat32,
-     [](const LayerInfo& l) { return Shape{l.in_features}; }},
-    {"shift", VariableRole::kBias, ParamInit::kZeros, DType::kFloat32,
-     [](const LayerInfo& l) { return Shape{l.in_features}; }},
+    {"scale", VariableRole::kWeight, ParamInit::kOnes, DType::kFloat32, per_feature},
+    {"shift", VariableRole::kBias, ParamInit::kZeros, DType::kFloat32, per_feature},
 }};
 constexpr int kScale = 0, kShift = 1;
 
-// Each row's mean and 1 / sqrt(var + eps): the backward's normalised input from x.
-Shape per_row(const LayerInfo&, std::int64_t rows) {
-  return Shape{rows};
+// Each row's (each position's) mean and 1 / sqrt(var + eps): the backward's normalised
+// input from x.
+Shape per_row(const LayerInfo& l, std::int64_t rows) {
+  return Shape{rows * l.sequence};
 }
 bool always(const LayerInfo&) {
   return true;
@@ -175,7 +181,7 @@ std::uint64_t layer_norm_backward_flops(const LayerInfo& l, std::uint64_t rows, 
          kRunningMeanFlops * accumulator_elements(l);
 }
 
-const std::array<LayerKind, 3> kLayerKinds{{
+constexpr std::array<LayerKind, 3> kMlpKinds{{
     {"linear", kLinearParams, kLinearSaved, /*identity_in_eval=*/false, kLinearForwardIn,
      kLinearForwardOut, kLinearBackwardIn, kDxOut, kLinearBackwardState, linear_forward_flops,
      linear_backward_flops, linear_forward_gemms, linear_backward_gemms, linear_forward_ws,
@@ -208,7 +214,10 @@ const LayerKind& layer_kind(std::string_view type) {
 }
 
 std::span<const LayerKind> layer_kinds() {
-  return kLayerKinds;
+  static const std::array<LayerKind, 6> kinds{kMlpKinds[0],         kMlpKinds[1],
+                                              kMlpKinds[2],         embedding_kind(),
+                                              decoder_block_kind(), lm_head_kind()};
+  return kinds;
 }
 
 }  // namespace popkit::planner

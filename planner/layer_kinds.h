@@ -35,10 +35,11 @@ struct Gemm {
   std::uint64_t m = 0, n = 0, k = 0;
   [[nodiscard]] std::uint64_t flops() const { return 2 * m * n * k; }
 };
-// The GEMMs of one op: none, one (a forward), or two (a backward: the weight's gradient
-// and the input's).
+// The GEMMs of one op: none, one (a linear's forward), two (its backward: the weight's
+// gradient and the input's), or a decoder block's four linears' (eight backward).
+inline constexpr std::size_t kMaxOpGemms = 8;
 struct OpGemms {
-  std::array<Gemm, 2> gemm{};
+  std::array<Gemm, kMaxOpGemms> gemm{};
   int n_gemms = 0;
   [[nodiscard]] std::uint64_t flops() const {
     std::uint64_t f = 0;
@@ -58,11 +59,27 @@ using Shape = std::vector<std::int64_t>;
 enum class ParamInit { kWeights, kBiases, kZeros, kOnes };
 
 struct ParamSpec {
+  constexpr ParamSpec(std::string_view suffix_, VariableRole role_, ParamInit init_, DType dtype_,
+                      Shape (*shape_)(const LayerInfo&), std::string_view tie_key_ = {},
+                      int tied_param_ = 0)
+      : suffix(suffix_),
+        role(role_),
+        init(init_),
+        dtype(dtype_),
+        shape(shape_),
+        tie_key(tie_key_),
+        tied_param(tied_param_) {}
+
   std::string_view suffix;  // the variable "<layer>.<suffix>", its gradient "<...>.grad"
   VariableRole role = VariableRole::kWeight;  // what it is to the layer: a weight or a bias
   ParamInit init = ParamInit::kWeights;
   DType dtype = DType::kFloat32;
   Shape (*shape)(const LayerInfo& layer);  // its meta shape
+  // A key of the kind naming another layer (config/layer_kinds.h's tie_key): when the
+  // layer sets it, this parameter is that layer's parameter `tied_param`, one variable of
+  // one shape, trained by both layers' gradients (summed) and stored once.
+  std::string_view tie_key = {};
+  int tied_param = 0;
 };
 
 struct SavedSpec {
@@ -106,8 +123,9 @@ struct LayerKind {
   OpGemms (*forward_gemms)(const LayerInfo& layer, std::uint64_t rows);
   OpGemms (*backward_gemms)(const LayerInfo& layer, std::uint64_t rows, bool dx);
   // The kernels' scratch of one forward or backward op on `rows` samples
-  // (planner/workspace.h); none for a kind whose kernels need none.
-  OpWorkspace (*forward_workspace)(const LayerInfo& layer, std::int64_t rows);
+  // (planner/workspace.h); none for a kind whose kernels need none. `saves`: the forward
+  // writes the saved tensors (training), else it keeps nothing (evaluation).
+  OpWorkspace (*forward_workspace)(const LayerInfo& layer, std::int64_t rows, bool saves);
   OpWorkspace (*backward_workspace)(const LayerInfo& layer, std::int64_t rows, bool dx);
 };
 

@@ -137,13 +137,18 @@ std::string layer_error(const LayerInfo& l) {
   const std::string path = fmt::format("layer {}", l.name);
   FirstError checks;
   config::Layer layer{l.name, l.kind, l.attributes};
-  if (!rules->check(layer, l.in_features, path, checks) || !checks.first.empty())
+  // Its input's positions, as far as its rules read them (plan.h's LayerInfo::sequence).
+  const config::SampleShape in{l.in_features, l.sequence};
+  if (!rules->check(layer, in, path, checks) || !checks.first.empty())
     return checks.first.empty() ? fmt::format("layer {}: its keys give no width", l.name)
                                 : checks.first;
-  const std::int64_t width = rules->out_width(l.attributes, l.in_features);
-  if (width != l.out_features)
-    return fmt::format("layer {}: {} -> {} features, but a {} layer of {} inputs has {} outputs",
-                       l.name, l.in_features, l.out_features, l.kind, l.in_features, width);
+  const config::SampleShape out = rules->out_shape(l.attributes, in);
+  if (out.width != l.out_features || out.positions != l.sequence)
+    return fmt::format(
+        "layer {}: {} -> {} features in {} positions, but a {} layer of {} inputs has {} "
+        "outputs in {}",
+        l.name, l.in_features, l.out_features, l.sequence, l.kind, l.in_features, out.width,
+        out.positions);
   return {};
 }
 

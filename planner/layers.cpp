@@ -10,9 +10,9 @@
 namespace popkit::planner {
 
 std::vector<LayerInfo> model_layers(const config::Model& model) {
-  std::int64_t in = 1;
-  for (const std::int64_t d : model.input_shape) in *= d;
-  std::map<std::tuple<std::string, std::int64_t, config::Attributes>, int> graph_of;
+  config::SampleShape in{1, 1};
+  for (const std::int64_t d : model.input_shape) in.width *= d;
+  std::map<std::tuple<std::string, std::int64_t, std::int64_t, config::Attributes>, int> graph_of;
   std::vector<int> rows;  // per graph, the rows handed out
   std::vector<LayerInfo> out;
   for (const config::Layer& l : model.layers) {
@@ -20,14 +20,17 @@ std::vector<LayerInfo> model_layers(const config::Model& model) {
     info.name = l.name;
     info.kind = l.type;
     info.attributes = l.attributes;
-    info.in_features = in;
-    info.out_features = config::layer_kind_rules(l.type).out_width(l.attributes, in);
-    const auto [it, added] = graph_of.emplace(std::make_tuple(info.kind, in, info.attributes),
-                                              static_cast<int>(rows.size()));
+    info.in_features = in.width;
+    const config::SampleShape shape = config::layer_kind_rules(l.type).out_shape(l.attributes, in);
+    info.out_features = shape.width;
+    info.sequence = shape.positions;
+    const auto [it, added] =
+        graph_of.emplace(std::make_tuple(info.kind, in.width, in.positions, info.attributes),
+                         static_cast<int>(rows.size()));
     if (added) rows.push_back(0);
     info.graph = it->second;
     info.row = rows[static_cast<std::size_t>(info.graph)]++;
-    in = info.out_features;
+    in = shape;
     out.push_back(std::move(info));
   }
   return out;

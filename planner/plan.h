@@ -98,6 +98,11 @@ struct LayerInfo {
   config::Attributes attributes;  // the kind's keys, as the config gives them
   std::int64_t in_features = 0;
   std::int64_t out_features = 0;
+  // The positions of a sample of its output: a sequence's T, 1 for a sample that is not a
+  // sequence (a linear layer flattens its input's); width / sequence features each. A
+  // kind that changes the positions (embedding, linear) does not read its input's, so
+  // its input has these positions for every kind whose rules read them.
+  std::int64_t sequence = 1;
   int graph = 0;
   int row = 0;
 
@@ -196,12 +201,13 @@ enum class OpKind {
 //    [rows, in_features] when dx >= 0; a gradient accumulator of parameter p becomes
 //    s/(s+1) * acc + g_p/(s+1), g_p the micro-batch's gradient (popxl-addons' running
 //    mean; at s = 0 the backward writes it whole), s the enclosing repeat's step (0
-//    outside a repeat). linear: pre = in * W + b (W [in, out], b [out]), out = act(pre)
-//    (act(in * W + b) when pre is -1); backward dz = dy * act'(pre) in place in dy (which
-//    is why dy is state), grad_weight from in^T dz, grad_bias from dz's column sums,
-//    dx = dz W^T. dropout: out = in * mask / (1 - rate), dx = dy * mask / (1 - rate).
-//  kLoss: loss[0] = mean over the micro-batch of -log softmax(logits)[label];
-//    dlogits = (softmax(logits) - onehot(label)) / mb.
+//    outside a repeat); a bit of grads_add set: acc += g_p/(s+1). linear: pre = in * W + b (W [in,
+//    out], b [out]), out = act(pre) (act(in * W + b) when pre is -1); backward dz = dy * act'(pre)
+//    in place in dy (which is why dy is state), grad_weight from in^T dz, grad_bias from dz's
+//    column sums, dx = dz W^T. dropout: out = in * mask / (1 - rate), dx = dy * mask / (1 - rate).
+//  kLoss: loss[0] = mean over the micro-batch's rows and positions of
+//    -log softmax(logits[row, position])[label[row, position]] (P = plan.positions, each
+//    position n_classes logits); dlogits = (softmax(logits) - onehot(label)) / (mb P).
 //  kAllReduce: tensor = mean (or sum) over the members of r's group in `grouping`,
 //    added in replica order.
 //  kReduceScatter: dst = slice k of (mean or sum over r's group in `grouping` of src),
@@ -239,6 +245,10 @@ struct Op {
   // Attributes.
   int layer = -1;     // kForward kBackward kOptimizerStep
   int variable = -1;  // kOptimizerStep: the weight's Variable index
+  // kBackward: bit p set when parameter p is tied (planner/layer_kinds.h) and an earlier
+  // backward of the step has written its accumulator: this one adds g_p / (s + 1) to it
+  // instead of writing the running mean.
+  std::uint32_t grads_add = 0;
   // Remote ops. entry >= 0: that entry. entry < 0: batch-serial, entry = row * steps + s.
   int buffer = -1;
   std::int64_t entry = -1;
@@ -403,7 +413,10 @@ struct Plan {
   std::int64_t gradient_accumulation = 1;
   std::int64_t global_batch_size = 1;  // micro_batch * accumulation * replicas
   std::vector<std::int64_t> input_shape;
-  std::int64_t n_classes = 0;
+  std::int64_t n_classes = 0;  // the loss's classes at each position
+  // Predictions a sample: a language model predicts the next token at each of its T
+  // positions (labels [mb, T], logits [mb, T x n_classes]); a classifier one (labels [mb]).
+  std::int64_t positions = 1;
   config::ExecutionMode mode = config::ExecutionMode::kStandard;
   IoMode io_mode = IoMode::kCompute;
   std::int64_t io_tiles = 0;           // execution.io_tiles, for the cost model

@@ -57,6 +57,7 @@ json op_json(const Op& op) {
   put("variable", op.variable);
   put("workspace", op.workspace);
   put("peer", op.peer);
+  if (op.grads_add != 0) j["grads_add"] = op.grads_add;
   if (op.kind == OpKind::kRepeat) {
     j["steps"] = op.steps;
     j["io_mode"] = name_of(op.io_mode);
@@ -105,6 +106,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
   j["global_batch_size"] = plan.global_batch_size;
   j["input_shape"] = plan.input_shape;
   j["n_classes"] = plan.n_classes;
+  if (plan.positions != 1) j["positions"] = plan.positions;
   j["mode"] = name_of(plan.mode);
   j["io_mode"] = name_of(plan.io_mode);
   j["io_tiles"] = plan.io_tiles;
@@ -127,6 +129,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
                {"out_features", l.out_features},
                {"graph", l.graph},
                {"row", l.row}});
+    if (l.sequence != 1) jl["sequence"] = l.sequence;
     layers.push_back(std::move(jl));
   }
   j["layers"] = std::move(layers);

@@ -232,6 +232,8 @@ class Reader {
     o.layer = small_or(j, path, "layer", -1);
     o.variable = small_or(j, path, "variable", -1);
     o.workspace = small_or(j, path, "workspace", -1);
+    if (j.contains("grads_add"))
+      o.grads_add = static_cast<std::uint32_t>(integer_in(j, path, "grads_add", 0, kMaxInt));
     o.peer = small_or(j, path, "peer", -1);
     if (o.kind == OpKind::kRepeat) {
       o.steps = integer(j, path, "steps");
@@ -265,6 +267,7 @@ class Reader {
     l.attributes = attributes(j, path, config::layer_kind_rules(l.kind).keys);
     l.graph = small_or(j, path, "graph", 0);
     l.row = small_or(j, path, "row", 0);
+    if (j.contains("sequence")) l.sequence = integer(j, path, "sequence");
     return l;
   }
 
@@ -342,6 +345,9 @@ class Reader {
         case config::KeyType::kChoice:
           out.set(name, name_in(obj, path, name.c_str(), key.choices()));
           break;
+        case config::KeyType::kName:
+          out.set(name, string(obj, path, name.c_str()));
+          break;
       }
     }
     return out;
@@ -418,6 +424,7 @@ Plan Reader::plan(const json& j) const {
   p.global_batch_size = integer(j, "", "global_batch_size");
   p.input_shape = shape(j, "", "input_shape");
   p.n_classes = integer(j, "", "n_classes");
+  if (j.contains("positions")) p.positions = integer(j, "", "positions");
   p.mode = enumeration<config::ExecutionMode>(j, "", "mode");
   p.io_mode = enumeration<IoMode>(j, "", "io_mode");
   p.io_tiles = j.contains("io_tiles") ? integer(j, "", "io_tiles") : 0;

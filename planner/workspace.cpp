@@ -108,7 +108,8 @@ std::uint64_t op_workspace_bytes(const Op& op, const Plan& plan) {
   const LayerKind& kind = layer_kind(l.kind);
   // inputs[0] is [rows, width] for every layer kind: in (forward, linear backward) or dy.
   const std::int64_t rows = plan.tensors.at(static_cast<std::size_t>(op.inputs.at(0))).shape.at(0);
-  if (op.kind == OpKind::kForward) return kind.forward_workspace(l, rows).bytes();
+  if (op.kind == OpKind::kForward)
+    return kind.forward_workspace(l, rows, plan.program == Program::kTrain).bytes();
   const bool dx = !op.outputs.empty() && op.outputs[0] >= 0;
   return kind.backward_workspace(l, rows, dx).bytes();
 }

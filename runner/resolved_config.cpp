@@ -124,6 +124,11 @@ json resolved_config_json(const config::Config& c) {
     data["test_images"] = c.data.test_images;
     data["test_labels"] = c.data.test_labels;
   }
+  if (c.data.dataset == config::Dataset::kText) {
+    data["path"] = c.data.path;
+    data["sequence_length"] = c.data.sequence_length;
+    data["validation_fraction"] = c.data.validation_fraction;
+  }
   if (c.data.dataset == config::Dataset::kSynthetic) {
     data["synthetic_train"] = c.data.synthetic_train;
     data["synthetic_test"] = c.data.synthetic_test;

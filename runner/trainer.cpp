@@ -103,6 +103,7 @@ void prepare(Prepared& p, engine::World& world, const config::Config& config,
   p.eval_planned = plan_of(config, planner::Program::kEval);
   p.planned = plan_of(config, planner::Program::kTrain, &p.eval_planned);
   check_ranks_host(p.planned, world);
+  check_data_runs(config);
 
   // What to continue from, and its checkpoint: a bad one fails before any folder is made.
   if (!options.resume.empty())

@@ -49,7 +49,7 @@ const std::vector<Section>& sections() {
       {"data",
        {"dataset", "shuffle", "normalize_mean", "normalize_std", "dir", "train_images",
         "train_labels", "test_images", "test_labels", "synthetic_train", "synthetic_test",
-        "synthetic_noise"}},
+        "synthetic_noise", "path", "sequence_length", "validation_fraction"}},
       {"eval", {"micro_batch_size", "every"}},
       {"device", {"profile", "memory_per_replica"}},
   };

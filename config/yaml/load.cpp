@@ -163,6 +163,9 @@ class ConfigReader {
       case KeyType::kChoice:
         if (std::string v; d_.choice(node, path, key.choices(), v)) return v;
         return std::nullopt;
+      case KeyType::kName:
+        if (std::string v; d_.string(node, path, v)) return v;
+        return std::nullopt;
     }
     return std::nullopt;
   }
@@ -419,7 +422,8 @@ class ConfigReader {
                                                           {"train_images", &data.train_images},
                                                           {"train_labels", &data.train_labels},
                                                           {"test_images", &data.test_images},
-                                                          {"test_labels", &data.test_labels}};
+                                                          {"test_labels", &data.test_labels},
+                                                          {"path", &data.path}};
     for (const auto& [key, field] : paths) {
       if (const auto* n = r.get(key)) d_.string(*n, r.child(key), *field);
     }
@@ -432,6 +436,10 @@ class ConfigReader {
     if (const auto* n = r.get("synthetic_noise")) {
       d_.number(*n, "data.synthetic_noise", data.synthetic_noise);
     }
+    if (const auto* n = r.get("sequence_length"))
+      d_.integer(*n, "data.sequence_length", data.sequence_length);
+    if (const auto* n = r.get("validation_fraction"))
+      d_.number(*n, "data.validation_fraction", data.validation_fraction);
   }
 
   void read_eval(const YamlNode* node, Eval& eval) {

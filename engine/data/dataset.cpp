@@ -389,6 +389,8 @@ std::optional<planner::DatasetSize> peek_dataset_size(const config::Config& conf
       } catch (const Error&) {
         return std::nullopt;  // load_dataset says what is missing
       }
+    case config::Dataset::kText:
+      return std::nullopt;  // read as text windows, not images
   }
   return std::nullopt;
 }
@@ -410,13 +412,17 @@ Dataset load_dataset(const config::Config& config, Split split) {
       // The last layer's width: its kind's (config/layer_kinds.h).
       const int n_classes = config.model.layers.empty()
                                 ? kClasses
-                                : static_cast<int>(config::layer_widths(config.model).back());
+                                : static_cast<int>(config::layer_shapes(config.model).back().width);
       Dataset d = make_synthetic(
           split == Split::kTrain ? data.synthetic_train : data.synthetic_test, rows, cols,
           config.training.seed, data.synthetic_noise, split == Split::kTrain ? 0 : 1, n_classes);
       d.name = split == Split::kTrain ? "synthetic train" : "synthetic test";
       return d;
     }
+    case config::Dataset::kText:
+      throw Error(
+          "data.dataset: text: poprun does not train on text yet (the language-model kinds' "
+          "kernels come next); popplan validates and plans such a config");
   }
   throw Error("unknown dataset");
 }

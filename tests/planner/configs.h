@@ -2,6 +2,8 @@
 // and small variations, so tests do not depend on the YAML loader.
 #pragma once
 
+#include <string>
+
 #include "config/config.h"
 #include "config/layer_kinds.h"
 #include "config/optimizer_kinds.h"
@@ -51,6 +53,39 @@ inline config::Config tiny_standard() {
   c.execution.mode = config::ExecutionMode::kStandard;
   c.training.micro_batch_size = 2;
   c.training.gradient_accumulation = 2;
+  c.device.profile = "cpu";
+  return ::popkit::test_support::with_test_profile(c);
+}
+
+// A GPT-2-shaped language model (DESIGN.md "Models"): a token + position embedding of
+// `vocabulary` tokens, `positions` rows and `width` features, `blocks` decoder blocks of
+// `heads` heads and a 4 x width MLP, a final layer norm and a head tied to the embedding
+// (or not), on byte-level text of `sequence` tokens; standard mode, R=1, micro-batch 2.
+struct GptShape {
+  std::int64_t vocabulary = 256, positions = 16, width = 32, blocks = 2, heads = 4;
+  std::int64_t sequence = 16;
+  bool tied = true;
+};
+inline config::Config gpt(const GptShape& s = {}) {
+  config::Config c;
+  c.name = "gpt";
+  c.model.input_shape = {s.sequence};
+  c.model.layers.push_back(config::make_layer(
+      "wte", "embedding",
+      {{"vocabulary", s.vocabulary}, {"positions", s.positions}, {"width", s.width}}));
+  for (std::int64_t i = 0; i < s.blocks; ++i)
+    c.model.layers.push_back(config::make_layer("h" + std::to_string(i), "decoder_block",
+                                                {{"heads", s.heads}, {"hidden", 4 * s.width}}));
+  c.model.layers.push_back(config::make_layer("ln_f", "layer_norm"));
+  c.model.layers.push_back(config::make_layer(
+      "head", "lm_head",
+      {{"vocabulary", s.vocabulary}, {"tied_to", std::string(s.tied ? "wte" : "")}}));
+  c.replication.factor = 1;
+  c.execution.mode = config::ExecutionMode::kStandard;
+  c.training.micro_batch_size = 2;
+  c.data.dataset = config::Dataset::kText;
+  c.data.path = "text.txt";
+  c.data.sequence_length = s.sequence;
   c.device.profile = "cpu";
   return ::popkit::test_support::with_test_profile(c);
 }

@@ -47,6 +47,12 @@ std::vector<Plan> sample_plans() {
   Plan advised = build_plan(c);  // with the tuner's advice, as popplan plan writes it
   advised.not_fitting.advice = popkit::planner::advise_fit(c).front();
   plans.push_back(std::move(advised));
+  // A language model: sequences, a tied head (grads_add), the kinds' keys of each type.
+  plans.push_back(build_plan(test::gpt()));
+  auto untied = test::gpt({.tied = false});
+  untied.execution.mode = popkit::config::ExecutionMode::kPhased;
+  plans.push_back(build_plan(untied));
+  plans.push_back(build_plan(untied, Program::kEval));
   return plans;
 }
 

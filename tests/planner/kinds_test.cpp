@@ -32,14 +32,14 @@ BOOST_AUTO_TEST_CASE(kind_keys_leave_the_layer_fields_alone) {
   for (const config::LayerKindRules& kind : config::layer_kind_rules())
     for (const config::KindKey& key : kind.keys) {
       BOOST_TEST_CONTEXT(kind.type << "." << key.name) {
-        for (const char* field : {"name", "type", "in_features", "graph", "row"})
+        for (const char* field : {"name", "type", "in_features", "graph", "row", "sequence"})
           BOOST_TEST(key.name != field);
         if (key.name == "out_features") {
           BOOST_TEST((key.type == config::KeyType::kInteger));
           BOOST_TEST(kind.width_key == "out_features");
           const config::Layer layer =
               config::make_layer("l", kind.type, {{"out_features", std::int64_t{7}}});
-          BOOST_TEST(kind.out_width(layer.attributes, 3) == 7);
+          BOOST_TEST(kind.out_shape(layer.attributes, {3, 1}).width == 7);
         }
       }
     }
