@@ -162,6 +162,11 @@ void add_run_verbs(Tool& tool) {
       ->check(non_negative());
   c->add_option("--name", calibrate->options.name,
                 "the profile's name in plans and reports (default cpu-calibrated)");
+  c->add_option("--passes", calibrate->options.passes,
+                "every figure the median of N passes, each measuring every figure once "
+                "(default 5); fewer are quicker, and a burst of other work on the machine "
+                "moves them more")
+      ->check(CLI::PositiveNumber);
 }
 
 }  // namespace popkit::cli

@@ -29,19 +29,19 @@ namespace {
 
 using namespace calibration;
 
-// Every figure is measured once a pass, the passes one after another, and is the median
-// of its kPasses values: on a shared machine a burst of someone else's work spoils one
-// pass of a figure, not the figure; and a virtual machine that moves its CPUs for a few
-// seconds (runner/placement.h) moves a pass or two, not all of one figure's rounds.
-constexpr int kPasses = 5;
+// Every figure is measured once a pass, the passes (CalibrateOptions::passes) one after
+// another, and is the median of its passes' values: on a shared machine a burst of
+// someone else's work spoils one pass of a figure, not the figure; and a virtual machine
+// that moves its CPUs for a few seconds (runner/placement.h) moves a pass or two, not all
+// of one figure's rounds.
 // The least accumulate_seconds written: a profile's 0 means "not measured".
 constexpr double kAccumulateFloor = 1e-15;
 
-// The median of f(0), ..., f(kPasses - 1).
+// The median of f(0), ..., f(n - 1).
 template <typename F>
-double median_of(F&& f) {
+double median_of(int n, F&& f) {
   std::vector<double> v;
-  for (int r = 0; r < kPasses; ++r) v.push_back(f(r));
+  for (int r = 0; r < n; ++r) v.push_back(f(r));
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
@@ -120,10 +120,13 @@ MachineCalibration calibrate_machine(const CalibrateOptions& options) {
   Machine machine(threads, options.seconds_per_batch);
 
   std::vector<Pass> passes;
-  for (int i = 0; i < kPasses; ++i) passes.push_back(measure_pass(machine));
+  if (options.passes < 1)
+    throw Error("calibrate: {} passes, but a calibration needs at least one", options.passes);
+  for (int i = 0; i < options.passes; ++i) passes.push_back(measure_pass(machine));
   // The median over the passes of a figure, given how to read it from one.
   const auto median = [&](auto&& figure) {
-    return median_of([&](int i) { return figure(passes[static_cast<std::size_t>(i)]); });
+    return median_of(options.passes,
+                     [&](int i) { return figure(passes[static_cast<std::size_t>(i)]); });
   };
   c.gemms = passes.front().gemms;
   for (std::size_t i = 0; i < c.gemms.size(); ++i)

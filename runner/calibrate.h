@@ -41,6 +41,9 @@ struct CalibrateOptions {
   int n_threads = 0;  // threads replicas run on; 0 = the machine's cores
   std::string name = "cpu-calibrated";
   double seconds_per_batch = 0.004;  // each timing: 5 batches of calls at least this long
+  // Every figure is the median of this many passes, each measuring every figure once:
+  // fewer make a quicker calibration that a burst of other work moves more.
+  int passes = 5;
 };
 
 // One GEMM timed: [m, k] x [k, n], seconds per call, and the fitted curve's rate there.
@@ -109,7 +112,8 @@ struct MachineCalibration {
 // (config::DeviceProfile::cache_probe_seconds) and poprun train at a run's start and end.
 double cache_probe_seconds(int n_threads);
 
-// Measures and fits (about 30 seconds). Throws popkit::Error when a measurement fails.
+// Measures and fits (about 30 seconds in five passes). Throws popkit::Error when a
+// measurement fails or options.passes is below 1.
 MachineCalibration calibrate_machine(const CalibrateOptions& options);
 
 // The profile file: a header saying how, where and when it was measured, then the

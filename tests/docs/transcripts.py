@@ -154,8 +154,6 @@ class Runner:
         self.env = dict(os.environ)
         self.env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         self.env["LC_ALL"] = "C.UTF-8"  # `ls` sorts, and tools print, alike on every machine
-        # Sanitized builds: OpenMPI's own allocations are reported as leaks at exit.
-        self.env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
 
     def runs(self, command):
         word = command.split()[0]

@@ -4,8 +4,6 @@
 # variables; on a machine with fewer cores than ranks it needs --oversubscribe.
 source "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# Sanitized builds: OpenMPI's own allocations are reported as leaks at exit.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 mpirun=(mpirun --oversubscribe)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -11,7 +11,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 
 help=$(poprun calibrate --help)
-for flag in --output --threads --name; do
+for flag in --output --threads --name --passes; do
   grep -q -- "$flag" <<<"$help" || fail "calibrate --help lacks $flag: $help"
 done
 grep -q "calibrate" <<<"$(poprun --help)" || fail "poprun --help does not list calibrate"
@@ -20,9 +20,16 @@ grep -q "calibrate" <<<"$(poprun --help)" || fail "poprun --help does not list c
 expect 2 "the folder 'no/such' does not exist" -- poprun calibrate -o no/such/cpu.yaml
 expect 2 "is not a file name" -- poprun calibrate -o .
 expect 2 "--output is required" -- poprun calibrate
+expect 2 "--passes" -- poprun calibrate -o cpu.yaml --passes 0
 [ ! -e no ] || fail "a bad path left something behind"
 
-out=$(poprun calibrate -o cpu.yaml --threads 2 --name this-cpu 2>err.txt)
+# Five passes, as a user's calibration makes; one in a sanitized build (POPKIT_SANITIZE),
+# where five take minutes. What is asserted below holds of any pass, but one pass is moved
+# more by a burst of other work (accumulate_seconds, a difference of two timings, passed
+# 1 ns in 2 of 8 single passes at a load of about 15), so the test command keeps five.
+passes=5
+[ -z "${POPKIT_SANITIZE:-}" ] || passes=1
+out=$(poprun calibrate -o cpu.yaml --threads 2 --name this-cpu --passes "$passes" 2>err.txt)
 rc=$?
 [ "$rc" = 0 ] || fail "calibrate exited $rc: $(cat err.txt)"
 grep -q "^wrote cpu.yaml (device profile this-cpu); plan with it: --set device.profile=cpu.yaml" \
@@ -34,7 +41,7 @@ grep -q "^fit: peak " <<<"$out" || fail "no GEMM fit line: $out"
 
 # The figures: positive and plausible for a CPU core (a GEMM peak between 100 MFLOP/s and
 # 10 TFLOP/s, copies between 10 MB/s and 1 TB/s, latencies below 10 ms), 2 threads.
-CPUS=$(nproc) /usr/bin/python3 - cpu.yaml <<'PY' || fail "implausible profile: $(cat cpu.yaml)"
+CPUS=$(nproc) SANITIZED="${POPKIT_SANITIZE:-}" /usr/bin/python3 - cpu.yaml <<'PY' || fail "implausible profile: $(cat cpu.yaml)"
 import os, re, sys
 text = open(sys.argv[1]).read()
 def get(key):
@@ -46,8 +53,10 @@ assert 1e8 < get("flops_per_second") < 1e13
 assert 1e7 < get("vector_flops_per_second") < 1e13
 assert get("host_threads") == 2
 # The running mean folded into the weight gradient: above 0 (0 would mean "unmeasured"),
-# below a nanosecond a weight.
-assert 0 < get("accumulate_seconds") < 1e-9
+# below a nanosecond a weight; a sanitizer instruments every load and store of that
+# element-wise loop (2.7 ns a weight under TSan), so a sanitized build is held to 100 ns.
+accumulate_max = 1e-7 if os.environ["SANITIZED"] else 1e-9
+assert 0 < get("accumulate_seconds") < accumulate_max, get("accumulate_seconds")
 # The optimizer's step on cold state, and a lone replica's spread GEMMs (2 threads).
 assert 1e7 < get("optimizer_flops_per_second") < 1e13
 assert 0 < get("spread_efficiency") <= 1
