@@ -1,30 +1,17 @@
-// The engine's layer kinds, each defined in one place (layer_kinds.cpp): the checks of
-// its forward and backward ops against the layer's shapes, and the kernels that run
-// them (planner/layer_kinds.h has the same kinds' operands and costs). The interpreter
+// The engine's layer kinds, each defined in one place (layer_kinds.cpp): how its forward
+// and backward ops run on its kernels (planner/layer_kinds.h has the same kinds' operands,
+// their shapes, which the engine's plan checks read, and costs). The interpreter
 // (engine/exec/) finds a kind here by the layer's type and knows nothing of what it does.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <string>
 #include <string_view>
-#include <vector>
 
 #include "engine/kernels/kernels.h"
 #include "planner/plan.h"
 
 namespace popkit::engine {
-
-// What a kind's checks ask of the plan's tensors. Failures name the phase and the op.
-class OpChecks {
- public:
-  virtual ~OpChecks() = default;
-  // The rows of a matrix tensor.
-  [[nodiscard]] virtual std::int64_t rows(int tensor, const char* what) const = 0;
-  // The tensor is float32 of shape `want`.
-  virtual void shape(int tensor, const std::vector<std::int64_t>& want, const char* what) const = 0;
-  [[noreturn]] virtual void fail(const std::string& message) const = 0;
-};
 
 // One replica running one op at one repeat step.
 class OpRun {
@@ -53,12 +40,10 @@ class OpRun {
   std::int64_t repeat_step = 0;  // s of the enclosing repeat (0 outside one)
 };
 
+// forward and backward are null for a kind planned but not yet run (the plan check
+// refuses it).
 struct LayerKernel {
   std::string_view type;  // the kind's name (config/layer_kinds.h)
-  void (*check_forward)(const planner::Op& op, const planner::LayerInfo& layer,
-                        const OpChecks& checks);
-  void (*check_backward)(const planner::Op& op, const planner::LayerInfo& layer,
-                         const OpChecks& checks);
   void (*forward)(const planner::Op& op, const planner::LayerInfo& layer, const OpRun& run);
   void (*backward)(const planner::Op& op, const planner::LayerInfo& layer, const OpRun& run);
 };

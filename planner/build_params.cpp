@@ -6,6 +6,7 @@
 
 #include "planner/build_parts.h"
 #include "planner/operands.h"
+#include "planner/optimizer_kinds.h"
 
 namespace popkit::planner::build {
 
@@ -104,12 +105,18 @@ void ParamForms::optimize(std::vector<Op>& ops, int k, int param, int weight, in
   o.layer = b_.var(pv.value).layer;
   o.variable = pv.value;
   o.inputs = {grad};
-  o.state = {weight};
-  for (const int v : pv.state) o.state.push_back(ensure_state(ops, v, k, param));
+  // The positions the optimizer's kind declares: the weight, and its state by index.
+  for (const Operand& operand : optimizer_step_state(b_.c.training.optimizer))
+    o.state.push_back(
+        operand.role == OperandRole::kState
+            ? ensure_state(ops, pv.state.at(static_cast<std::size_t>(operand.index)), k, param)
+            : weight);
   ops.push_back(o);
   b_.free(ops, grad);
   for (std::size_t i = 0; i < pv.state.size(); ++i)
-    done_with_state(ops, pv.state[i], o.state[optimizer_operand::kFirstState + i]);
+    done_with_state(
+        ops, pv.state[i],
+        optimizer_operand(o, b_.c.training.optimizer, OperandRole::kState, static_cast<int>(i)));
 }
 
 void ParamForms::update(std::vector<Op>& ops, int k, int param, int grad) {

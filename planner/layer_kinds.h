@@ -99,6 +99,7 @@ enum class OperandRole {
   kParam,  // parameter `index`, whole (gathered when sharded)
   kGrad,   // the gradient accumulator of parameter `index`
   kSaved,  // saved tensor `index`; -1 when the layer does not keep it, or in evaluation
+  kState,  // an optimizer step's state `index`, in planner/optimizer_kinds.h's order
 };
 
 struct Operand {

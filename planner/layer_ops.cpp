@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "base/error.h"
 #include "config/layer_kinds.h"
 
 namespace popkit::planner {
@@ -87,6 +88,9 @@ std::vector<OperandNeed> operand_needs(const Op& op, const LayerInfo& l, std::in
         case OperandRole::kSaved:  // a backward needs what the layer keeps
           need = {t, kind.saved[p].shape(l, rows), std::string(kind.saved[p].what),
                   !forward && kind.saved[p].kept(l)};
+          break;
+        case OperandRole::kState:  // an optimizer step's (optimizer_kinds.h), never a layer's
+          POPKIT_ASSERT(o.role != OperandRole::kState);
           break;
       }
       // What only dx needs comes with dx (the first layer that trains has neither).

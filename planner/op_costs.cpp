@@ -4,6 +4,7 @@
 
 #include "planner/cost.h"
 #include "planner/layer_kinds.h"
+#include "planner/layer_ops.h"
 #include "planner/operands.h"
 #include "planner/optimizer_kinds.h"
 
@@ -64,9 +65,9 @@ class Costs {
         break;
       }
       case OpKind::kForward: {
-        // Every kind's first input is the layer's input (layer_kinds.h).
         const LayerInfo& l = layer(op.layer);
-        op.flops = layer_kind(l.kind).forward_flops(l, rows(op.inputs[0]));
+        const LayerKind& kind = layer_kind(l.kind);
+        op.flops = kind.forward_flops(l, rows(layer_operand(op, kind, OperandRole::kIn)));
         break;
       }
       case OpKind::kLoss: {
@@ -75,15 +76,16 @@ class Costs {
         break;
       }
       case OpKind::kBackward: {
-        // Every kind's first input is the layer's input or the output's gradient, both
-        // a micro-batch of rows, and its first output the input's gradient.
+        // Rows are the output gradient's: a micro-batch, as the kind declares it.
         const LayerInfo& l = layer(op.layer);
-        op.flops = layer_kind(l.kind).backward_flops(l, rows(op.inputs[0]), op.outputs[0] >= 0);
+        const LayerKind& kind = layer_kind(l.kind);
+        op.flops = kind.backward_flops(l, rows(layer_operand(op, kind, OperandRole::kDy)),
+                                       layer_operand(op, kind, OperandRole::kDx) >= 0);
         break;
       }
       case OpKind::kOptimizerStep:
         op.flops = optimizer_flops_per_element(plan_.optimizer) *
-                   u(nelms(op.state[optimizer_operand::kWeight]));
+                   u(nelms(optimizer_operand(op, plan_.optimizer, OperandRole::kParam)));
         break;
       case OpKind::kRepeat:
         for (Op& inner : op.body) {

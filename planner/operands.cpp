@@ -20,7 +20,7 @@ constexpr std::array<Operand, 1> kSrc{{{"src"}}};
 constexpr std::array<Operand, 1> kDst{{{"dst"}}};
 constexpr std::array<Operand, 2> kLossIn{{{"logits"}, {"labels"}}};
 constexpr std::array<Operand, 2> kLossOut{{{"loss"}, {"dlogits"}}};
-constexpr std::array<Operand, 1> kGrad{{{"grad"}}};
+constexpr std::array<Operand, 1> kGrad{{{"grad", OperandRole::kGrad}}};
 
 std::string_view layer_type(const Op& op, const Plan& plan) {
   return op.layer >= 0 && static_cast<std::size_t>(op.layer) < plan.layers.size()

@@ -34,12 +34,8 @@ inline constexpr std::size_t kLogits = 0, kLabels = 1;
 inline constexpr std::size_t kLoss = 0, kDlogits = 1;
 }  // namespace loss_operand
 
-// optimizer_step: inputs {grad}, state {weight, then the optimizer's state in the order
-// optimizer_state() lists it}.
-namespace optimizer_operand {
-inline constexpr std::size_t kGrad = 0;
-inline constexpr std::size_t kWeight = 0, kFirstState = 1;
-}  // namespace optimizer_operand
+// optimizer_step: inputs {grad}, state the positions the optimizer's kind declares
+// (planner/optimizer_kinds.h), found by role with optimizer_operand.
 
 // The operands of an op's positions, by name. A forward or backward follows its layer's
 // kind; an optimizer step's state follows the plan's optimizer (weight, adam_m, adam_v

@@ -10,8 +10,11 @@
 namespace popkit::planner {
 namespace {
 
+using R = OperandRole;
+
 // Adam: the first moment (stored as first_order_dtype) and the second moment.
-constexpr std::array<Operand, 3> kAdamStepState{{{"weight"}, {"adam_m"}, {"adam_v"}}};
+constexpr std::array<Operand, 3> kAdamStepState{
+    {{"weight", R::kParam}, {"adam_m", R::kState, 0}, {"adam_v", R::kState, 1}}};
 
 std::span<const Operand> adam_step_state(const config::Optimizer&) {
   return kAdamStepState;
@@ -26,8 +29,9 @@ std::uint64_t adam_flops(const config::Optimizer&) {
 }
 
 // SGD: a momentum buffer, which torch.optim.SGD keeps only with a momentum.
-constexpr std::array<Operand, 2> kMomentumStepState{{{"weight"}, {"momentum"}}};
-constexpr std::array<Operand, 1> kPlainStepState{{{"weight"}}};
+constexpr std::array<Operand, 2> kMomentumStepState{
+    {{"weight", R::kParam}, {"momentum", R::kState, 0}}};
+constexpr std::array<Operand, 1> kPlainStepState{{{"weight", R::kParam}}};
 
 bool has_momentum(const config::Optimizer& o) {
   return o.attributes.number("momentum") != 0.0;
@@ -62,12 +66,24 @@ std::span<const Operand> optimizer_step_state(const config::Optimizer& o) {
 
 std::vector<OptimizerState> optimizer_state(const config::Optimizer& o) {
   std::vector<OptimizerState> state = optimizer_kind(o.type).state(o);
-  // The step's operands name the same tensors in the same order.
+  // The step's state operands are the weight and these, each once by its index.
   const std::span<const Operand> operands = optimizer_step_state(o);
   POPKIT_ASSERT(state.size() + 1 == operands.size());
-  for (std::size_t i = 0; i < state.size(); ++i)
-    POPKIT_ASSERT(state[i].suffix == operands[i + 1].name);
+  for (const Operand& operand : operands)
+    POPKIT_ASSERT(operand.role == R::kParam
+                      ? operand.index == 0
+                      : operand.role == R::kState && operand.index >= 0 &&
+                            static_cast<std::size_t>(operand.index) < state.size() &&
+                            state[static_cast<std::size_t>(operand.index)].suffix == operand.name);
   return state;
+}
+
+int optimizer_operand(const Op& op, const config::Optimizer& o, OperandRole role, int index) {
+  if (role == R::kGrad) return index == 0 && !op.inputs.empty() ? op.inputs[0] : -1;
+  const std::span<const Operand> operands = optimizer_step_state(o);
+  for (std::size_t i = 0; i < operands.size() && i < op.state.size(); ++i)
+    if (operands[i].role == role && operands[i].index == index) return op.state[i];
+  return -1;
 }
 
 std::uint64_t optimizer_flops_per_element(const config::Optimizer& o) {

@@ -26,8 +26,8 @@ struct OptimizerState {
 
 struct OptimizerKind {
   std::string_view type;  // the kind's name (config/optimizer_kinds.h)
-  // The optimizer step's state operands (planner/operands.h): "weight", then the
-  // suffixes of `state`, in the same order.
+  // The optimizer step's state operands (planner/operands.h): the weight (kParam) and
+  // each of `state` (kState, its index there), in the order the step's op holds them.
   std::span<const Operand> (*step_state)(const config::Optimizer& optimizer);
   std::vector<OptimizerState> (*state)(const config::Optimizer& optimizer);
   // FLOPs of one step per element of the parameter.
@@ -41,8 +41,14 @@ const OptimizerKind& optimizer_kind(std::string_view type);
 // SGD: a momentum buffer when momentum != 0 (torch.optim.SGD keeps none without).
 std::vector<OptimizerState> optimizer_state(const config::Optimizer& optimizer);
 
-// The optimizer step's state operands: "weight", then the suffixes of optimizer_state().
+// The optimizer step's state operands: the weight and each of optimizer_state().
 std::span<const Operand> optimizer_step_state(const config::Optimizer& optimizer);
+
+// The tensor in the position of `role` of an optimizer step op, from the kind's operands:
+// kGrad the weight's reduced gradient (its input), kParam the weight, kState state
+// `index` (optimizer_state()'s order); -1 when the op has no such position.
+int optimizer_operand(const Op& op, const config::Optimizer& optimizer, OperandRole role,
+                      int index = 0);
 
 // FLOPs of one step per element of the parameter.
 std::uint64_t optimizer_flops_per_element(const config::Optimizer& optimizer);

@@ -10,6 +10,7 @@
 #include "engine/tensor/layers.h"
 #include "planner/names.h"
 #include "planner/operands.h"
+#include "planner/optimizer_kinds.h"
 #include "planner/workspace.h"
 
 namespace popkit::engine {
@@ -228,8 +229,10 @@ void OpRunner::loss(const Op& op, Device& dev, std::int64_t r, std::int64_t s) c
 }
 
 void OpRunner::optimizer_step(const Op& op, Device& dev, std::int64_t r, std::int64_t s) const {
-  namespace oo = planner::optimizer_operand;
-  const int weight = op.state[oo::kWeight], grad = op.inputs[oo::kGrad];
+  using R = planner::OperandRole;
+  const config::Optimizer& o = m_.plan.optimizer;
+  const int weight = planner::optimizer_operand(op, o, R::kParam);
+  const int grad = planner::optimizer_operand(op, o, R::kGrad);
   const std::int64_t n = m_.tensor(weight).nelms;
   const float* g = f32(dev, grad, s, op);
   if (m_.options.check_finite && any_non_finite(g, n)) {
@@ -238,14 +241,17 @@ void OpRunner::optimizer_step(const Op& op, Device& dev, std::int64_t r, std::in
         throw Error("optimizer step {}, {}: the gradient '{}' of replica {} is {} at element {}",
                     m_.steps_done + 1, m_.where, m_.tensor(grad).name, r, g[i], i);
   }
-  // The optimizer's state after the weight (at most Adam's two).
-  std::array<std::byte*, 2> state{};
-  std::array<config::DType, 2> dtypes{};
-  const std::size_t n_state = op.state.size() - oo::kFirstState;
+  // The optimizer's state in its kind's order (planner/optimizer_kinds.h), held here
+  // without allocating: at most kMaxState tensors.
+  constexpr std::size_t kMaxState = 4;
+  std::array<std::byte*, kMaxState> state{};
+  std::array<config::DType, kMaxState> dtypes{};
+  const std::size_t n_state = op.state.size() - 1;  // all but the weight
   POPKIT_ASSERT(n_state <= state.size());
   for (std::size_t i = 0; i < n_state; ++i) {
-    state[i] = raw(dev, op.state[oo::kFirstState + i], s, op);
-    dtypes[i] = m_.tensor(op.state[oo::kFirstState + i]).dtype;
+    const int t = planner::optimizer_operand(op, o, R::kState, static_cast<int>(i));
+    state[i] = raw(dev, t, s, op);
+    dtypes[i] = m_.tensor(t).dtype;
   }
   m_.optimizer->step(m_.kern, f32(dev, weight, s, op), g, std::span(state).first(n_state),
                      std::span<const config::DType>(dtypes).first(n_state), n,

@@ -8,10 +8,13 @@
 #include <vector>
 
 #include "base/error.h"
+#include "config/names.h"
 #include "engine/exec/state.h"
 #include "engine/layer_kinds.h"
+#include "planner/layer_ops.h"
 #include "planner/names.h"
 #include "planner/operands.h"
+#include "planner/optimizer_kinds.h"
 
 namespace popkit::engine {
 namespace {
@@ -22,8 +25,8 @@ using planner::Stream;
 
 class PlanChecker {
  public:
-  PlanChecker(const planner::Plan& plan, const OptimizerKernel& optimizer)
-      : plan_(plan), optimizer_(optimizer) {
+  explicit PlanChecker(const planner::Plan& plan)
+      : plan_(plan), optimizer_state_(planner::optimizer_state(plan.optimizer)) {
     image_size_ = std::accumulate(plan.input_shape.begin(), plan.input_shape.end(), std::int64_t{1},
                                   std::multiplies<>());
   }
@@ -38,6 +41,12 @@ class PlanChecker {
         throw Error("plan: tensor '{}' has shape {} ({} elements) but nelms {} and nbytes {}",
                     t.name, shape_str(t.shape), n, t.nelms, t.nbytes);
     }
+    for (const planner::LayerInfo& l : plan_.layers) {
+      if (layer_kernel(l.kind).forward == nullptr)
+        throw Error("plan: layer {}: poprun has no kernels for {} layers yet (popplan plans them)",
+                    l.name, l.kind);
+      if (const std::string e = planner::layer_error(l); !e.empty()) throw Error("plan: {}", e);
+    }
     where_ = "setup";
     for (const Op& op : plan_.setup) check_op(op);
     for (const auto& ph : plan_.phases) {
@@ -45,23 +54,6 @@ class PlanChecker {
       for (const Op& op : ph.ops) check_op(op);
     }
   }
-
-  // What a layer kind's checks ask of the plan's tensors (engine/layer_kinds.h).
-  class Checks final : public OpChecks {
-   public:
-    Checks(const PlanChecker& m, const Op& op) : m_(m), op_(op) {}
-    std::int64_t rows(int t, const char* what) const override { return m_.rows_of(t, op_, what); }
-    void shape(int t, const std::vector<std::int64_t>& want, const char* what) const override {
-      m_.need_shape(t, op_, want, what);
-    }
-    [[noreturn]] void fail(const std::string& message) const override {
-      throw Error("plan: {}, op '{}': {}", m_.where_, op_.label, message);
-    }
-
-   private:
-    const PlanChecker& m_;
-    const Op& op_;
-  };
 
  private:
   const planner::DeviceTensor& tensor(int t) const {
@@ -150,19 +142,13 @@ class PlanChecker {
       case OpKind::kSliceShard:
         check_shards(op);
         break;
-      case OpKind::kForward: {
-        const auto& l = layer_of(op);
-        layer_kernel(l.kind).check_forward(op, l, Checks(*this, op));
+      case OpKind::kForward:
+      case OpKind::kBackward:
+        check_layer_op(op);
         break;
-      }
       case OpKind::kLoss:
         check_loss(op);
         break;
-      case OpKind::kBackward: {
-        const auto& l = layer_of(op);
-        layer_kernel(l.kind).check_backward(op, l, Checks(*this, op));
-        break;
-      }
       case OpKind::kOptimizerStep:
         check_optimizer_step(op);
         break;
@@ -173,6 +159,25 @@ class PlanChecker {
       case OpKind::kRecv:
         check_stage_copy(op);
         break;
+    }
+  }
+
+  // Every operand of a layer's op at the shape its kind declares (planner/layer_ops.h),
+  // on the rows of the op's first input: no kind writes checks of its own.
+  void check_layer_op(const Op& op) const {
+    const planner::LayerInfo& l = layer_of(op);
+    const int first = op.inputs.empty() ? -1 : op.inputs[0];
+    need_index(first, op, "the first input");
+    const planner::Shape& first_shape = tensor(first).shape;
+    if (first_shape.empty())
+      throw Error("plan: {}, op '{}': tensor '{}' is a scalar, the first input needs rows", where_,
+                  op.label, tensor(first).name);
+    for (const planner::OperandNeed& need : planner::operand_needs(op, l, first_shape[0])) {
+      if (need.tensor >= 0)
+        need_shape(need.tensor, op, need.shape, need.what.c_str());
+      else if (need.required)
+        throw Error("plan: {}, op '{}': layer {}: {} is missing", where_, op.label, l.name,
+                    need.what);
     }
   }
 
@@ -245,22 +250,30 @@ class PlanChecker {
                   tensor(loss).name, tensor(loss).nelms);
   }
 
+  // The weight, its gradient and the state the optimizer's kind declares
+  // (planner/optimizer_kinds.h), each of the weight's elements and its declared dtype.
   void check_optimizer_step(const Op& op) const {
-    namespace oo = planner::optimizer_operand;
-    const int weight = op.state[oo::kWeight], grad = op.inputs[oo::kGrad];
+    using R = planner::OperandRole;
+    const int weight = planner::optimizer_operand(op, plan_.optimizer, R::kParam);
+    const int grad = planner::optimizer_operand(op, plan_.optimizer, R::kGrad);
     need_index(weight, op, "weight");
     need_index(grad, op, "grad");
     const std::int64_t n = tensor(weight).nelms;
+    const std::span<const planner::Operand> operands =
+        planner::optimizer_step_state(plan_.optimizer);
     for (std::size_t i = 0; i < op.state.size(); ++i) {
       const int t = op.state[i];
       need_index(t, op, "state");
       if (tensor(t).nelms != n)
         throw Error("plan: {}, op '{}': '{}' has {} elements but the weight '{}' has {}", where_,
                     op.label, tensor(t).name, tensor(t).nelms, tensor(weight).name, n);
-      const bool ok = i == oo::kWeight ? tensor(t).dtype == planner::DType::kFloat32
-                                       : optimizer_.accepts(i - oo::kFirstState, tensor(t).dtype);
-      if (!ok)
-        throw Error("plan: {}, op '{}': '{}' must be float32", where_, op.label, tensor(t).name);
+      const planner::Operand& o = operands[i];
+      const planner::DType want = o.role == R::kState
+                                      ? optimizer_state_[static_cast<std::size_t>(o.index)].dtype
+                                      : planner::DType::kFloat32;
+      if (tensor(t).dtype != want)
+        throw Error("plan: {}, op '{}': '{}' must be {}", where_, op.label, tensor(t).name,
+                    enum_name(want));
     }
     if (tensor(grad).nelms != n || tensor(grad).dtype != planner::DType::kFloat32)
       throw Error("plan: {}, op '{}': the gradient '{}' must be float32 of {} elements", where_,
@@ -294,15 +307,17 @@ class PlanChecker {
   }
 
   const planner::Plan& plan_;
-  const OptimizerKernel& optimizer_;
+  // What the optimizer's kind keeps per weight (planner/optimizer_kinds.h), in the order
+  // of the step's state after the weight.
+  std::vector<planner::OptimizerState> optimizer_state_;
   std::int64_t image_size_ = 1;
   std::string where_ = "setup";
 };
 
 }  // namespace
 
-void check_plan(const planner::Plan& plan, const OptimizerKernel& optimizer) {
-  PlanChecker(plan, optimizer).check();
+void check_plan(const planner::Plan& plan) {
+  PlanChecker(plan).check();
 }
 
 }  // namespace popkit::engine

@@ -45,7 +45,7 @@ EngineState::EngineState(planner::Plan p, EngineOptions o)
       options(std::move(o)),
       n_cores(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {
   optimizer.emplace(plan.optimizer);
-  check_plan(plan, *optimizer);
+  check_plan(plan);
   image_size = std::accumulate(plan.input_shape.begin(), plan.input_shape.end(), std::int64_t{1},
                                std::multiplies<>());
   n_replicas = plan.replication_factor;

@@ -13,7 +13,6 @@ namespace popkit::engine {
 
 struct OptimizerKernel::Kind {
   std::string_view type;  // the kind's name (config/optimizer_kinds.h)
-  bool (*accepts)(std::size_t i, config::DType dtype);
   // The kind's parameters are made from the settings at each step: a few casts.
   void (*step)(const config::Optimizer& o, const Kernels& level, float* w, const float* g,
                std::span<std::byte* const> state, std::span<const config::DType> dtypes,
@@ -22,15 +21,8 @@ struct OptimizerKernel::Kind {
 
 namespace {
 
-bool only_float32(std::size_t, config::DType dtype) {
-  return dtype == config::DType::kFloat32;
-}
-
-// Adam's state: the first moment (may be stored as float16, first_order_dtype), the
+// Adam's state: the first moment (float32, or float16 with first_order_dtype), the
 // second moment.
-bool adam_accepts(std::size_t i, config::DType dtype) {
-  return dtype == config::DType::kFloat32 || i == 0;
-}
 void step_adam(const config::Optimizer& o, const Kernels& level, float* w, const float* g,
                std::span<std::byte* const> state, std::span<const config::DType> dtypes,
                std::int64_t n, std::int64_t t) {
@@ -51,18 +43,14 @@ void step_sgd(const config::Optimizer& o, const Kernels& level, float* w, const 
 }
 
 const std::array<OptimizerKernel::Kind, 2> kKinds{{
-    {"adam", adam_accepts, step_adam},
-    {"sgd", only_float32, step_sgd},
+    {"adam", step_adam},
+    {"sgd", step_sgd},
 }};
 
 }  // namespace
 
 OptimizerKernel::OptimizerKernel(const config::Optimizer& o)
     : optimizer_(o), kind_(&config::kind_entry(std::span<const Kind>(kKinds), o.type)) {}
-
-bool OptimizerKernel::accepts(std::size_t i, config::DType dtype) const {
-  return kind_->accepts(i, dtype);
-}
 
 void OptimizerKernel::step(const Kernels& level, float* w, const float* g,
                            std::span<std::byte* const> state, std::span<const config::DType> dtypes,

@@ -1,8 +1,9 @@
 // The engine's half of an optimizer kind: the step of the plan's optimizer on one
 // variable (a full tensor or its shard), given the weight, its reduced gradient and
 // the optimizer's state tensors in the order planner/optimizer_kinds.h lists them.
-// Each kind is one entry of the table in optimizer.cpp (the dtypes it accepts and its
-// step) with its loop in its own kernel table (engine/kernels/adam.h, sgd.h).
+// Each kind is one entry of the table in optimizer.cpp (its step), with its loop in its
+// own kernel table (engine/kernels/adam.h, sgd.h); its state's dtypes are the planner's
+// entry's, which the engine's plan checks hold the plan to.
 #pragma once
 
 #include <cstddef>
@@ -18,9 +19,6 @@ struct Kernels;
 class OptimizerKernel {
  public:
   explicit OptimizerKernel(const config::Optimizer& optimizer);
-
-  // The dtype the plan must give state tensor `i` (the first moment may be float16).
-  [[nodiscard]] bool accepts(std::size_t i, config::DType dtype) const;
 
   // One step on n elements with the kernels of `level`; `t` counts optimizer steps from 1.
   void step(const Kernels& level, float* w, const float* g, std::span<std::byte* const> state,

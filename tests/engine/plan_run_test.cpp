@@ -21,6 +21,7 @@
 #include "config/optimizer_kinds.h"
 #include "engine/engine.h"
 #include "planner/build.h"
+#include "planner/layer_ops.h"
 #include "planner/schedule.h"
 #include "planner/sync_groups.h"
 #include "tests/support/test_profile.h"
@@ -974,6 +975,98 @@ BOOST_AUTO_TEST_CASE(shapes_that_disagree_with_the_plan) {
     return std::string(e.what()).find("has 3 samples") != std::string::npos &&
            std::string(e.what()).find("shape [2, 36]") != std::string::npos;
   });
+}
+
+// Every op of the plan, repeat bodies included.
+void for_each_op(planner::Plan& plan, const std::function<void(planner::Op&)>& fn) {
+  std::function<void(std::vector<planner::Op>&)> walk = [&](std::vector<planner::Op>& ops) {
+    for (planner::Op& op : ops) {
+      fn(op);
+      walk(op.body);
+    }
+  };
+  walk(plan.setup);
+  for (planner::Phase& ph : plan.phases) walk(ph.ops);
+}
+
+// The tensor in position (role, index) of the ops of `kind` of layer `layer`: each one.
+std::vector<int*> layer_operands(planner::Plan& plan, const std::string& layer,
+                                 planner::OpKind kind, planner::OperandRole role, int index) {
+  std::vector<int*> out;
+  for_each_op(plan, [&](planner::Op& op) {
+    if (op.kind != kind || plan.layers.at(static_cast<std::size_t>(op.layer)).name != layer) return;
+    const planner::LayerKind& k = planner::layer_kind(plan.layers[op.layer].kind);
+    const int t = planner::layer_operand(op, k, role, index);
+    for (auto* list : {&op.inputs, &op.outputs, &op.state})
+      for (int& slot : *list)
+        if (slot == t && t >= 0) out.push_back(&slot);
+  });
+  return out;
+}
+
+void reshape(planner::Plan& plan, int t, planner::Shape shape, planner::DType dtype) {
+  planner::DeviceTensor& d = plan.tensors.at(static_cast<std::size_t>(t));
+  d.shape = std::move(shape);
+  d.dtype = dtype;
+  d.nelms = std::accumulate(d.shape.begin(), d.shape.end(), std::int64_t{1}, std::multiplies<>());
+  d.nbytes = static_cast<std::uint64_t>(d.nelms * planner::dtype_size(dtype));
+}
+
+// The engine holds each kind's ops to the operands its planner entry declares, and each
+// layer to its kind's rules; no kind writes checks of its own.
+BOOST_AUTO_TEST_CASE(every_kind_is_held_to_what_its_entry_declares) {
+  using planner::OpKind;
+  using R = planner::OperandRole;
+  config::Config c = base_config(1, 2, 1);
+  add_layer_norms(c);
+  const planner::Plan good = planner::build_plan(c);
+  BOOST_REQUIRE_NO_THROW(Engine(good, options()));
+  const auto refused = [&](const std::function<void(planner::Plan&)>& spoil,
+                           const std::string& want) {
+    planner::Plan p = good;
+    spoil(p);
+    std::string got = "(accepted)";
+    try {
+      Engine e(p, options());
+    } catch (const Error& e) {
+      got = e.what();
+    }
+    BOOST_TEST(got.find(want) != std::string::npos, got << " does not say: " << want);
+  };
+  const auto first = [](std::vector<int*> slots) {
+    BOOST_REQUIRE(!slots.empty());
+    return *slots.front();
+  };
+  refused(
+      [&](planner::Plan& p) {
+        reshape(p, first(layer_operands(p, "fc1_ln", OpKind::kForward, R::kSaved, 1)), {3},
+                planner::DType::kFloat32);
+      },
+      "has shape [3] but the row reciprocal deviations needs [2]");
+  refused(
+      [&](planner::Plan& p) {
+        reshape(p, first(layer_operands(p, "drop1", OpKind::kForward, R::kOut, 0)), {2, 15},
+                planner::DType::kFloat32);
+      },
+      "has shape [2, 15] but the layer output needs [2, 16]");
+  refused(
+      [&](planner::Plan& p) {
+        for (int* slot : layer_operands(p, "fc2", OpKind::kBackward, R::kSaved, 0)) *slot = -1;
+      },
+      "layer fc2: the pre-activation is missing");
+  refused(
+      [&](planner::Plan& p) {
+        for (planner::DeviceTensor& t : p.tensors)
+          if (t.name == "fc2.weight.adam_v")
+            reshape(p, static_cast<int>(&t - p.tensors.data()), t.shape, planner::DType::kFloat16);
+      },
+      "'fc2.weight.adam_v' must be float32");
+  refused(
+      [&](planner::Plan& p) {
+        for (planner::LayerInfo& l : p.layers)
+          if (l.name == "drop1") l.attributes.set("rate", 1.5);
+      },
+      "plan: layer drop1.rate: a dropout rate must be in [0, 1), got 1.5");
 }
 
 BOOST_AUTO_TEST_CASE(initial_values_do_not_depend_on_r_mode_or_sharding) {

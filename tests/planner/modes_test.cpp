@@ -6,6 +6,7 @@
 #include "config/optimizer_kinds.h"
 #include "planner/build.h"
 #include "planner/operands.h"
+#include "planner/optimizer_kinds.h"
 #include "tests/planner/configs.h"
 #include "tests/planner/helpers.h"
 
@@ -234,8 +235,9 @@ BOOST_AUTO_TEST_CASE(sharded_weight_with_full_state_all_reduces_and_slices_home)
   // The optimizer step reads the full (gathered) weight.
   for (const Op& op : p.phases[3].ops)
     if (op.kind == OpKind::kOptimizerStep && op.label == "adam fc4.weight")
-      BOOST_TEST(p.tensors[static_cast<std::size_t>(op.state[optimizer_operand::kWeight])].name ==
-                 "fc4.weight");
+      BOOST_TEST(p.tensors[static_cast<std::size_t>(
+                               optimizer_operand(op, p.optimizer, OperandRole::kParam))]
+                     .name == "fc4.weight");
 }
 
 BOOST_AUTO_TEST_CASE(reductions_run_inside_variable_groups) {
@@ -286,9 +288,9 @@ BOOST_AUTO_TEST_CASE(sgd_momentum_is_state_like_adams_moments) {
     if (op.kind == OpKind::kOptimizerStep && op.label == "sgd fc4.weight") {
       BOOST_TEST(op.inputs.size() == 1u);
       BOOST_REQUIRE(op.state.size() == 2u);
-      BOOST_TEST(
-          p.tensors[static_cast<std::size_t>(op.state[optimizer_operand::kFirstState])].name ==
-          "fc4.weight.momentum");
+      BOOST_TEST(p.tensors[static_cast<std::size_t>(
+                               optimizer_operand(op, p.optimizer, OperandRole::kState, 0))]
+                     .name == "fc4.weight.momentum");
     }
 }
 
