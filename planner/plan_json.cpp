@@ -78,6 +78,136 @@ json ops_json(const std::vector<Op>& ops) {
   for (const Op& op : ops) a.push_back(op_json(op));
   return a;
 }
+
+json layers_json(const std::vector<LayerInfo>& layers) {
+  json out = json::array();
+  for (const auto& l : layers) {
+    // The kind's keys beside the layer's shape (config/layer_kinds.h names none alike but
+    // out_features, which is the output's width).
+    json jl = json::object();
+    put_attributes(jl, l.attributes);
+    jl.update({{"name", l.name},
+               {"type", l.kind},
+               {"in_features", l.in_features},
+               {"out_features", l.out_features},
+               {"graph", l.graph},
+               {"row", l.row}});
+    if (l.sequence != 1) jl["sequence"] = l.sequence;
+    out.push_back(std::move(jl));
+  }
+  return out;
+}
+
+json variables_json(const std::vector<Variable>& variables) {
+  json out = json::array();
+  for (const auto& v : variables) {
+    json jv = {{"name", v.name},          {"layer", v.layer},          {"role", name_of(v.role)},
+               {"class", name_of(v.cls)}, {"dtype", name_of(v.dtype)}, {"meta_shape", v.meta_shape},
+               {"nelms", v.nelms},        {"sharded", v.sharded},      {"shard_size", v.shard_size},
+               {"padding", v.padding},    {"remote", v.remote}};
+    jv["init"] = {{"kind", name_of(v.init.kind)}};
+    if (v.init.kind == InitKind::kNormal)
+      jv["init"].update({{"mean", v.init.mean}, {"std", v.init.std}});
+    if (v.remote) {
+      jv["buffer"] = v.buffer;
+      jv["entry"] = v.entry;
+    } else {
+      jv["device_tensor"] = v.device_tensor;
+    }
+    out.push_back(std::move(jv));
+  }
+  return out;
+}
+
+json tensors_json(const std::vector<DeviceTensor>& tensors) {
+  json out = json::array();
+  for (const auto& t : tensors) {
+    json jt = {{"name", t.name},
+               {"class", name_of(t.cls)},
+               {"dtype", name_of(t.dtype)},
+               {"shape", t.shape},
+               {"nelms", t.nelms},
+               {"nbytes", t.nbytes},
+               {"always_live", t.always_live}};
+    if (t.double_buffer >= 0) jt["double_buffer"] = t.double_buffer;
+    if (t.stage >= 0) jt["stage"] = t.stage;
+    out.push_back(std::move(jt));
+  }
+  return out;
+}
+
+json buffers_json(const std::vector<RemoteBuffer>& buffers) {
+  json out = json::array();
+  for (const auto& b : buffers)
+    out.push_back({{"name", b.name},
+                   {"class", name_of(b.cls)},
+                   {"dtype", name_of(b.dtype)},
+                   {"element_shape", b.element_shape},
+                   {"rows", b.rows},
+                   {"steps", b.steps},
+                   {"entry_bytes", b.entry_bytes}});
+  return out;
+}
+
+json phases_json(const std::vector<Phase>& phases) {
+  json out = json::array();
+  for (const auto& ph : phases) {
+    json by_class = json::object();
+    for (std::size_t c = 0; c < kNumTensorClasses; ++c)
+      by_class[name_of(static_cast<TensorClass>(c))] = ph.memory.peak_by_class[c];
+    out.push_back({{"name", ph.name},
+                   {"ops", ops_json(ph.ops)},
+                   {"memory",
+                    {{"peak", ph.memory.peak},
+                     {"always_live", ph.memory.always_live},
+                     {"not_always_live", ph.memory.not_always_live},
+                     {"peak_by_class", by_class}}},
+                   {"estimated_seconds", ph.estimated_seconds}});
+    if (ph.stage >= 0) {
+      json& jp = out.back();
+      jp["stage"] = ph.stage;
+      json slots = json::array();
+      for (const StageSlot& s : ph.slots)
+        slots.push_back({{"work", s.work == PipelineWork::kForward ? "forward" : "backward"},
+                         {"micro_batch", s.micro_batch},
+                         {"first_op", s.first_op},
+                         {"end_op", s.end_op}});
+      jp["slots"] = std::move(slots);
+    }
+  }
+  return out;
+}
+
+json pipeline_json(const PipelinePlan& pp) {
+  json stages = json::array();
+  for (const PipelineStagePlan& st : pp.stages)
+    stages.push_back({{"first_layer", st.first_layer},
+                      {"n_layers", st.n_layers},
+                      {"stash_depth", st.stash_depth},
+                      {"head_seconds", st.head_seconds},
+                      {"forward_seconds", st.forward_seconds},
+                      {"backward_seconds", st.backward_seconds},
+                      {"tail_seconds", st.tail_seconds}});
+  return {{"placement", pp.placement_auto ? "auto" : "explicit"},
+          {"stages", std::move(stages)},
+          {"planned_bubble", pp.planned_bubble},
+          {"estimated_bubble", pp.estimated_bubble}};
+}
+
+json not_fitting_json(const NotFitting& nf) {
+  json j = {{"phase", nf.phase},
+            {"bytes_over", nf.bytes_over},
+            {"largest", nf.largest},
+            {"suggestions", nf.suggestions}};
+  if (const auto& a = nf.advice)
+    j["advice"] = {{"fits", a->fits},
+                   {"settings", a->settings},
+                   {"peak_bytes", a->peak_bytes},
+                   {"samples_per_second", a->samples_per_second},
+                   {"planned", a->n_planned}};
+  return j;
+}
+
 }  // namespace
 
 json attribute_json(const config::AttributeValue& value) {
@@ -117,108 +247,14 @@ nlohmann::json plan_to_json(const Plan& plan) {
   j["optimizer"] = optimizer_json(plan.optimizer);
   j["seed"] = plan.seed;
   j["init_seed"] = plan.init_seed;
-  json layers = json::array();
-  for (const auto& l : plan.layers) {
-    // The kind's keys beside the layer's shape (config/layer_kinds.h names none alike but
-    // out_features, which is the output's width).
-    json jl = json::object();
-    put_attributes(jl, l.attributes);
-    jl.update({{"name", l.name},
-               {"type", l.kind},
-               {"in_features", l.in_features},
-               {"out_features", l.out_features},
-               {"graph", l.graph},
-               {"row", l.row}});
-    if (l.sequence != 1) jl["sequence"] = l.sequence;
-    layers.push_back(std::move(jl));
-  }
-  j["layers"] = std::move(layers);
-  json vars = json::array();
-  for (const auto& v : plan.variables) {
-    json jv = {{"name", v.name},          {"layer", v.layer},          {"role", name_of(v.role)},
-               {"class", name_of(v.cls)}, {"dtype", name_of(v.dtype)}, {"meta_shape", v.meta_shape},
-               {"nelms", v.nelms},        {"sharded", v.sharded},      {"shard_size", v.shard_size},
-               {"padding", v.padding},    {"remote", v.remote}};
-    jv["init"] = {{"kind", name_of(v.init.kind)}};
-    if (v.init.kind == InitKind::kNormal)
-      jv["init"].update({{"mean", v.init.mean}, {"std", v.init.std}});
-    if (v.remote) {
-      jv["buffer"] = v.buffer;
-      jv["entry"] = v.entry;
-    } else {
-      jv["device_tensor"] = v.device_tensor;
-    }
-    vars.push_back(std::move(jv));
-  }
-  j["variables"] = std::move(vars);
-  json tensors = json::array();
-  for (const auto& t : plan.tensors) {
-    json jt = {{"name", t.name},
-               {"class", name_of(t.cls)},
-               {"dtype", name_of(t.dtype)},
-               {"shape", t.shape},
-               {"nelms", t.nelms},
-               {"nbytes", t.nbytes},
-               {"always_live", t.always_live}};
-    if (t.double_buffer >= 0) jt["double_buffer"] = t.double_buffer;
-    if (t.stage >= 0) jt["stage"] = t.stage;
-    tensors.push_back(std::move(jt));
-  }
-  j["tensors"] = std::move(tensors);
-  json buffers = json::array();
-  for (const auto& b : plan.buffers)
-    buffers.push_back({{"name", b.name},
-                       {"class", name_of(b.cls)},
-                       {"dtype", name_of(b.dtype)},
-                       {"element_shape", b.element_shape},
-                       {"rows", b.rows},
-                       {"steps", b.steps},
-                       {"entry_bytes", b.entry_bytes}});
-  j["buffers"] = std::move(buffers);
+  j["layers"] = layers_json(plan.layers);
+  j["variables"] = variables_json(plan.variables);
+  j["tensors"] = tensors_json(plan.tensors);
+  j["buffers"] = buffers_json(plan.buffers);
   j["setup"] = ops_json(plan.setup);
-  json phases = json::array();
-  for (const auto& ph : plan.phases) {
-    json by_class = json::object();
-    for (std::size_t c = 0; c < kNumTensorClasses; ++c)
-      by_class[name_of(static_cast<TensorClass>(c))] = ph.memory.peak_by_class[c];
-    phases.push_back({{"name", ph.name},
-                      {"ops", ops_json(ph.ops)},
-                      {"memory",
-                       {{"peak", ph.memory.peak},
-                        {"always_live", ph.memory.always_live},
-                        {"not_always_live", ph.memory.not_always_live},
-                        {"peak_by_class", by_class}}},
-                      {"estimated_seconds", ph.estimated_seconds}});
-    if (ph.stage >= 0) {
-      json& jp = phases.back();
-      jp["stage"] = ph.stage;
-      json slots = json::array();
-      for (const StageSlot& s : ph.slots)
-        slots.push_back({{"work", s.work == PipelineWork::kForward ? "forward" : "backward"},
-                         {"micro_batch", s.micro_batch},
-                         {"first_op", s.first_op},
-                         {"end_op", s.end_op}});
-      jp["slots"] = std::move(slots);
-    }
-  }
-  j["phases"] = std::move(phases);
+  j["phases"] = phases_json(plan.phases);
   j["sync_pattern"] = name_of(plan.sync_pattern);
-  if (plan.pipeline) {
-    const PipelinePlan& pp = *plan.pipeline;
-    json stages = json::array();
-    for (const PipelineStagePlan& st : pp.stages)
-      stages.push_back({{"first_layer", st.first_layer},
-                        {"n_layers", st.n_layers},
-                        {"stash_depth", st.stash_depth},
-                        {"head_seconds", st.head_seconds},
-                        {"forward_seconds", st.forward_seconds},
-                        {"backward_seconds", st.backward_seconds},
-                        {"tail_seconds", st.tail_seconds}});
-    j["pipeline"] = {{"placement", pp.placement_auto ? "auto" : "explicit"},
-                     {"stages", std::move(stages)},
-                     {"planned_bubble", pp.planned_bubble},
-                     {"estimated_bubble", pp.estimated_bubble}};
-  }
+  if (plan.pipeline) j["pipeline"] = pipeline_json(*plan.pipeline);
   j["peak_bytes"] = plan.peak_bytes;
   j["peak_phase"] = plan.peak_phase;
   j["always_live_bytes"] = plan.always_live_bytes;
@@ -226,18 +262,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
   j["host_bytes_per_step"] = plan.host_bytes_per_step;
   j["memory_per_replica"] = plan.memory_per_replica;
   j["fits"] = plan.fits;
-  if (!plan.fits) {
-    j["not_fitting"] = {{"phase", plan.not_fitting.phase},
-                        {"bytes_over", plan.not_fitting.bytes_over},
-                        {"largest", plan.not_fitting.largest},
-                        {"suggestions", plan.not_fitting.suggestions}};
-    if (const auto& a = plan.not_fitting.advice)
-      j["not_fitting"]["advice"] = {{"fits", a->fits},
-                                    {"settings", a->settings},
-                                    {"peak_bytes", a->peak_bytes},
-                                    {"samples_per_second", a->samples_per_second},
-                                    {"planned", a->n_planned}};
-  }
+  if (!plan.fits) j["not_fitting"] = not_fitting_json(plan.not_fitting);
   j["device_profile"] = plan.device_profile;
   j["device_kind"] = plan.device_kind;
   // Only from a profile that measured it: other plans stay as they were.

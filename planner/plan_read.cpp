@@ -12,6 +12,7 @@
 #include "planner/layer_ops.h"
 #include "planner/memory.h"
 #include "planner/names.h"
+#include "planner/plan_fields.h"
 #include "planner/plan_json.h"
 
 namespace popkit::planner {
@@ -37,182 +38,11 @@ using nlohmann::json;
 // 5: each variable's initialiser ("init") and the plan's "init_seed".
 constexpr int kPlanVersion = 5;
 
-// Values quoted in an error message are cut to this many bytes, so a message stays a line.
-constexpr std::size_t kMaxShown = 40;
-
-std::string clipped(const std::string& s) {
-  return s.size() <= kMaxShown ? s : s.substr(0, kMaxShown) + "...";
-}
-
-// A value as an error message shows it: scalars as JSON (a long string cut short),
-// arrays and objects by their type only.
-std::string shown(const json& v) {
-  if (v.is_array()) return "an array";
-  if (v.is_object()) return "an object";
-  if (v.is_string() && v.get_ref<const std::string&>().size() > kMaxShown) {
-    return json(v.get_ref<const std::string&>().substr(0, kMaxShown))
-               .dump(-1, ' ', false, json::error_handler_t::replace) +
-           "...";
-  }
-  return v.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-// Reads with a path for every error: "<file>: phases[3].ops[2].kind: ...". With the
-// split the DOM was parsed with, its arrays come from the split.
-class Reader {
+// Reads a Plan, its elements from the split the DOM was parsed with where it holds them.
+class Reader : public FieldReader {
  public:
   explicit Reader(const std::string& file, PlanSplit::Arrays* split = nullptr)
-      : file_(file), split_(split) {}
-
-  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
-    throw Error("{}: {}: {}", file_, path, what);
-  }
-
-  const json& field(const json& obj, const std::string& path, const char* key) const {
-    if (!obj.is_object()) fail(path, "expected an object");
-    const auto it = obj.find(key);
-    if (it == obj.end()) fail(join(path, key), "missing");
-    return *it;
-  }
-
-  static std::string join(const std::string& path, const std::string& key) {
-    return path.empty() ? key : path + "." + key;
-  }
-  static std::string index(const std::string& path, std::size_t i) {
-    return fmt::format("{}[{}]", path, i);
-  }
-
-  std::int64_t integer(const json& obj, const std::string& path, const char* key) const {
-    const json& v = field(obj, path, key);
-    if (!v.is_number_integer())
-      fail(join(path, key), fmt::format("expected an integer, got {}", shown(v)));
-    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxInt64))
-      fail(join(path, key), fmt::format("{} is out of range (at most {})", shown(v), kMaxInt64));
-    return v.get<std::int64_t>();
-  }
-  // An integer from `lo` to `hi`.
-  std::int64_t integer_in(const json& obj, const std::string& path, const char* key,
-                          std::int64_t lo, std::int64_t hi) const {
-    const std::int64_t v = integer(obj, path, key);
-    if (v < lo || v > hi)
-      fail(join(path, key), fmt::format("{} is out of range ({} to {})", v, lo, hi));
-    return v;
-  }
-  int small(const json& obj, const std::string& path, const char* key) const {
-    return static_cast<int>(integer_in(obj, path, key, kMinInt, kMaxInt));
-  }
-  int small_or(const json& obj, const std::string& path, const char* key, int fallback) const {
-    return obj.contains(key) ? small(obj, path, key) : fallback;
-  }
-  std::uint64_t bytes(const json& obj, const std::string& path, const char* key) const {
-    const json& v = field(obj, path, key);
-    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
-      fail(join(path, key), fmt::format("expected a non-negative integer, got {}", shown(v)));
-    return v.get<std::uint64_t>();
-  }
-  double number(const json& obj, const std::string& path, const char* key) const {
-    const json& v = field(obj, path, key);
-    if (!v.is_number()) fail(join(path, key), fmt::format("expected a number, got {}", shown(v)));
-    return v.get<double>();
-  }
-  // Times, rates and fractions of time: a negative one is a broken file, not a report.
-  double non_negative(const json& obj, const std::string& path, const char* key) const {
-    const double v = number(obj, path, key);
-    if (v < 0) fail(join(path, key), fmt::format("{} is negative; a time or a rate is >= 0", v));
-    return v;
-  }
-  bool boolean(const json& obj, const std::string& path, const char* key) const {
-    const json& v = field(obj, path, key);
-    if (!v.is_boolean())
-      fail(join(path, key), fmt::format("expected true or false, got {}", shown(v)));
-    return v.get<bool>();
-  }
-  std::string string(const json& obj, const std::string& path, const char* key) const {
-    const json& v = field(obj, path, key);
-    if (!v.is_string()) fail(join(path, key), fmt::format("expected a string, got {}", shown(v)));
-    return v.get<std::string>();
-  }
-  // One of `names`.
-  std::string name_in(const json& obj, const std::string& path, const char* key,
-                      const std::vector<std::string_view>& names) const {
-    std::string s = string(obj, path, key);
-    if (std::find(names.begin(), names.end(), s) == names.end())
-      fail(join(path, key),
-           fmt::format("'{}' is not one of {}", clipped(s), fmt::join(names, ", ")));
-    return s;
-  }
-  template <typename E>
-  E enumeration(const json& obj, const std::string& path, const char* key) const {
-    return *parse_enum<E>(name_in(obj, path, key, enum_names<E>()));
-  }
-  const json& array(const json& obj, const std::string& path, const char* key) const {
-    const json& v = field(obj, path, key);
-    if (!v.is_array()) fail(join(path, key), "expected an array");
-    return v;
-  }
-  std::vector<std::int64_t> shape(const json& obj, const std::string& path, const char* key) const {
-    std::vector<std::int64_t> out;
-    const json& a = array(obj, path, key);
-    const std::string p = join(path, key);
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      if (!a[i].is_number_integer()) fail(index(p, i), "expected an integer");
-      if (a[i].is_number_unsigned() &&
-          a[i].get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxInt64))
-        fail(index(p, i), fmt::format("{} is out of range (at most {})", shown(a[i]), kMaxInt64));
-      out.push_back(a[i].get<std::int64_t>());
-    }
-    return out;
-  }
-  // An op's operand list: tensor indices, -1 for an unused position; absent is empty.
-  std::vector<int> operands(const json& obj, const std::string& path, const char* key) const {
-    std::vector<int> out;
-    if (!obj.contains(key)) return out;
-    const json& a = array(obj, path, key);
-    const std::string p = join(path, key);
-    out.reserve(a.size());
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      if (!a[i].is_number_integer())
-        fail(index(p, i), fmt::format("expected a tensor index, got {}", shown(a[i])));
-      const bool in_range =
-          a[i].is_number_unsigned()
-              ? a[i].get<std::uint64_t>() <= static_cast<std::uint64_t>(kMaxInt)
-              : a[i].get<std::int64_t>() >= -1 && a[i].get<std::int64_t>() <= kMaxInt;
-      if (!in_range)
-        fail(index(p, i), fmt::format("{} is not a tensor index (-1 to {})", shown(a[i]), kMaxInt));
-      out.push_back(a[i].get<int>());
-    }
-    return out;
-  }
-  std::vector<std::string> strings(const json& obj, const std::string& path,
-                                   const char* key) const {
-    std::vector<std::string> out;
-    const json& a = array(obj, path, key);
-    const std::string p = join(path, key);
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      if (!a[i].is_string()) fail(index(p, i), "expected a string");
-      out.push_back(a[i].get<std::string>());
-    }
-    return out;
-  }
-  ReplicaGrouping grouping(const json& obj, const std::string& path, const char* key) const {
-    const json& g = field(obj, path, key);
-    const std::string p = join(path, key);
-    return {integer(g, p, "factor"), integer(g, p, "group_size"), integer(g, p, "stride")};
-  }
-
-  // The array at obj.key, each element read by `read`; from the split when it read it.
-  template <typename T, typename Read>
-  std::vector<T> list(const json& obj, const std::string& path, const char* key,
-                      SplitArrays<T>* split, Read read) const {
-    const json& v = field(obj, path, key);
-    const std::string p = join(path, key);
-    if (split != nullptr && is_placeholder(v)) return split->take(v, p);
-    if (!v.is_array()) fail(p, "expected an array");
-    std::vector<T> out;
-    out.reserve(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) out.push_back(read(v[i], index(p, i)));
-    return out;
-  }
+      : FieldReader(file), split_(split) {}
 
   Op op(const json& j, const std::string& path) const {
     Op o;
@@ -326,41 +156,16 @@ class Reader {
     return b;
   }
 
-  // A kind's keys (config/kind_keys.h), each as its type: every one the kind declares.
-  config::Attributes attributes(const json& obj, const std::string& path,
-                                std::span<const config::KindKey> keys) const {
-    config::Attributes out;
-    for (const config::KindKey& key : keys) {
-      const std::string name(key.name);
-      switch (key.type) {
-        case config::KeyType::kInteger:
-          out.set(name, integer(obj, path, name.c_str()));
-          break;
-        case config::KeyType::kNumber:
-          out.set(name, number(obj, path, name.c_str()));
-          break;
-        case config::KeyType::kBoolean:
-          out.set(name, boolean(obj, path, name.c_str()));
-          break;
-        case config::KeyType::kChoice:
-          out.set(name, name_in(obj, path, name.c_str(), key.choices()));
-          break;
-        case config::KeyType::kName:
-          out.set(name, string(obj, path, name.c_str()));
-          break;
-      }
-    }
-    return out;
-  }
-
   Plan plan(const json& j) const;
 
  private:
-  static constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
-  static constexpr std::int64_t kMinInt = std::numeric_limits<int>::min();
-  static constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
+  void header(const json& j, Plan& p) const;
+  void elements(const json& j, Plan& p) const;
+  Phase phase(const json& jp, const std::string& path, std::int64_t gradient_accumulation) const;
+  PipelinePlan pipeline(const json& jp, std::size_t n_plan_layers) const;
+  NotFitting not_fitting(const json& nf) const;
+  void estimates(const json& j, Plan& p) const;
 
-  const std::string& file_;
   PlanSplit::Arrays* split_;
 };
 
@@ -406,6 +211,35 @@ namespace {
 Plan Reader::plan(const json& j) const {
   Plan p;
   if (!j.is_object()) fail("(top level)", "expected an object");
+  header(j, p);
+  elements(j, p);
+  const json& phases = array(j, "", "phases");
+  for (std::size_t i = 0; i < phases.size(); ++i)
+    p.phases.push_back(phase(phases[i], index("phases", i), p.gradient_accumulation));
+  if (j.contains("sync_pattern"))
+    p.sync_pattern = enumeration<config::SyncPattern>(j, "", "sync_pattern");
+  if (j.contains("pipeline")) p.pipeline = pipeline(field(j, "", "pipeline"), p.layers.size());
+  p.peak_bytes = bytes(j, "", "peak_bytes");
+  p.peak_phase = small(j, "", "peak_phase");
+  p.always_live_bytes = bytes(j, "", "always_live_bytes");
+  p.streaming_bytes = bytes(j, "", "streaming_bytes");
+  p.host_bytes_per_step = bytes(j, "", "host_bytes_per_step");
+  p.memory_per_replica = bytes(j, "", "memory_per_replica");
+  p.fits = boolean(j, "", "fits");
+  if (!p.fits) p.not_fitting = not_fitting(field(j, "", "not_fitting"));
+  estimates(j, p);
+  if (j.contains("warnings")) p.warnings = strings(j, "", "warnings");
+  // The ops must reference tensors that exist and are live when used.
+  try {
+    check_plan(p);
+  } catch (const Error& e) {
+    throw Error("{}: {}", file(), e.what());
+  }
+  return p;
+}
+
+// The format's version, the run's shape and its settings.
+void Reader::header(const json& j, Plan& p) const {
   const std::int64_t version = integer(j, "", "version");
   if (version > kPlanVersion)
     fail("version",
@@ -432,17 +266,20 @@ Plan Reader::plan(const json& j) const {
   p.retrieval_mode = enumeration<RetrievalMode>(j, "", "retrieval_mode");
   p.sharding_grouping = grouping(j, "", "sharding_grouping");
   p.sharding_threshold = integer(j, "", "sharding_threshold");
-  {
-    const json& o = field(j, "", "optimizer");
-    p.optimizer.type = name_in(o, "optimizer", "type", config::optimizer_kind_names());
-    // The common keys, then the kind's (config/optimizer_kinds.h), each as its type.
-    p.optimizer.lr = number(o, "optimizer", "lr");
-    p.optimizer.weight_decay = number(o, "optimizer", "weight_decay");
-    p.optimizer.attributes =
-        attributes(o, "optimizer", config::optimizer_kind_rules(p.optimizer.type).keys);
-  }
+  const json& o = field(j, "", "optimizer");
+  p.optimizer.type = name_in(o, "optimizer", "type", config::optimizer_kind_names());
+  // The common keys, then the kind's (config/optimizer_kinds.h), each as its type.
+  p.optimizer.lr = number(o, "optimizer", "lr");
+  p.optimizer.weight_decay = number(o, "optimizer", "weight_decay");
+  p.optimizer.attributes =
+      attributes(o, "optimizer", config::optimizer_kind_rules(p.optimizer.type).keys);
   p.seed = bytes(j, "", "seed");
   p.init_seed = bytes(j, "", "init_seed");
+}
+
+// The big arrays: layers (each held to its kind's rules), variables, tensors, buffers and
+// the set-up ops.
+void Reader::elements(const json& j, Plan& p) const {
   auto from = [this](auto member) { return split_ != nullptr ? &(split_->*member) : nullptr; };
   p.layers = list<LayerInfo>(j, "", "layers", from(&PlanSplit::Arrays::layers),
                              [this](const json& e, const std::string& at) { return layer(e, at); });
@@ -458,93 +295,89 @@ Plan Reader::plan(const json& j) const {
       list<RemoteBuffer>(j, "", "buffers", from(&PlanSplit::Arrays::buffers),
                          [this](const json& e, const std::string& at) { return buffer(e, at); });
   p.setup = ops(j, "", "setup");
-  const json& phases = array(j, "", "phases");
-  for (std::size_t i = 0; i < phases.size(); ++i) {
-    const std::string path = index("phases", i);
-    const json& jp = phases[i];
-    Phase ph;
-    ph.name = string(jp, path, "name");
-    ph.ops = ops(jp, path, "ops");
-    const json& m = field(jp, path, "memory");
-    const std::string mp = join(path, "memory");
-    ph.memory.peak = bytes(m, mp, "peak");
-    ph.memory.always_live = bytes(m, mp, "always_live");
-    ph.memory.not_always_live = bytes(m, mp, "not_always_live");
-    const json& by = field(m, mp, "peak_by_class");
-    for (std::size_t c = 0; c < kNumTensorClasses; ++c) {
-      const std::string key(tensor_class_name(static_cast<TensorClass>(c)));
-      ph.memory.peak_by_class[c] = bytes(by, join(mp, "peak_by_class"), key.c_str());
-    }
-    ph.estimated_seconds = non_negative(jp, path, "estimated_seconds");
-    ph.stage = small_or(jp, path, "stage", -1);
-    if (jp.contains("slots")) {
-      const std::string sp = join(path, "slots");
-      const json& slots = array(jp, path, "slots");
-      for (std::size_t k = 0; k < slots.size(); ++k) {
-        const std::string at = index(sp, k);
-        StageSlot slot;
-        const std::string work = string(slots[k], at, "work");
-        if (work != "forward" && work != "backward")
-          fail(join(at, "work"), fmt::format("expected forward or backward, got '{}'", work));
-        slot.work = work == "forward" ? PipelineWork::kForward : PipelineWork::kBackward;
-        slot.micro_batch = integer_in(slots[k], at, "micro_batch", 0, p.gradient_accumulation - 1);
-        const auto n_ops = static_cast<std::int64_t>(ph.ops.size());
-        slot.first_op = integer_in(slots[k], at, "first_op", 0, n_ops);
-        slot.end_op = integer_in(slots[k], at, "end_op", slot.first_op, n_ops);
-        ph.slots.push_back(slot);
-      }
-    }
-    p.phases.push_back(std::move(ph));
+}
+
+// A phase: its ops, its memory and, in a pipelined plan, its stage's slots.
+Phase Reader::phase(const json& jp, const std::string& path,
+                    std::int64_t gradient_accumulation) const {
+  Phase ph;
+  ph.name = string(jp, path, "name");
+  ph.ops = ops(jp, path, "ops");
+  const json& m = field(jp, path, "memory");
+  const std::string mp = join(path, "memory");
+  ph.memory.peak = bytes(m, mp, "peak");
+  ph.memory.always_live = bytes(m, mp, "always_live");
+  ph.memory.not_always_live = bytes(m, mp, "not_always_live");
+  const json& by = field(m, mp, "peak_by_class");
+  for (std::size_t c = 0; c < kNumTensorClasses; ++c) {
+    const std::string key(tensor_class_name(static_cast<TensorClass>(c)));
+    ph.memory.peak_by_class[c] = bytes(by, join(mp, "peak_by_class"), key.c_str());
   }
-  if (j.contains("sync_pattern"))
-    p.sync_pattern = enumeration<config::SyncPattern>(j, "", "sync_pattern");
-  if (j.contains("pipeline")) {
-    const json& jp = field(j, "", "pipeline");
-    PipelinePlan pp;
-    pp.placement_auto = string(jp, "pipeline", "placement") == "auto";
-    pp.planned_bubble = non_negative(jp, "pipeline", "planned_bubble");
-    pp.estimated_bubble = non_negative(jp, "pipeline", "estimated_bubble");
-    const json& stages = array(jp, "pipeline", "stages");
-    const auto n_layers = static_cast<std::int64_t>(p.layers.size());
-    for (std::size_t k = 0; k < stages.size(); ++k) {
-      const std::string at = index("pipeline.stages", k);
-      PipelineStagePlan st;
-      st.first_layer = static_cast<int>(integer_in(stages[k], at, "first_layer", 0, n_layers - 1));
-      st.n_layers = static_cast<int>(integer_in(stages[k], at, "n_layers", 1, n_layers));
-      st.stash_depth = integer_in(stages[k], at, "stash_depth", 1, kMaxInt64);
-      st.head_seconds = non_negative(stages[k], at, "head_seconds");
-      st.forward_seconds = non_negative(stages[k], at, "forward_seconds");
-      st.backward_seconds = non_negative(stages[k], at, "backward_seconds");
-      st.tail_seconds = non_negative(stages[k], at, "tail_seconds");
-      pp.stages.push_back(st);
-    }
-    p.pipeline = std::move(pp);
+  ph.estimated_seconds = non_negative(jp, path, "estimated_seconds");
+  ph.stage = small_or(jp, path, "stage", -1);
+  if (!jp.contains("slots")) return ph;
+  const std::string sp = join(path, "slots");
+  const json& slots = array(jp, path, "slots");
+  for (std::size_t k = 0; k < slots.size(); ++k) {
+    const std::string at = index(sp, k);
+    StageSlot slot;
+    const std::string work = string(slots[k], at, "work");
+    if (work != "forward" && work != "backward")
+      fail(join(at, "work"), fmt::format("expected forward or backward, got '{}'", work));
+    slot.work = work == "forward" ? PipelineWork::kForward : PipelineWork::kBackward;
+    slot.micro_batch = integer_in(slots[k], at, "micro_batch", 0, gradient_accumulation - 1);
+    const auto n_ops = static_cast<std::int64_t>(ph.ops.size());
+    slot.first_op = integer_in(slots[k], at, "first_op", 0, n_ops);
+    slot.end_op = integer_in(slots[k], at, "end_op", slot.first_op, n_ops);
+    ph.slots.push_back(slot);
   }
-  p.peak_bytes = bytes(j, "", "peak_bytes");
-  p.peak_phase = small(j, "", "peak_phase");
-  p.always_live_bytes = bytes(j, "", "always_live_bytes");
-  p.streaming_bytes = bytes(j, "", "streaming_bytes");
-  p.host_bytes_per_step = bytes(j, "", "host_bytes_per_step");
-  p.memory_per_replica = bytes(j, "", "memory_per_replica");
-  p.fits = boolean(j, "", "fits");
-  if (!p.fits) {
-    const json& nf = field(j, "", "not_fitting");
-    p.not_fitting.phase = string(nf, "not_fitting", "phase");
-    p.not_fitting.bytes_over = bytes(nf, "not_fitting", "bytes_over");
-    p.not_fitting.largest = strings(nf, "not_fitting", "largest");
-    p.not_fitting.suggestions = strings(nf, "not_fitting", "suggestions");
-    if (nf.contains("advice")) {  // only popplan plan asks the tuner
-      const json& ja = field(nf, "not_fitting", "advice");
-      const std::string at = "not_fitting.advice";
-      FitAdvice a;
-      a.fits = boolean(ja, at, "fits");
-      a.settings = strings(ja, at, "settings");
-      a.peak_bytes = bytes(ja, at, "peak_bytes");
-      a.samples_per_second = non_negative(ja, at, "samples_per_second");
-      a.n_planned = bytes(ja, at, "planned");
-      p.not_fitting.advice = std::move(a);
-    }
+  return ph;
+}
+
+PipelinePlan Reader::pipeline(const json& jp, std::size_t n_plan_layers) const {
+  PipelinePlan pp;
+  pp.placement_auto = string(jp, "pipeline", "placement") == "auto";
+  pp.planned_bubble = non_negative(jp, "pipeline", "planned_bubble");
+  pp.estimated_bubble = non_negative(jp, "pipeline", "estimated_bubble");
+  const json& stages = array(jp, "pipeline", "stages");
+  const auto n_layers = static_cast<std::int64_t>(n_plan_layers);
+  for (std::size_t k = 0; k < stages.size(); ++k) {
+    const std::string at = index("pipeline.stages", k);
+    PipelineStagePlan st;
+    st.first_layer = static_cast<int>(integer_in(stages[k], at, "first_layer", 0, n_layers - 1));
+    st.n_layers = static_cast<int>(integer_in(stages[k], at, "n_layers", 1, n_layers));
+    st.stash_depth = integer_in(stages[k], at, "stash_depth", 1, kMaxInt64);
+    st.head_seconds = non_negative(stages[k], at, "head_seconds");
+    st.forward_seconds = non_negative(stages[k], at, "forward_seconds");
+    st.backward_seconds = non_negative(stages[k], at, "backward_seconds");
+    st.tail_seconds = non_negative(stages[k], at, "tail_seconds");
+    pp.stages.push_back(st);
   }
+  return pp;
+}
+
+NotFitting Reader::not_fitting(const json& nf) const {
+  NotFitting out;
+  out.phase = string(nf, "not_fitting", "phase");
+  out.bytes_over = bytes(nf, "not_fitting", "bytes_over");
+  out.largest = strings(nf, "not_fitting", "largest");
+  out.suggestions = strings(nf, "not_fitting", "suggestions");
+  if (nf.contains("advice")) {  // only popplan plan asks the tuner
+    const json& ja = field(nf, "not_fitting", "advice");
+    const std::string at = "not_fitting.advice";
+    FitAdvice a;
+    a.fits = boolean(ja, at, "fits");
+    a.settings = strings(ja, at, "settings");
+    a.peak_bytes = bytes(ja, at, "peak_bytes");
+    a.samples_per_second = non_negative(ja, at, "samples_per_second");
+    a.n_planned = bytes(ja, at, "planned");
+    out.advice = std::move(a);
+  }
+  return out;
+}
+
+// The device priced for, the time and network estimates and the host's memory.
+void Reader::estimates(const json& j, Plan& p) const {
   p.device_profile = string(j, "", "device_profile");
   // Plans written before device_kind: the built-in cpu profile was the only CPU's.
   p.device_kind = j.contains("device_kind")   ? string(j, "", "device_kind")
@@ -580,14 +413,6 @@ Plan Reader::plan(const json& j) const {
     p.host_memory.host_buffers = bytes(h, "host_memory", "host_buffers");
     p.host_memory.overhead = bytes(h, "host_memory", "overhead");
   }
-  if (j.contains("warnings")) p.warnings = strings(j, "", "warnings");
-  // The ops must reference tensors that exist and are live when used.
-  try {
-    check_plan(p);
-  } catch (const Error& e) {
-    throw Error("{}: {}", file_, e.what());
-  }
-  return p;
 }
 
 }  // namespace
