@@ -19,6 +19,16 @@ const DeviceTensor& tensor_of(const Plan& plan, int t) {
 
 }  // namespace
 
+template <typename Slice>
+void TrafficCount::exchange(const ReplicaGrouping& g, std::uint64_t element_bytes, Slice slice) {
+  for (std::int64_t group = 0; group < g.n_groups(); ++group) {
+    const auto members = g.members(group);
+    for (const auto to : members)
+      for (std::size_t k = 0; k < members.size(); ++k)
+        send(members[k], to, u(slice(to, static_cast<std::int64_t>(k))) * element_bytes);
+  }
+}
+
 CollectiveTraffic TrafficCount::count(const Op& op) {
   std::fill(messages_.begin(), messages_.end(), 0);
   std::fill(host_out_.begin(), host_out_.end(), 0);
@@ -53,14 +63,9 @@ CollectiveTraffic TrafficCount::count(const Op& op) {
       const DeviceTensor& src = tensor_of(plan_, op.inputs[shard_operand::kSrc]);
       const DeviceTensor& dst = tensor_of(plan_, op.outputs[shard_operand::kDst]);
       const auto e = static_cast<std::uint64_t>(dtype_size(dst.dtype));
-      for (std::int64_t group = 0; group < g.n_groups(); ++group) {
-        const auto members = g.members(group);
-        for (const auto to : members) {
-          const std::int64_t n =
-              shard_extent(src.nelms, dst.nelms, op.shard_grouping.rank_in_group(to));
-          for (const auto from : members) send(from, to, u(n) * e);
-        }
-      }
+      exchange(g, e, [&](std::int64_t to, std::int64_t) {
+        return shard_extent(src.nelms, dst.nelms, op.shard_grouping.rank_in_group(to));
+      });
       break;
     }
     case OpKind::kAllGather: {
@@ -68,13 +73,8 @@ CollectiveTraffic TrafficCount::count(const Op& op) {
       const DeviceTensor& src = tensor_of(plan_, op.inputs[shard_operand::kSrc]);
       const DeviceTensor& dst = tensor_of(plan_, op.outputs[shard_operand::kDst]);
       const auto e = static_cast<std::uint64_t>(dtype_size(dst.dtype));
-      for (std::int64_t group = 0; group < g.n_groups(); ++group) {
-        const auto members = g.members(group);
-        for (const auto to : members)
-          for (std::size_t k = 0; k < members.size(); ++k)
-            send(members[k], to,
-                 u(shard_extent(dst.nelms, src.nelms, static_cast<std::int64_t>(k))) * e);
-      }
+      exchange(g, e,
+               [&](std::int64_t, std::int64_t k) { return shard_extent(dst.nelms, src.nelms, k); });
       break;
     }
     case OpKind::kRepeat: {

@@ -28,6 +28,10 @@ class TrafficCount {
  private:
   // A copy within one replica is no message; each byte sent is a byte received.
   void send(std::int64_t from, std::int64_t to, std::uint64_t nbytes);
+  // Every member of each group of `g` receives a slice from every member, of
+  // slice(receiver, sender's place in the group) elements of `element_bytes` each.
+  template <typename Slice>
+  void exchange(const ReplicaGrouping& g, std::uint64_t element_bytes, Slice slice);
 
   const Plan& plan_;
   const NetworkProfile& net_;
