@@ -35,8 +35,7 @@
 # with the table. Each run trains enough steps for its median to settle (2-5 s).
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(dirname "$here")"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build="$root/build/release"
 profile=""
 tolerance=0.15
@@ -49,17 +48,15 @@ while [[ $# -gt 0 ]]; do
     --tolerance) tolerance="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --quick) scale=1; shift ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "estimate.sh: unknown argument '$1'" >&2; exit 2 ;;
+    -h|--help) bench_usage; exit 0 ;;
+    *) bench_unknown "$1" ;;
   esac
 done
 
 poprun="$build/cli/poprun"
 popplan="$build/cli/popplan"
 popreport="$build/cli/popreport"
-for t in "$poprun" "$popplan" "$popreport"; do
-  [[ -x "$t" ]] || { echo "estimate.sh: $t not built (bash scripts/build.sh release)" >&2; exit 2; }
-done
+bench_need "bash scripts/build.sh release" "$poprun" "$popplan" "$popreport"
 bash "$root/scripts/fetch_data.sh" >/dev/null
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

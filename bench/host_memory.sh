@@ -15,8 +15,7 @@
 # MNIST (scripts/fetch_data.sh).
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(dirname "$here")"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build="$root/build/ci"
 replicas="1 2 4 8 16 32 64 128 256 512 1024 2048 4096"
 examples=1
@@ -25,15 +24,14 @@ while [[ $# -gt 0 ]]; do
     --build) build="$2"; shift 2 ;;
     --replicas) replicas="$2"; shift 2 ;;
     --no-examples) examples=0; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "host_memory.sh: unknown argument '$1'" >&2; exit 2 ;;
+    -h|--help) bench_usage; exit 0 ;;
+    *) bench_unknown "$1" ;;
   esac
 done
 popplan="$build/cli/popplan"
 poprun="$build/cli/poprun"
-for tool in "$popplan" "$poprun" /usr/bin/time; do
-  [[ -x "$tool" ]] || { echo "host_memory.sh: $tool not found" >&2; exit 2; }
-done
+bench_need "cmake --preset ci" "$popplan" "$poprun"
+[[ -x /usr/bin/time ]] || bench_fail "needs GNU time (apt-get install time)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 

@@ -12,8 +12,7 @@
 # replica per core, each rank one replica on its own core (the engine gives a rank
 # cores / ranks on its host).
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(dirname "$here")"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build="$root/build/release"
 rounds=5
 steps=300
@@ -24,14 +23,14 @@ while [[ $# -gt 0 ]]; do
     --rounds) rounds="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "mpi.sh: unknown argument '$1'" >&2; exit 2 ;;
+    -h|--help) bench_usage; exit 0 ;;
+    *) bench_unknown "$1" ;;
   esac
 done
 poprun="$build/cli/poprun"
-[[ -x "$poprun" ]] || { echo "mpi.sh: $poprun not built" >&2; exit 2; }
-command -v mpirun >/dev/null || { echo "mpi.sh: mpirun not found (scripts/install_deps.sh)" >&2; exit 2; }
-"$poprun" --version | grep -q "MPI built in" || { echo "mpi.sh: $poprun has no MPI" >&2; exit 2; }
+bench_need "" "$poprun"
+command -v mpirun >/dev/null || bench_fail "mpirun not found (scripts/install_deps.sh)"
+"$poprun" --version | grep -q "MPI built in" || bench_fail "$poprun has no MPI"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -16,7 +16,7 @@
 # step, their time beyond the slowest replica's ops (pool) and the slowest replica's
 # beyond the mean (waits).
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build="" profile="" steps=120 sets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -24,10 +24,11 @@ while [[ $# -gt 0 ]]; do
     --profile) profile="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
-    *) echo "op_times.sh: unknown argument '$1'" >&2; exit 2 ;;
+    -h|--help) bench_usage; exit 0 ;;
+    *) bench_unknown "$1" ;;
   esac
 done
-[[ -n "$build" && -n "$profile" ]] || { echo "op_times.sh: --build and --profile are required" >&2; exit 2; }
+[[ -n "$build" && -n "$profile" ]] || bench_fail "--build and --profile are required"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 args=(--set data.dataset=mnist --set training.seed=42 --set "device.profile=$profile" "${sets[@]}")

@@ -18,8 +18,7 @@
 # scale_bench) and hyperfine (Debian's package).
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(dirname "$here")"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build="$root/build/native"
 runs=3
 layers="2500 5000 10000"
@@ -30,8 +29,8 @@ while [[ $# -gt 0 ]]; do
     --runs) runs="$2"; shift 2 ;;
     --layers) layers="$2"; shift 2 ;;
     --no-train) train=0; shift ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "scale.sh: unknown argument '$1'" >&2; exit 2 ;;
+    -h|--help) bench_usage; exit 0 ;;
+    *) bench_unknown "$1" ;;
   esac
 done
 
@@ -39,10 +38,8 @@ popplan="$build/cli/popplan"
 poprun="$build/cli/poprun"
 popreport="$build/cli/popreport"
 bench="$build/bench/scale_bench"
-for tool in "$popplan" "$poprun" "$popreport" "$bench"; do
-  [[ -x "$tool" ]] || { echo "scale.sh: $tool not built (cmake --preset native)" >&2; exit 2; }
-done
-command -v hyperfine >/dev/null || { echo "scale.sh: needs hyperfine (apt-get install hyperfine)" >&2; exit 2; }
+bench_need "cmake --preset native" "$popplan" "$poprun" "$popreport" "$bench"
+command -v hyperfine >/dev/null || bench_fail "needs hyperfine (apt-get install hyperfine)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 

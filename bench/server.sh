@@ -25,7 +25,7 @@
 # On the 16-core device machine: source .device-bundle/env.sh first (../shared/device-bundle.sh).
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 out="${OUT:-/tmp/popkit-server}"
 steps=200
 rounds=2
@@ -40,14 +40,14 @@ while [[ $# -gt 0 ]]; do
     --python) py="$2"; shift 2 ;;
     --sections) sections="$2"; shift 2 ;;
     --quick) quick=1; steps=30; rounds=1; shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "server.sh: unknown argument '$1'" >&2; exit 2 ;;
+    -h|--help) bench_usage; exit 0 ;;
+    *) bench_unknown "$1" ;;
   esac
 done
 config="$here/../examples/mnist.yaml"
-[[ -f "$config" ]] || { echo "server.sh: no $config" >&2; exit 2; }
+[[ -f "$config" ]] || bench_fail "no $config"
 for tool in poprun popplan; do
-  command -v "$tool" >/dev/null || { echo "server.sh: $tool is not on PATH" >&2; exit 2; }
+  command -v "$tool" >/dev/null || bench_fail "$tool is not on PATH"
 done
 cores=$(nproc)
 mkdir -p "$out"

@@ -14,8 +14,7 @@
 # after the collapse), within run (1) the steps before the collapse against the steps
 # after it, and per round the ratios collapsed / not collapsed. Target: (1) / (2) <= 1.10.
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(dirname "$here")"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build="$root/build/release"
 steps=400
 rounds=3
@@ -24,12 +23,12 @@ while [[ $# -gt 0 ]]; do
     --build) build="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "subnormal.sh: unknown argument '$1'" >&2; exit 2 ;;
+    -h|--help) bench_usage; exit 0 ;;
+    *) bench_unknown "$1" ;;
   esac
 done
 poprun="$build/cli/poprun"
-[[ -x "$poprun" ]] || { echo "subnormal.sh: $poprun not built" >&2; exit 2; }
+bench_need "" "$poprun"
 bash "$root/scripts/fetch_data.sh" >/dev/null
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -33,8 +33,7 @@
 #       on one compute thread, so the other core is free for io_overlapped's IO thread
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(dirname "$here")"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build="$root/build/release"
 native="$root/build/native"
 bench=""
@@ -47,14 +46,14 @@ while [[ $# -gt 0 ]]; do
     --bench) bench="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --quick) quick=1; rounds=1; shift ;;
-    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "throughput.sh: unknown argument '$1'" >&2; exit 2 ;;
+    -h|--help) bench_usage; exit 0 ;;
+    *) bench_unknown "$1" ;;
   esac
 done
 
 poprun="$build/cli/poprun"
 python=/usr/bin/python3
-[[ -x "$poprun" ]] || { echo "throughput.sh: $poprun not built (cmake --preset release && cmake --build --preset release)" >&2; exit 2; }
+bench_need "cmake --preset release && cmake --build --preset release" "$poprun"
 native_poprun="$native/cli/poprun"
 [[ -x "$native_poprun" ]] || native_poprun=""
 if [[ -z "$bench" ]]; then
