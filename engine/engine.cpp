@@ -35,7 +35,14 @@ struct Engine::Impl {
     const planner::Plan& plan = state.plan;
     for (auto& dev : state.devices)
       dev->losses.assign(static_cast<std::size_t>(plan.gradient_accumulation), 0.0);
-    program.run_step(source);
+    state.gate.open(&state.options.stop_requested);
+    try {
+      program.run_step(source);
+    } catch (...) {
+      state.gate.close();
+      throw;
+    }
+    state.gate.close();
     ++state.steps_done;
     // Every replica's losses, in replica order on every rank (ranks host ascending blocks
     // of replicas), summed in that order as one process sums them.

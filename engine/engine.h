@@ -15,11 +15,13 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "config/config.h"
 #include "engine/data/batch_source.h"
 #include "engine/data/dataset.h"
@@ -48,6 +50,27 @@ struct EngineOptions {
   // Fill every tensor with 0xFF bytes (a NaN) when it is allocated, for tests: an op that
   // reads a tensor before anything wrote it then shows in the results.
   bool poison_new_tensors = false;
+  // Polled before each op of a training step until its update (its first optimizer op)
+  // begins: true abandons the step (train_step throws StepAbandoned), leaving every
+  // variable and the step counter as the previous step left them, so the step can be
+  // taken again from a checkpoint of them, bitwise. Once the update began the step runs
+  // to its end. Empty: steps always run to their end. A run over several processes must
+  // leave it empty (a rank that abandoned alone would leave the others waiting in the
+  // step's next collective) and agree between steps instead.
+  std::function<bool()> stop_requested;
+};
+
+// Engine::train_step's step was abandoned (EngineOptions::stop_requested) before its
+// update began: the engine holds the previous step's variables.
+class StepAbandoned : public Error {
+ public:
+  explicit StepAbandoned(std::int64_t step)
+      : Error("step {} was stopped before its update began", step), step_(step) {}
+  // The step abandoned (1 for the engine's first).
+  [[nodiscard]] std::int64_t step() const { return step_; }
+
+ private:
+  std::int64_t step_;
 };
 
 // What the op's wall time is counted as.
@@ -123,7 +146,8 @@ class Engine {
   void initialize();
 
   // One optimizer step over the global batch `batches` serves; returns the mean loss
-  // over all replicas and accumulation steps. A training plan only.
+  // over all replicas and accumulation steps. A training plan only. Throws StepAbandoned
+  // when EngineOptions::stop_requested stopped it before its update.
   double train_step(const BatchSource& batches);
 
   // Runs an evaluation plan (planner::Program::kEval) over `data`, each replica its

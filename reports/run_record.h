@@ -138,7 +138,7 @@ struct Environment {
   std::string kernels;
   // Where the machine had put its CPUs as the steps began and as they ended: a cache
   // line's round trip between two of them (runner/placement.h). 0: not measured (one
-  // CPU, or a run file from before).
+  // CPU, the end of a run stopped by a signal, or a run file from before).
   double core_round_trip_start_seconds = 0.0;
   double core_round_trip_end_seconds = 0.0;
   // How much of the last-level cache the host left the threads while the steps ran: the

@@ -209,6 +209,7 @@ int run_train_command(const TrainCommand& command, std::ostream& out_stream,
     const bool caller = caller_stop && caller_stop();
     return caller || StopSignals::received() != 0;
   };
+  options.stop_within_step = [] { return StopSignals::received() != 0; };
   Progress progress(err, progress_style_for_stderr(command.quiet));
   const TrainResult result = train(*config, options, progress);
   progress.finish();

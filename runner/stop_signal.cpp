@@ -12,7 +12,10 @@
 namespace popkit::runner {
 namespace {
 
-volatile std::sig_atomic_t g_received = 0;
+// Read by the engine's threads during a step (engine.h stop_requested), so an atomic
+// rather than a volatile sig_atomic_t; lock-free, so the handler may store it.
+std::atomic<int> g_received{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 // The write end of the watching SetupWatch's pipe, or -1.
 std::atomic<int> g_wake{-1};
 

@@ -1,5 +1,6 @@
 // SIGINT, SIGTERM and SIGUSR1 during training: the handler only raises a flag; the
-// trainer finishes the step it is in, writes a checkpoint and stops. SIGUSR1 is the one
+// trainer stops the step it is in (abandoned before its update, in one process; else
+// finished), writes a checkpoint and stops. SIGUSR1 is the one
 // mpirun passes on to the ranks and then exits with their code (SIGINT or SIGTERM to
 // mpirun itself aborts the job); `poprun train --processes N` turns both into it. A second signal
 // gets the default action (SA_RESETHAND), so a stuck run can still be killed; checkpoints are

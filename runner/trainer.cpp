@@ -361,7 +361,18 @@ void Steps::run() {
     batches.set_batch(std::span<const std::int64_t>(order).subspan(
         static_cast<std::size_t>(state_.data.position), static_cast<std::size_t>(g_)));
     if (metrics_.open()) phase_seconds_before = engine_.timings().phase_seconds;
-    const double loss = engine_.train_step(batches);
+    double loss = 0.0;
+    try {
+      loss = engine_.train_step(batches);
+    } catch (const engine::StepAbandoned&) {
+      // A stop request before the step's update (one process: train_agreed): the
+      // engine holds step state_.step's variables, and the data has not moved on, so
+      // the checkpoint written is of that step and a resume takes this step again.
+      progress_.note(fmt::format("step {} stopped before its update; the checkpoint holds step {}",
+                                 state_.step + 1, state_.step));
+      result_.interrupted = true;
+      break;
+    }
     losses_.push_back(loss);
     result_.last_loss = loss;
     const std::int64_t epoch = state_.data.epoch;
@@ -392,8 +403,8 @@ void Steps::run() {
       if (const std::string why = metrics_.write(line); !why.empty())
         progress_.note(fmt::format("warning: {}", why));
     if (options_.checkpoint_every > 0 && state_.step % options_.checkpoint_every == 0) checkpoint();
-    // Every rank stops after the same step: mpirun passes SIGINT and SIGTERM to each,
-    // but not at the same instant.
+    // A step the engine did not abandon: every rank stops after the same step (mpirun
+    // passes SIGINT and SIGTERM to each, but not at the same instant).
     const bool stop = options_.stop_requested && options_.stop_requested();
     if (world_.size() > 1 ? engine::any_rank(world_, stop) : stop) {
       result_.interrupted = true;
@@ -401,8 +412,12 @@ void Steps::run() {
     }
   }
   result_.seconds = seconds_since(t0);
-  round_trip_end_ = round_trip();
-  cache();
+  // A stopped run skips the closing probes: under load the round trip alone may retry
+  // for a second (runner/placement.h), and a signal must end the run within one.
+  if (!result_.interrupted) {
+    round_trip_end_ = round_trip();
+    cache();
+  }
   progress_.finish();
 }
 
@@ -489,8 +504,12 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   // From here the ranks work together: a failure ends them all (poprun's MPI_Abort).
   agreement.reached();
   // The engine keeps the plan (it is the program it runs): moved, not copied.
-  engine::Engine engine(std::move(p.planned),
-                        engine_options(config, options.n_threads, options.io_overlap));
+  engine::EngineOptions train_options =
+      engine_options(config, options.n_threads, options.io_overlap);
+  // In one process a stop request abandons the step in progress until its update
+  // begins (engine.h); ranks stop between steps, where they agree (Steps::run).
+  if (world.size() == 1) train_options.stop_requested = options.stop_within_step;
+  engine::Engine engine(std::move(p.planned), std::move(train_options));
   engine.initialize();
   // Evaluation runs its own plan on its own engine, the weights copied over each time.
   engine::Engine eval_engine(std::move(p.eval_planned),

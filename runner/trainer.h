@@ -53,6 +53,11 @@ struct TrainOptions {
   // Polled after every step: true finishes there, writes a checkpoint and returns with
   // `interrupted` set (poprun wires SIGINT/SIGTERM to it).
   std::function<bool()> stop_requested;
+  // In one process, also polled before each op of a step until the step's update begins
+  // (engine::EngineOptions::stop_requested), from the engine's threads: true abandons the
+  // step (not counted, its data not consumed), then as stop_requested. Over several
+  // processes the ranks stop between steps only, where they agree.
+  std::function<bool()> stop_within_step;
 };
 
 struct TrainResult {

@@ -172,10 +172,12 @@ StagePipeline::StageRun StagePipeline::run_stage(std::size_t p, std::int64_t r) 
       if (!barrier.arrive_and_wait(abort_)) aborted();
       if (r == m_.hosted.first) ops_.run_collective(op, mb);
       if (!barrier.arrive_and_wait(abort_)) aborted();
-    } else if (op.kind == OpKind::kSend) {
-      send(op, r, stage);
-    } else if (op.kind == OpKind::kRecv) {
-      receive(op, r, stage);
+    } else if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
+      m_.gate.before(op.kind, m_.steps_done + 1);  // run_on and run_collective ask themselves
+      if (op.kind == OpKind::kSend)
+        send(op, r, stage);
+      else
+        receive(op, r, stage);
     } else {
       ops_.run_on(dev, op, r, mb);
       if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) dev.sampler.sample(dev.account);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/exec/step_gate.h"
 #include "engine/kernels/kernels.h"
 #include "engine/runtime/aligned_block.h"
 #include "engine/runtime/memory_account.h"
@@ -102,6 +103,8 @@ struct EngineState {
   // The hot loops for this CPU (engine/kernels): chosen once per process.
   const Kernels& kern = kernels();
   std::int64_t steps_done = 0;
+  // Whether the step being run may still be abandoned (step_gate.h): asked before each op.
+  StepGate gate;
   std::int64_t image_size = 1;
   Timings timings;
   std::vector<std::vector<planner::PhaseMemory>> phase_memory;

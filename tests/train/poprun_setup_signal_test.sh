@@ -3,9 +3,9 @@
 # the engines of R replicas: seconds at R 4096): the process ends within 1 s of the
 # signal, exit 130, saying it stopped during set-up, and leaves nothing behind: no run
 # folder, no lock, no `latest`, no runs/ folder it made. A signal that lands after the
-# set-up finishes the step in progress and writes a checkpoint (poprun_signal_test.sh;
-# a step of R 4096 takes about a second here): such a row is shown, exit 130 checked,
-# and not timed. Each signal must land in the set-up at least once.
+# set-up stops or finishes the step in progress and writes a checkpoint
+# (poprun_step_signal_test.sh times it): such a row is shown, exit 130 checked, and not
+# timed. Each signal must land in the set-up at least once.
 #
 #   tests/train/poprun_setup_signal_test.sh [--replicas R] [--points "0.05 0.2 ..."]
 #

@@ -2,6 +2,7 @@
 // uninterrupted run (also under another sharding threshold or execution mode), limits,
 // notes, init_from and eval, signals, bad output folders and data, and run files that
 // validate against schemas/run.schema.json.
+#include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <csignal>
 #include <cstdlib>
@@ -79,6 +80,70 @@ BOOST_AUTO_TEST_CASE(interrupted_and_resumed_ends_bitwise_identical) {
       BOOST_TEST((file_bytes(rest.checkpoint) == want));
       BOOST_TEST(rest.test->correct == full.test->correct);
       BOOST_TEST(rest.test->loss == full.test->loss);
+    }
+  }
+}
+
+// A stop request within a step (one process) abandons the step while no optimizer op of
+// it has run: the checkpoint holds the step before, and resuming from it ends on the
+// uninterrupted run's checkpoint byte for byte. The request comes at the k-th op polled,
+// from the first op of the run (a checkpoint of step 0) to about the last before step
+// 2's update, under each way a step runs: phased, standard, io_overlapped with the IO
+// thread, and pipelined (stage workers). A request the engine sees after an update began
+// finishes the step (the resume suite's other cases).
+BOOST_AUTO_TEST_CASE(a_stop_within_a_step_abandons_it_and_resumes_bitwise) {
+  const std::vector<std::vector<std::string>> ways = {
+      {},
+      {"execution.mode=standard", "remote.weights=false"},
+      {"execution.io_mode=io_overlapped", "execution.io_tiles=32"},
+      {"pipeline.stages=2", "execution.mode=standard", "training.gradient_accumulation=4",
+       "remote.weights=false", "remote.optimizer_state=false"}};
+  constexpr std::int64_t kSteps = 3;
+  for (const auto& way : ways) {
+    const std::string name = way.empty() ? "phased" : way.front();
+    BOOST_TEST_CONTEXT(name) {
+      const auto c = tiny_config(way);
+      const auto dir = scratch("stop_within_" + name);
+      TrainOptions plain = steps(kSteps);
+      plain.io_overlap = engine::IoOverlap::kThread;
+      std::atomic<std::int64_t> polls{0};
+      TrainOptions count = plain;
+      count.stop_within_step = [&polls] {
+        ++polls;
+        return false;
+      };
+      const TrainResult full = run(c, count, dir / "full");
+      const auto want = file_bytes(full.checkpoint);
+      const std::int64_t per_step = polls.load() / kSteps;
+      BOOST_REQUIRE(per_step > 2);
+      for (const std::int64_t k : {std::int64_t{1}, per_step / 2, per_step, 2 * per_step}) {
+        BOOST_TEST_CONTEXT("stopped at poll " << k << " of " << per_step << " a step") {
+          std::atomic<std::int64_t> n{0};
+          TrainOptions first = plain;
+          first.stop_within_step = [&n, k] { return ++n >= k; };
+          first.stop_requested = [&n, k] { return n.load() >= k; };
+          std::ostringstream log;
+          const TrainResult part = run(c, first, dir / fmt::format("a{}", k), log);
+          BOOST_TEST(part.interrupted);
+          // The steps taken before the stop: a step's polls end when a replica begins its
+          // update, so their number varies with the threads' timing by a few.
+          const std::int64_t step = part.steps;
+          BOOST_TEST(step < kSteps);
+          if (k <= per_step / 2) BOOST_TEST(step == 0);
+          if (k > per_step + 2) BOOST_TEST(step >= 1);
+          BOOST_TEST(part.checkpoint == checkpoint_at(dir / fmt::format("a{}", k), step));
+          BOOST_TEST(log.str().find(fmt::format("step {} stopped before its update; the "
+                                                "checkpoint holds step {}",
+                                                step + 1, step)) != std::string::npos,
+                     log.str());
+          BOOST_TEST(validate_run_file(part.run_file) == 0);
+          TrainOptions second = plain;
+          second.resume = part.checkpoint;
+          const TrainResult rest = run(c, second, dir / fmt::format("b{}", k));
+          BOOST_TEST(rest.steps == kSteps);
+          BOOST_TEST((file_bytes(rest.checkpoint) == want));
+        }
+      }
     }
   }
 }

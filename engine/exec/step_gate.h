@@ -1,0 +1,55 @@
+// Stopping a training step part-way (EngineOptions::stop_requested): a step may be
+// abandoned while no optimizer op of it has run, when every variable (weights and
+// optimizer state) still holds the previous step's values, and never after. Every op of
+// the step asks the gate before it runs, on whichever thread runs it (a replica's task,
+// the IO thread, a pipeline stage's worker, the caller's collectives); the gate's one
+// atomic decides between "abandoned" and "updating", so no replica updates while
+// another abandons, and a thread that runs no op of the step waits on no one.
+#pragma once
+
+#include <atomic>
+#include <functional>
+
+#include "base/error.h"
+#include "engine/engine.h"
+#include "planner/plan.h"
+
+namespace popkit::engine {
+
+class StepGate {
+ public:
+  // A step begins: `stop` (may be null or empty: the step runs to its end) is polled
+  // before each of its ops until its update begins.
+  void open(const std::function<bool()>* stop) {
+    stop_ = stop != nullptr && *stop ? stop : nullptr;
+    state_.store(stop_ != nullptr ? kOpen : kIdle, std::memory_order_relaxed);
+  }
+  // Outside a step (set-up, evaluation) every op runs.
+  void close() { state_.store(kIdle, std::memory_order_relaxed); }
+
+  // Before an op of kind `kind`: throws StepAbandoned when the step is abandoned, which
+  // an optimizer op decides against for good (the update began) and a stop request
+  // before it decides for.
+  void before(planner::OpKind kind, std::int64_t step) {
+    int state = state_.load(std::memory_order_acquire);
+    if (state == kIdle || state == kUpdating) return;
+    if (state == kOpen) {
+      const bool update = kind == planner::OpKind::kOptimizerStep;
+      if (!update && !(*stop_)()) return;
+      if (state_.compare_exchange_strong(state, update ? kUpdating : kAbandoned,
+                                         std::memory_order_acq_rel)) {
+        if (update) return;
+      } else if (state == kUpdating) {
+        return;
+      }
+    }
+    throw StepAbandoned(step);
+  }
+
+ private:
+  enum : int { kIdle, kOpen, kUpdating, kAbandoned };
+  std::atomic<int> state_{kIdle};
+  const std::function<bool()>* stop_ = nullptr;
+};
+
+}  // namespace popkit::engine

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# SIGTERM in the middle of a long training step (examples/quick.yaml at R 4096: a step
+# takes about a second here): poprun abandons the step, since its update has not begun,
+# and exits 130 within 1 s of the signal, naming the step the checkpoint holds; resumed
+# from that checkpoint, the run ends on the bytes of an uninterrupted run of the same
+# steps. The signal goes 0.1 s after poprun reports step 1, early in step 2, before its
+# optimizer ops; a try whose signal found the update begun (poprun then finishes the
+# step, as it must) is shown and made again, up to 3 tries.
+#
+#   tests/train/poprun_step_signal_test.sh [--replicas R]
+#
+# Needs poprun on PATH and POPKIT_SOURCE_DIR (as under ctest).
+set -uo pipefail
+. "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
+replicas=4096
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --replicas) replicas="$2"; shift 2 ;;
+    *) echo "unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+config="$POPKIT_SOURCE_DIR/examples/quick.yaml"
+sets=(--set replication.factor="$replicas" --set data.synthetic_train=$((replicas * 32))
+  --set data.synthetic_test=$((replicas * 8)))
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+
+now() { date +%s.%N; }
+echo "| try | exit | signal to exit (s) | poprun said |"
+echo "|---|---:|---:|---|"
+ckpt=""
+for try in 1 2 3; do
+  dir="stopped-$try"
+  poprun train "$config" "${sets[@]}" --steps 1000000 --run-dir "$dir" >out 2>err &
+  pid=$!
+  for _ in $(seq 1200); do
+    grep -q "step 1/" err 2>/dev/null && break
+    sleep 0.05
+  done
+  sleep 0.1
+  sent=$(now)
+  kill -TERM "$pid"
+  wait "$pid"
+  rc=$?
+  took=$(awk -v a="$sent" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
+  said=$(grep -m1 "stopped before its update" err)
+  echo "| $try | $rc | $took | ${said:-$(grep -m1 '^poprun: stopped' err)} |"
+  [ "$rc" = 130 ] || { fail "try $try: exit $rc, want 130; stderr: $(cat err)"; break; }
+  [ -n "$said" ] || continue
+  grep -qF "step 2 stopped before its update; the checkpoint holds step 1" err ||
+    fail "try $try: $said"
+  grep -qF "poprun: stopped by SIGTERM at step 1: checkpoint written to $dir/checkpoint-step1.safetensors" err ||
+    fail "try $try: $(grep '^poprun: stopped' err)"
+  awk -v t="$took" 'BEGIN { exit !(t <= 1.0) }' || fail "try $try: exit took $took s, want <= 1 s"
+  ckpt="$dir/checkpoint-step1.safetensors"
+  break
+done
+if [ -z "$ckpt" ]; then
+  fail "no SIGTERM 0.1 s into step 2 stopped it before its update (3 tries; table above)"
+else
+  # The abandoned step taken again from the checkpoint, then one more: the weights and
+  # optimizer state of an uninterrupted run of 3 steps, byte for byte.
+  poprun train "$config" "${sets[@]}" --resume "$ckpt" --steps 3 --run-dir resumed -q >/dev/null 2>&1 ||
+    fail "resume from $ckpt failed"
+  poprun train "$config" "${sets[@]}" --steps 3 --run-dir straight -q >/dev/null 2>&1 ||
+    fail "the uninterrupted run failed"
+  cmp -s resumed/checkpoint-step3.safetensors straight/checkpoint-step3.safetensors ||
+    fail "resumed from $ckpt, step 3's checkpoint differs from the uninterrupted run's"
+fi
+finish "poprun SIGTERM within a step"
