@@ -14,6 +14,7 @@
 #include "planner/device_layout.h"
 #include "planner/optimizer_kinds.h"
 #include "planner/plan_text.h"
+#include "planner/rank_messages.h"
 
 namespace popkit::planner {
 namespace {
@@ -57,9 +58,15 @@ std::uint64_t datasets_bytes(const Plan& plan, const config::Config& config,
   return add(add(train, test), extra);
 }
 
-// An engine holds one block of device memory per replica (device_layout.h).
-std::uint64_t device_bytes(const Plan& plan) {
-  return mul(device_block_bytes(plan), u(plan.replication_factor));
+// The replicas of `plan` this process hosts: R / ranks (the ranks divide R, or poprun
+// refuses the run before it estimates).
+std::uint64_t hosted(const Plan& plan, const ProcessShare& share) {
+  return u(plan.replication_factor) / std::max<std::uint64_t>(1, u(share.ranks));
+}
+
+// An engine holds one block of device memory per hosted replica (device_layout.h).
+std::uint64_t device_bytes(const Plan& plan, const ProcessShare& share) {
+  return mul(device_block_bytes(plan), hosted(plan, share));
 }
 
 std::uint64_t image_bytes(const Plan& plan) {
@@ -69,24 +76,47 @@ std::uint64_t image_bytes(const Plan& plan) {
 }
 
 // Running the evaluation plan: its batch gathered for the engine (padded micro-batches,
-// pixels and labels) and the logits it streams out, R x A x mb rows of n_classes.
-std::uint64_t evaluation_bytes(const Plan& eval) {
+// pixels and labels, every replica's) and the logits the hosted replicas stream out,
+// A x mb rows of n_classes each.
+std::uint64_t evaluation_bytes(const Plan& eval, const ProcessShare& share) {
   const std::uint64_t rows = u(eval.global_batch_size);
-  return add(mul(rows, add(image_bytes(eval), 1)), mul(mul(rows, u(eval.n_classes)), 4));
+  const std::uint64_t hosted_rows =
+      mul(rows / std::max<std::uint64_t>(1, u(eval.replication_factor)), hosted(eval, share));
+  return add(mul(rows, add(image_bytes(eval), 1)), mul(mul(hosted_rows, u(eval.n_classes)), 4));
 }
 
-// Writing the run file: every replica's measured memory in every phase of each plan.
-std::uint64_t run_file_bytes(const Plan& plan, const Plan* eval) {
+// Every replica's measured memory in every phase of each plan: the run file's JSON on the
+// rank that writes it, the gathered samples on the others.
+std::uint64_t run_file_bytes(const Plan& plan, const Plan* eval, const ProcessShare& share) {
   std::uint64_t phases = plan.phases.size();
   if (eval) phases = add(phases, eval->phases.size());
-  return mul(mul(u(plan.replication_factor), phases), kRunFileBytesPerReplicaPhase);
+  return mul(mul(u(plan.replication_factor), phases),
+             share.writer ? kRunFileBytesPerReplicaPhase : kRecordBytesPerReplicaPhase);
 }
 
-// An engine's bookkeeping of its replicas.
-std::uint64_t bookkeeping_bytes(const Plan& plan) {
+// An engine's bookkeeping of its hosted replicas.
+std::uint64_t bookkeeping_bytes(const Plan& plan, const ProcessShare& share) {
   const std::uint64_t per_replica = add(add(kDeviceBytes, mul(plan.tensors.size(), sizeof(void*))),
                                         mul(plan.phases.size(), kPhaseSampleBytes));
-  return mul(u(plan.replication_factor), per_replica);
+  return mul(hosted(plan, share), per_replica);
+}
+
+// The process before its parts, OpenMPI's memory included under mpirun.
+std::uint64_t process_bytes(const ProcessShare& share) {
+  if (!share.mpi) return kProcessBytes;
+  const std::uint64_t peers = u(share.ranks_on_host) > 0 ? u(share.ranks_on_host) - 1 : 0;
+  return add(add(kProcessBytes, kMpiProcessBytes), mul(peers, kMpiPeerBytes));
+}
+
+// A rank's memory for the collectives' messages to other ranks (rank_messages.h).
+std::uint64_t messages_bytes(const Plan& plan, const Plan* eval, const ProcessShare& share) {
+  RankMessages most = rank_messages(plan, share.ranks);
+  if (eval) {
+    const RankMessages e = rank_messages(*eval, share.ranks);
+    most = {std::max(most.messages, e.messages), std::max(most.receive_bytes, e.receive_bytes)};
+  }
+  const std::uint64_t fragments = std::min(mul(most.messages, kMpiFragmentBytes), kMpiFragmentsMax);
+  return add(add(mul(most.messages, kMpiMessageBytes), fragments), most.receive_bytes);
 }
 
 std::uint64_t copies_of(const Plan& plan) {
@@ -96,7 +126,7 @@ std::uint64_t copies_of(const Plan& plan) {
 }
 
 std::uint64_t host_buffer_bytes(const Plan& plan, const Plan* eval, const config::Config& config,
-                                const DatasetSizes& data, HostUse use) {
+                                const DatasetSizes& data, HostUse use, const ProcessShare& share) {
   const std::uint64_t copies = copies_of(plan);
   if (use == HostUse::kEvaluate) {
     // poprun eval holds the checkpoint it read (the weights and biases) while it
@@ -110,7 +140,7 @@ std::uint64_t host_buffer_bytes(const Plan& plan, const Plan* eval, const config
       held_weights = add(held_weights, w);
       file = add(file, add(w, mul(mul(u(v.nelms), state_per_elem), copies)));
     }
-    return add(held_weights, std::max(evaluation_bytes(plan), file));
+    return add(held_weights, std::max(evaluation_bytes(plan, share), file));
   }
   std::uint64_t checkpoint = 0;
   std::uint64_t largest = 0;
@@ -120,12 +150,12 @@ std::uint64_t host_buffer_bytes(const Plan& plan, const Plan* eval, const config
   }
   // Evaluating: the weights go over to the evaluation engine one variable at a time
   // (its float copy), then the evaluation plan runs.
-  const std::uint64_t evaluation = eval ? add(largest, evaluation_bytes(*eval)) : 0;
+  const std::uint64_t evaluation = eval ? add(largest, evaluation_bytes(*eval, share)) : 0;
   // Writing a checkpoint: the safetensors tensors and one variable's float copies.
   const std::uint64_t writing = add(checkpoint, mul(largest, copies));
   const std::uint64_t batch = mul(u(plan.global_batch_size), add(image_bytes(plan), 1));
   const std::uint64_t order = data.train ? mul(u(data.train->n), 16) : 0;
-  return add(add(batch, order), std::max({evaluation, writing, run_file_bytes(plan, eval)}));
+  return add(add(batch, order), std::max({evaluation, writing, run_file_bytes(plan, eval, share)}));
 }
 
 // "MemAvailable:   22640652 kB" -> bytes
@@ -206,7 +236,7 @@ DatasetSizes dataset_sizes_from_config(const config::Config& config) {
 }
 
 HostMemory estimate_host_memory(const Plan& plan, const Plan* eval, const config::Config& config,
-                                DatasetSizes data, HostUse use) {
+                                DatasetSizes data, HostUse use, const ProcessShare& share) {
   if (use == HostUse::kEvaluate) {
     data.train = DatasetSize{};  // not read
     eval = nullptr;              // `plan` is the evaluation plan
@@ -214,15 +244,16 @@ HostMemory estimate_host_memory(const Plan& plan, const Plan* eval, const config
   HostMemory m;
   m.datasets = datasets_bytes(plan, config, data);
   m.datasets_counted = data.train.has_value() && data.test.has_value();
-  m.streaming = mul(plan.streaming_bytes, u(plan.replication_factor));
-  m.device = device_bytes(plan);
+  m.streaming = mul(plan.streaming_bytes, hosted(plan, share));
+  m.device = device_bytes(plan, share);
   if (eval) {
-    m.streaming = add(m.streaming, mul(eval->streaming_bytes, u(eval->replication_factor)));
-    m.device = add(m.device, device_bytes(*eval));
+    m.streaming = add(m.streaming, mul(eval->streaming_bytes, hosted(*eval, share)));
+    m.device = add(m.device, device_bytes(*eval, share));
   }
-  m.host_buffers = host_buffer_bytes(plan, eval, config, data, use);
-  m.overhead = add(kProcessBytes, bookkeeping_bytes(plan));
-  if (eval) m.overhead = add(m.overhead, bookkeeping_bytes(*eval));
+  m.host_buffers = host_buffer_bytes(plan, eval, config, data, use, share);
+  m.overhead = add(process_bytes(share), bookkeeping_bytes(plan, share));
+  if (eval) m.overhead = add(m.overhead, bookkeeping_bytes(*eval, share));
+  m.overhead = add(m.overhead, messages_bytes(plan, eval, share));
   return m;
 }
 
@@ -263,6 +294,30 @@ std::string host_memory_problem(const HostMemory& need,
       "the run needs {} of host memory{} ({}) but this machine has {} available ({})",
       format_bytes(need.total()), need.datasets_counted ? "" : " besides its datasets",
       host_memory_parts(need), format_bytes(available->bytes), available->source);
+}
+
+std::uint64_t RanksMemory::total() const {
+  const std::uint64_t others = u(ranks_on_host) > 0 ? u(ranks_on_host) - 1 : 0;
+  return add(writer.total(), mul(rank.total(), others));
+}
+
+std::string ranks_memory_problem(const RanksMemory& need,
+                                 const std::optional<AvailableMemory>& available) {
+  if (!available || need.total() <= available->bytes) return "";
+  const std::string besides = need.rank.datasets_counted ? "" : " besides their datasets";
+  const std::string have = fmt::format("but this machine has {} available ({})",
+                                       format_bytes(available->bytes), available->source);
+  if (need.ranks_on_host <= 1)
+    return fmt::format("the run's rank on this host needs {} of host memory{} ({}) {}",
+                       format_bytes(need.total()), besides, host_memory_parts(need.writer), have);
+  const std::uint64_t writer = need.writer.total(), rank = need.rank.total();
+  return fmt::format("the {} ranks on this host need {} of host memory{}: {} a rank ({}){}, {}",
+                     need.ranks_on_host, format_bytes(need.total()), besides, format_bytes(rank),
+                     host_memory_parts(need.rank),
+                     writer > rank ? fmt::format(" and rank 0 {} more for the run file",
+                                                 format_bytes(writer - rank))
+                                   : "",
+                     have);
 }
 
 }  // namespace popkit::planner

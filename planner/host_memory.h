@@ -34,6 +34,17 @@ struct DatasetSizes {
 // of model.input_shape); a set read from files is nullopt.
 DatasetSizes dataset_sizes_from_config(const config::Config& config);
 
+// The processes a run's R replicas are spread over: one process holding all R (popplan's
+// figure; poprun without mpirun), or `ranks` MPI ranks (mpirun -np, poprun --processes)
+// holding R / ranks each, `ranks_on_host` of them on this host, of which rank 0
+// (`writer`) writes the run file.
+struct ProcessShare {
+  std::int64_t ranks = 1;
+  bool writer = true;
+  bool mpi = false;  // started by mpirun: the process holds OpenMPI's memory too
+  std::int64_t ranks_on_host = 1;
+};
+
 enum class HostUse {
   kTrain,     // poprun train
   kEvaluate,  // poprun eval: no training set, no training step
@@ -60,13 +71,23 @@ enum class HostUse {
 //   overhead   the process itself (kProcessBytes) and each engine's bookkeeping of each
 //              replica: its device (kDeviceBytes), a pointer per tensor of the plan and a
 //              memory sample per phase (kPhaseSampleBytes)
+//              and under mpirun OpenMPI (kMpiProcessBytes, kMpiPeerBytes) and the
+//              collectives' messages to other ranks (rank_messages.h)
 // Thread stacks and the allocator's per-thread arenas are left out: 17 KiB a thread
 // (quick.yaml at R 16, --threads 1 to 16: 10.4 to 10.6 MiB peak RSS), and the plan
 // does not know poprun's thread count. Sets that are nullopt count 0 and clear
 // datasets_counted. Sums saturate, so a config whose sizes overflow 64 bits gives
 // 2^64 - 1, never a small number.
+//
+// `share`: the process's part of the run. Over several MPI ranks each rank holds the
+// device blocks, remote buffers and bookkeeping of its own R / ranks replicas and the
+// logits they evaluate, but all of the rest: every rank loads both datasets, gathers the
+// whole global batch and evaluation batch, makes the epoch's order, gathers every copy
+// of each variable for a checkpoint and every replica's measured memory for the run
+// file; rank 0 alone writes the files (the run file's JSON).
 HostMemory estimate_host_memory(const Plan& plan, const Plan* eval, const config::Config& config,
-                                DatasetSizes data, HostUse use = HostUse::kTrain);
+                                DatasetSizes data, HostUse use = HostUse::kTrain,
+                                const ProcessShare& share = {});
 
 // The figures the estimate does not derive from the plan, measured on the release build
 // (glibc, /usr/bin/time -v and heaptrack; bench/host_memory.sh compares the whole):
@@ -85,6 +106,25 @@ inline constexpr std::uint64_t kPhaseSampleBytes = 64;
 // malloc's chunk headers and the freed memory it keeps, 2.6 KiB of the peak RSS (277.6
 // MiB, the estimate's other parts 193.2 MiB).
 inline constexpr std::uint64_t kRunFileBytesPerReplicaPhase = 2560;
+// A rank other than rank 0 holds every replica's measured memory in each phase too (the
+// engine's gathered samples and the run record's), but writes no JSON.
+inline constexpr std::uint64_t kRecordBytesPerReplicaPhase = 256;
+// An MPI rank besides a process's own kProcessBytes: OpenMPI's libraries and buffers
+// (kMpiProcessBytes), and its shared-memory transport to each other rank on the host
+// (kMpiPeerBytes). quick.yaml at R 4 (mpirun -np N, each rank under /usr/bin/time -v,
+// the process's other parts 0.2 MiB) peaks at 16.4 to 16.5 MiB a rank over 2 ranks,
+// 18.6 to 18.8 MiB over 4.
+inline constexpr std::uint64_t kMpiProcessBytes = 6ull << 20;
+inline constexpr std::uint64_t kMpiPeerBytes = 1ull << 20;
+// What a rank keeps for the collectives' messages to other ranks (rank_messages.h), as
+// the most one collective posts: OpenMPI's request per message, which it keeps for
+// reuse, with the collective's own record of it and its MPI_Request (kMpiMessageBytes);
+// and, for the first thousand or so, 4 KiB more each, up to 4 MiB (OpenMPI's buffers
+// growing). Fitted to quick.yaml over 2 ranks at R 16 to 512 (bench/host_memory.sh
+// --mpi 2: 128 to 131,072 messages a collective, peaks 17.3 to 150.7 MiB a rank).
+inline constexpr std::uint64_t kMpiMessageBytes = 1024;
+inline constexpr std::uint64_t kMpiFragmentBytes = 4096;
+inline constexpr std::uint64_t kMpiFragmentsMax = 4ull << 20;
 
 // "74.66 GiB (datasets 73.11 GiB, streaming memory 10.02 MiB, device memory 19.58 MiB,
 // host buffers 1.50 GiB, overhead 9.05 MiB)"; "... + the datasets (...)" when not counted.
@@ -110,5 +150,22 @@ std::optional<AvailableMemory> available_host_memory();
 // host memory (...) but this machine has ... available (SOURCE)".
 std::string host_memory_problem(const HostMemory& need,
                                 const std::optional<AvailableMemory>& available);
+
+// What the `ranks_on_host` MPI ranks on one host need together: `rank` each (a rank's
+// estimate, ProcessShare::writer false), one of them rank 0 with `writer`'s. A rank does
+// not know whether rank 0 shares its host, so every host counts it: the sum errs high by
+// the run file's JSON on hosts without rank 0.
+struct RanksMemory {
+  HostMemory rank;
+  HostMemory writer;
+  std::int64_t ranks_on_host = 1;
+  [[nodiscard]] std::uint64_t total() const;  // saturated at 2^64 - 1
+};
+
+// "" when the ranks fit in `available` (or nothing is known), else "the 4 ranks on this
+// host need ... of host memory: ... a rank (...) and rank 0 ... more for the run file, but
+// this machine has ... available (SOURCE)".
+std::string ranks_memory_problem(const RanksMemory& need,
+                                 const std::optional<AvailableMemory>& available);
 
 }  // namespace popkit::planner

@@ -61,7 +61,7 @@ EvalOutcome evaluate_agreed(const config::Config& config, const EvalOptions& opt
     check_run_file_path(options.run_file);
     remove_stale_temporaries(std::nullopt, options.run_file);
   }
-  check_host_memory(planned, nullptr, config);
+  check_host_memory(planned, nullptr, config, world);
   const LoadedCheckpoint ckpt = read_checkpoint(options.checkpoint, planned, Restore::kWeights);
   const engine::Dataset test_set = engine::load_dataset(config, engine::Split::kTest);
   check_dataset(test_set, planned);

@@ -62,15 +62,24 @@ void check_test_set(const engine::Dataset& test) {
 }
 
 void check_host_memory(const planner::Plan& plan, const planner::Plan* eval,
-                       const config::Config& config) {
+                       const config::Config& config, const engine::World& world) {
   const bool training = plan.program == planner::Program::kTrain;
   planner::DatasetSizes data;
   if (training) data.train = engine::peek_dataset_size(config, engine::Split::kTrain);
   data.test = engine::peek_dataset_size(config, engine::Split::kTest);
-  const planner::HostMemory need = planner::estimate_host_memory(
-      plan, eval, config, data, training ? planner::HostUse::kTrain : planner::HostUse::kEvaluate);
-  if (const std::string why = planner::host_memory_problem(need, planner::available_host_memory());
-      !why.empty())
+  const planner::HostUse use = training ? planner::HostUse::kTrain : planner::HostUse::kEvaluate;
+  const auto estimate = [&](bool writer) {
+    const planner::ProcessShare share{world.size(), writer, !world.library().empty(),
+                                      world.local_size()};
+    return planner::estimate_host_memory(plan, eval, config, data, use, share);
+  };
+  const auto available = planner::available_host_memory();
+  const std::string why =
+      world.size() == 1 && world.library().empty()
+          ? planner::host_memory_problem(estimate(true), available)
+          : planner::ranks_memory_problem({estimate(false), estimate(true), world.local_size()},
+                                          available);
+  if (!why.empty())
     throw InputRefused("{}; POPKIT_HOST_MEMORY=SIZE overrides what poprun takes as available", why);
 }
 

@@ -41,9 +41,12 @@ void check_data_runs(const config::Config& config);
 
 // Refuses, before anything large is allocated, a run this machine cannot hold: the
 // datasets' sizes come from the config or the IDX headers, the rest from the plans
-// (training: `plan` and the evaluation plan `eval`; evaluation: `plan` alone). Throws
-// InputRefused (exit 2), naming the estimate, its parts and what the machine has.
+// (training: `plan` and the evaluation plan `eval`; evaluation: `plan` alone). Over MPI
+// ranks, what all the world's ranks on this host need together: each its share of the
+// replicas, rank 0 its run file besides (planner::RanksMemory). Throws InputRefused
+// (exit 2), naming the estimate (a rank's, and the host's), its parts and what the
+// machine has.
 void check_host_memory(const planner::Plan& plan, const planner::Plan* eval,
-                       const config::Config& config);
+                       const config::Config& config, const engine::World& world);
 
 }  // namespace popkit::runner

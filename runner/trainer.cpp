@@ -113,7 +113,7 @@ void prepare(Prepared& p, engine::World& world, const config::Config& config,
   const std::string& resume = p.resume_point.checkpoint;
   p.init_from = !options.init_from.empty() ? options.init_from : config.model.init_from;
   p.limits = limits_of(config, options.steps, options.epochs);
-  check_host_memory(p.planned, &p.eval_planned, config);
+  check_host_memory(p.planned, &p.eval_planned, config, world);
   if (!resume.empty())
     p.resumed = read_checkpoint(resume, p.planned, Restore::kEverything);
   else if (!p.init_from.empty())

@@ -10,6 +10,7 @@
 #include "configs.h"
 #include "planner/build.h"
 #include "planner/device_layout.h"
+#include "planner/rank_messages.h"
 
 using namespace popkit;
 using namespace popkit::planner;
@@ -106,6 +107,85 @@ BOOST_AUTO_TEST_CASE(device_and_streaming_memory_count_every_replica) {
   BOOST_TEST(!m.datasets_counted);
   BOOST_TEST(m.datasets == 0u);
   BOOST_TEST(!plan.host_memory.datasets_counted);
+}
+
+// Over MPI ranks each holds its share of the replicas, OpenMPI and its messages besides,
+// and the rest whole; rank 0 the run file's JSON.
+BOOST_AUTO_TEST_CASE(a_rank_holds_its_share_of_the_replicas) {
+  const config::Config c = test::mnist_phased();  // R = 2, weights and state remote
+  const Plan plan = build_plan(c);
+  const Plan eval = build_plan(c, Program::kEval);
+  const DatasetSizes data{DatasetSize{1000, 784}, DatasetSize{100, 784}};
+  const HostMemory one = estimate_host_memory(plan, &eval, c, data);
+  // popplan's figure: one process, every replica.
+  BOOST_TEST((estimate_host_memory(plan, &eval, c, {}) == plan.host_memory));
+  const auto rank_of = [&](bool writer, std::int64_t on_host) {
+    return estimate_host_memory(plan, &eval, c, data, HostUse::kTrain,
+                                ProcessShare{2, writer, true, on_host});
+  };
+  const HostMemory rank = rank_of(false, 2), writer = rank_of(true, 2);
+  BOOST_TEST(rank.streaming == plan.streaming_bytes + eval.streaming_bytes);
+  BOOST_TEST(rank.device == device_block_bytes(plan) + device_block_bytes(eval));
+  BOOST_TEST(rank.datasets == one.datasets);  // every rank loads both sets
+  const RankMessages messages = rank_messages(plan, 2);
+  const auto bookkeeping = [](const Plan& p) {
+    return kDeviceBytes + 8 * p.tensors.size() + kPhaseSampleBytes * p.phases.size();
+  };
+  BOOST_TEST(rank.overhead == kProcessBytes + kMpiProcessBytes + kMpiPeerBytes + bookkeeping(plan) +
+                                  bookkeeping(eval) +
+                                  messages.messages * (kMpiMessageBytes + kMpiFragmentBytes) +
+                                  messages.receive_bytes);
+  // Rank 0 writes every replica's measured memory as JSON; the others hold the samples.
+  BOOST_TEST(writer.host_buffers >= rank.host_buffers);
+  BOOST_TEST(writer.overhead == rank.overhead);
+  // Two ranks on this host: both; one: rank 0's (it may be the one), one peer fewer.
+  BOOST_TEST(RanksMemory({rank, writer, 2}).total() == writer.total() + rank.total());
+  const HostMemory alone = rank_of(true, 1);
+  BOOST_TEST(RanksMemory({rank_of(false, 1), alone, 1}).total() == alone.total());
+  BOOST_TEST(alone.overhead + kMpiPeerBytes == writer.overhead);
+  // A rank on a host of its own needs less than one process holding both replicas: the
+  // figure each rank was checked by before, which refused such runs.
+  BOOST_TEST(alone.total() < one.total());
+}
+
+// Rank k's messages in a collective, per group of G members of which h are on rank k,
+// with c non-empty pieces, c_k of them owned on rank k: (c - c_k) h + c_k (G - h).
+BOOST_AUTO_TEST_CASE(rank_messages_counted_by_hand) {
+  config::Config c = test::mnist_phased();
+  c.replication.factor = 4;
+  c.replication.groupings = {{"everyone", 4, 1}};
+  const Plan plan = build_plan(c);
+  // Every tensor has at least 4 elements: every member owns a piece.
+  BOOST_TEST(rank_messages(plan, 2).messages == 2u * 2u + 2u * 2u);  // G 4, h 2, c 4, c_k 2
+  BOOST_TEST(rank_messages(plan, 4).messages == 3u * 1u + 1u * 3u);  // h 1, c_k 1
+  // The largest piece's terms from the members elsewhere: 2 pieces x 2 members over 2
+  // ranks, 1 x 3 over 4.
+  BOOST_REQUIRE(rank_messages(plan, 2).receive_bytes > 0u);
+  BOOST_TEST(rank_messages(plan, 4).receive_bytes * 4 == rank_messages(plan, 2).receive_bytes * 3);
+  // One process sends nothing; nor do ranks that do not divide R (refused before this).
+  BOOST_TEST(rank_messages(plan, 1).messages == 0u);
+  BOOST_TEST(rank_messages(plan, 3).messages == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(the_ranks_message_names_a_rank_and_the_host) {
+  HostMemory rank;
+  rank.datasets = 1ull << 20;
+  rank.overhead = 15ull << 20;
+  HostMemory writer = rank;
+  writer.host_buffers = 1ull << 20;
+  const RanksMemory need{rank, writer, 4};
+  BOOST_TEST(need.total() == 65ull << 20);
+  BOOST_TEST(ranks_memory_problem(need, AvailableMemory{64ull << 20, "POPKIT_HOST_MEMORY"}) ==
+             "the 4 ranks on this host need 65.00 MiB of host memory: 16.00 MiB a rank "
+             "(datasets 1.00 MiB, streaming memory 0 B, device memory 0 B, host buffers 0 B, "
+             "overhead 15.00 MiB) and rank 0 1.00 MiB more for the run file, but this machine "
+             "has 64.00 MiB available (POPKIT_HOST_MEMORY)");
+  BOOST_TEST(ranks_memory_problem(need, AvailableMemory{65ull << 20, "x"}).empty());
+  BOOST_TEST(ranks_memory_problem(need, std::nullopt).empty());
+  BOOST_TEST(ranks_memory_problem({rank, writer, 1}, AvailableMemory{1, "x"}) ==
+             "the run's rank on this host needs 17.00 MiB of host memory (datasets 1.00 MiB, "
+             "streaming memory 0 B, device memory 0 B, host buffers 1.00 MiB, overhead 15.00 "
+             "MiB) but this machine has 1 B available (x)");
 }
 
 BOOST_AUTO_TEST_CASE(synthetic_sizes_come_from_the_config) {
