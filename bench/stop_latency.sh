@@ -9,10 +9,9 @@
 #   bench/stop_latency.sh [--build DIR] [--replicas R] [--tries N]
 #
 # Needs a release build (default build/ci).
-set -uo pipefail
+set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(dirname "$here")"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build="$root/build/ci"
 replicas=4096
 tries=10
@@ -21,14 +20,15 @@ while [[ $# -gt 0 ]]; do
     --build) build="$2"; shift 2 ;;
     --replicas) replicas="$2"; shift 2 ;;
     --tries) tries="$2"; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "stop_latency.sh: unknown argument '$1'" >&2; exit 2 ;;
+    -h|--help) bench_usage; exit 0 ;;
+    *) bench_unknown "$1" ;;
   esac
 done
 poprun="$build/cli/poprun"
-work=$(mktemp -d)
+bench_need "cmake --preset ci" "$poprun"
+work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
+cd "$work"
 
 echo "| try | signal after step 1 (s) | exit | signal to exit (s) | poprun said |"
 echo "|---:|---:|---:|---:|---|"
@@ -45,10 +45,10 @@ for i in $(seq "$tries"); do
   sleep "$delay"
   sent=$(date +%s.%N)
   kill -TERM "$pid"
-  wait "$pid"
-  rc=$?
+  rc=0
+  wait "$pid" || rc=$?
   took=$(awk -v a="$sent" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
-  said=$(grep -m1 -o "^poprun: stopped by SIG[A-Z]* at step [0-9]*" err)
-  abandoned=$(grep -m1 -o "step [0-9]* stopped before its update" err)
+  said=$(grep -m1 -o "^poprun: stopped by SIG[A-Z]* at step [0-9]*" err || true)
+  abandoned=$(grep -m1 -o "step [0-9]* stopped before its update" err || true)
   echo "| $i | $delay | $rc | $took | ${said}${abandoned:+ ($abandoned)} |"
 done
