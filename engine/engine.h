@@ -119,11 +119,13 @@ struct MemoryReport {
   std::vector<planner::ClassBytes> streaming_by_class;
 };
 
+// A language model's rows are its samples' positions (n samples of plan.positions each).
 struct EvalResult {
-  std::int64_t n = 0;
-  std::int64_t correct = 0;
-  double loss = 0.0;  // mean over samples
-  double accuracy = 0.0;
+  std::int64_t n = 0;        // samples
+  std::int64_t rows = 0;     // rows scored: n, or n x positions
+  std::int64_t correct = 0;  // rows whose largest logit is the label's
+  double loss = 0.0;         // mean over rows
+  double accuracy = 0.0;     // correct / rows
   std::int64_t batches = 0;  // executions of the evaluation plan's phases
   double seconds = 0.0;      // wall time
 };

@@ -1,14 +1,19 @@
-// The engine's layer kinds (layer_kinds.h): linear, dropout and layer_norm. Operands are found by
-// role (planner/layer_kinds.h); what each op computes is planner/plan.h's contract.
+// The engine's layer kinds (layer_kinds.h): linear, dropout, layer_norm, embedding and
+// lm_head here, the decoder block in decoder_block.cpp. Operands are found by role
+// (planner/layer_kinds.h); what each op computes is planner/plan.h's contract.
 #include "engine/layer_kinds.h"
 
+#include <algorithm>
 #include <array>
 
 #include "base/error.h"
 #include "config/kind_keys.h"
 #include "config/names.h"
-#include "engine/kernels/layer_norm.h"
+#include "engine/decoder_block.h"
+#include "engine/kernels/embedding.h"
 #include "engine/kernels/linear.h"
+#include "engine/kernels/lm_head.h"
+#include "engine/layer_calls.h"
 #include "engine/tensor/dropout.h"
 #include "planner/layer_kinds.h"
 #include "planner/layer_ops.h"
@@ -28,25 +33,6 @@ Activation activation(const LayerInfo& l) {
 
 // ---- linear: y = act(x W + b) ------------------------------------------------------
 
-// The op's workspace cut into its column blocks' regions (planner/workspace.h): the call
-// on the block starting at column j packs into region j / kColumnBlock. The plan sized
-// the workspace with the same functions; a smaller one is a bug in the plan.
-struct Regions {
-  Regions(const OpRun& run, const planner::OpWorkspace& need)
-      : base(run.workspace()), bytes(need.region_bytes) {
-    if (need.bytes() > run.workspace_bytes())
-      throw Error("the op's workspace holds {} bytes but its kernels need {}",
-                  run.workspace_bytes(), need.bytes());
-  }
-  [[nodiscard]] float* of(std::int64_t j0) const {
-    if (base == nullptr) return nullptr;
-    const auto region = static_cast<std::uint64_t>(j0 / planner::kColumnBlock);
-    return base + region * bytes / sizeof(float);
-  }
-  float* base;
-  std::uint64_t bytes;
-};
-
 // The linear kind's operands (planner/layer_kinds.cpp): parameters weight and bias,
 // saved tensor pre.
 constexpr int kWeight = 0, kBias = 1, kPre = 0;
@@ -57,45 +43,27 @@ int operand(const Op& op, R role, int index = 0) {
 
 void linear_forward(const Op& op, const LayerInfo& l, const OpRun& run) {
   const int in = operand(op, R::kIn), pre_t = operand(op, R::kSaved, kPre);
-  const std::int64_t n = run.rows(in);
-  const float* x = run.f32(in);
-  const float* w = run.f32(operand(op, R::kParam, kWeight));
-  const float* b = run.f32(operand(op, R::kParam, kBias));
   float* out = run.f32(operand(op, R::kOut));
   float* pre = pre_t >= 0 ? run.f32(pre_t) : out;  // none kept: the activation in place
-  const LinearKernels& k = kernels_at<LinearKernels>(run.kernels());
-  const Regions ws(run, planner::linear_forward_workspace(n, l.in_features, l.out_features));
-  run.in_column_blocks(n * l.in_features, l.out_features, [&](std::int64_t j0, std::int64_t j1) {
-    k.forward_columns(activation(l), x, w, b, pre, out, n, l.in_features, l.out_features, j0, j1,
-                      ws.of(j0), ws.bytes);
-  });
+  linear_forward_call(
+      run, {run.workspace(), run.workspace_bytes()},
+      {run.f32(operand(op, R::kParam, kWeight)), run.rows(in), l.in_features, l.out_features},
+      activation(l), run.f32(in), run.f32(operand(op, R::kParam, kBias)), pre, out);
 }
 
 void linear_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
   const int dy = operand(op, R::kDy), dx_t = operand(op, R::kDx);
   const std::int64_t n = run.rows(dy);
-  const std::int64_t in = l.in_features, out = l.out_features;
-  const std::int64_t s = run.repeat_step;
-  const LinearKernels& k = kernels_at<LinearKernels>(run.kernels());
   float* dz = run.f32(dy);  // dz = dy act'(pre), in place in dy
-  const Regions ws(run, planner::linear_backward_workspace(n, in, out, dx_t >= 0));
   if (const Activation act = activation(l); act != Activation::kNone)
-    k.activation_backward(act, run.f32(operand(op, R::kSaved, kPre)), dz, n * out);
-  if (dx_t >= 0) {
-    const float* w = run.f32(operand(op, R::kParam, kWeight));
-    float* dx = run.f32(dx_t);
-    run.in_column_blocks(n * out, in, [&](std::int64_t i0, std::int64_t i1) {
-      k.dx_columns(dz, w, dx, n, in, out, i0, i1, ws.of(i0), ws.bytes);
-    });
-  }
-  // The running mean's g/(s+1) as x^T (dz/(s+1)): dz is no longer needed.
-  if (s > 0) run.kernels().divide(dz, static_cast<float>(s + 1), n * out);
-  const float* x = run.f32(operand(op, R::kIn));
-  float* gw = run.f32(operand(op, R::kGrad, kWeight));
-  float* gb = run.f32(operand(op, R::kGrad, kBias));
-  run.in_column_blocks(n * in, out, [&](std::int64_t j0, std::int64_t j1) {
-    k.grad_columns(dz, x, gw, gb, n, in, out, s, j0, j1, ws.of(j0), ws.bytes);
-  });
+    kernels_at<LinearKernels>(run.kernels())
+        .activation_backward(act, run.f32(operand(op, R::kSaved, kPre)), dz, n * l.out_features);
+  linear_backward_call(run, {run.workspace(), run.workspace_bytes()},
+                       {dx_t >= 0 ? run.f32(operand(op, R::kParam, kWeight)) : nullptr, n,
+                        l.in_features, l.out_features},
+                       dz, run.f32(operand(op, R::kIn)), dx_t >= 0 ? run.f32(dx_t) : nullptr,
+                       run.f32(operand(op, R::kGrad, kWeight)),
+                       run.f32(operand(op, R::kGrad, kBias)), run.repeat_step);
 }
 
 // ---- dropout: y = x * mask / (1 - rate) --------------------------------------------
@@ -117,56 +85,147 @@ int ln_operand(const Op& op, R role, int index = 0) {
   return planner::layer_operand(op, planner::layer_kind("layer_norm"), role, index);
 }
 
-// Rows on the pool in blocks the shapes fix; mean and rstd are -1 in evaluation.
+// Mean and rstd are -1 in evaluation. A sequence's positions are rows of their own.
 void layer_norm_forward(const Op& op, const LayerInfo& l, const OpRun& run) {
   const int in = ln_operand(op, R::kIn), mean_t = ln_operand(op, R::kSaved, kMean);
   const int rstd_t = ln_operand(op, R::kSaved, kRstd);
-  // A sequence's positions are rows of their own.
-  const std::int64_t n = run.rows(in) * l.sequence, C = l.in_features / l.sequence;
-  const float* x = run.f32(in);
-  const float* scale = run.f32(ln_operand(op, R::kParam, kScale));
-  const float* shift = run.f32(ln_operand(op, R::kParam, kShift));
-  float* out = run.f32(ln_operand(op, R::kOut));
-  float* mean = mean_t >= 0 ? run.f32(mean_t) : nullptr;
-  float* rstd = rstd_t >= 0 ? run.f32(rstd_t) : nullptr;
-  const double eps = l.attributes.number("eps");
-  const LayerNormKernels& k = kernels_at<LayerNormKernels>(run.kernels());
-  run.in_column_blocks(C, n, [&](std::int64_t r0, std::int64_t r1) {
-    k.forward_rows(x, scale, shift, out, mean, rstd, C, eps, r0, r1);
-  });
+  layer_norm_forward_call(
+      run,
+      {run.f32(in), run.f32(ln_operand(op, R::kParam, kScale)),
+       mean_t >= 0 ? run.f32(mean_t) : nullptr, rstd_t >= 0 ? run.f32(rstd_t) : nullptr,
+       run.rows(in) * l.sequence, l.in_features / l.sequence},
+      run.f32(ln_operand(op, R::kParam, kShift)), run.f32(ln_operand(op, R::kOut)),
+      l.attributes.number("eps"));
 }
 
 void layer_norm_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
   const int dy_t = ln_operand(op, R::kDy), dx_t = ln_operand(op, R::kDx);
-  const std::int64_t n = run.rows(dy_t) * l.sequence, C = l.in_features / l.sequence;
-  const float* dy = run.f32(dy_t);
-  const float* x = run.f32(ln_operand(op, R::kIn));
-  const float* mean = run.f32(ln_operand(op, R::kSaved, kMean));
-  const float* rstd = run.f32(ln_operand(op, R::kSaved, kRstd));
-  const LayerNormKernels& k = kernels_at<LayerNormKernels>(run.kernels());
-  if (dx_t >= 0) {
-    const float* scale = run.f32(ln_operand(op, R::kParam, kScale));
-    float* dx = run.f32(dx_t);
-    run.in_column_blocks(C, n, [&](std::int64_t r0, std::int64_t r1) {
-      k.dx_rows(dy, x, scale, mean, rstd, dx, C, r0, r1);
-    });
-  }
-  float* gscale = run.f32(ln_operand(op, R::kGrad, kScale));
-  float* gshift = run.f32(ln_operand(op, R::kGrad, kShift));
-  run.in_column_blocks(n, C, [&](std::int64_t c0, std::int64_t c1) {
-    k.grad_columns(dy, x, mean, rstd, gscale, gshift, n, C, run.repeat_step, c0, c1);
+  layer_norm_backward_call(
+      run,
+      {run.f32(ln_operand(op, R::kIn)),
+       dx_t >= 0 ? run.f32(ln_operand(op, R::kParam, kScale)) : nullptr,
+       run.f32(ln_operand(op, R::kSaved, kMean)), run.f32(ln_operand(op, R::kSaved, kRstd)),
+       run.rows(dy_t) * l.sequence, l.in_features / l.sequence},
+      run.f32(dy_t), dx_t >= 0 ? run.f32(dx_t) : nullptr, run.f32(ln_operand(op, R::kGrad, kScale)),
+      run.f32(ln_operand(op, R::kGrad, kShift)), run.repeat_step);
+}
+
+// ---- embedding: out[b, t] = wte[token[b, t]] + wpe[t] --------------------------------
+
+// A parameter's accumulator before a backward adds the micro-batch's raw gradient g and
+// divides by s + 1 (the kernels do both): the running mean keeps s of it (none at s = 0,
+// where the accumulator may hold anything), a tied parameter's later backward
+// (Op::grads_add) keeps s + 1, adding g / (s + 1) to what the earlier one wrote.
+std::int64_t accumulator_keep(const Op& op, int param, std::int64_t s) {
+  return (op.grads_add >> param & 1U) != 0 ? s + 1 : s;
+}
+
+void keep_accumulator(float* acc, std::int64_t n, std::int64_t keep) {
+  if (keep == 0) std::fill(acc, acc + n, 0.0f);
+  if (keep > 1) std::for_each(acc, acc + n, [&](float& v) { v *= static_cast<float>(keep); });
+}
+
+constexpr int kWte = 0, kWpe = 1;
+
+int emb_operand(const Op& op, R role, int index = 0) {
+  return planner::layer_operand(op, planner::layer_kind("embedding"), role, index);
+}
+
+struct EmbeddingShape {
+  std::int64_t B, T, C, V;
+};
+EmbeddingShape embedding_shape(const LayerInfo& l, std::int64_t rows) {
+  return {rows, l.sequence, l.out_features / l.sequence, l.attributes.integer("vocabulary")};
+}
+
+void embedding_forward(const Op& op, const LayerInfo& l, const OpRun& run) {
+  const int tokens = emb_operand(op, R::kIn);
+  const auto [B, T, C, V] = embedding_shape(l, run.rows(tokens));
+  const float* tok = run.f32(tokens);
+  const float* wte = run.f32(emb_operand(op, R::kParam, kWte));
+  const float* wpe = run.f32(emb_operand(op, R::kParam, kWpe));
+  float* out = run.f32(emb_operand(op, R::kOut));
+  const EmbeddingKernels& k = kernels_at<EmbeddingKernels>(run.kernels());
+  run.in_column_blocks(B * T, C, [&](std::int64_t c0, std::int64_t c1) {
+    k.forward_columns(tok, wte, wpe, out, B, T, C, V, c0, c1);
   });
 }
 
-// The transformer's kinds are planned (planner/transformer_kinds.h) but have no kernels
-// yet (null forward and backward): the engine's plan check refuses a plan with one.
+// Tokens have no gradient: the backward only scatters dy into the tables' accumulators.
+void embedding_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
+  const int dy = emb_operand(op, R::kDy);
+  const auto [B, T, C, V] = embedding_shape(l, run.rows(dy));
+  const std::int64_t s = run.repeat_step, P = l.attributes.integer("positions");
+  float* gte = run.f32(emb_operand(op, R::kGrad, kWte));
+  float* gpe = run.f32(emb_operand(op, R::kGrad, kWpe));
+  keep_accumulator(gte, V * C, accumulator_keep(op, kWte, s));
+  keep_accumulator(gpe, P * C, accumulator_keep(op, kWpe, s));
+  const float* tok = run.f32(emb_operand(op, R::kIn));
+  const float* d = run.f32(dy);
+  const EmbeddingKernels& k = kernels_at<EmbeddingKernels>(run.kernels());
+  run.in_column_blocks(B * T, C, [&](std::int64_t c0, std::int64_t c1) {
+    k.backward_columns(tok, d, gte, gpe, B, T, C, V, c0, c1);
+  });
+  if (s > 0) {
+    run.kernels().divide(gte, static_cast<float>(s + 1), V * C);
+    run.kernels().divide(gpe, static_cast<float>(s + 1), P * C);
+  }
+}
+
+// ---- lm_head: logits[b, t] = x[b, t] W^T, W [V, C] ------------------------------------
+
+int head_operand(const Op& op, R role) {
+  return planner::layer_operand(op, planner::layer_kind("lm_head"), role, 0);
+}
+
+struct HeadShape {
+  std::int64_t n, C, V;  // n = B T rows of positions
+};
+HeadShape head_shape(const LayerInfo& l, std::int64_t rows) {
+  return {rows * l.sequence, l.in_features / l.sequence, l.attributes.integer("vocabulary")};
+}
+
+void lm_head_forward(const Op& op, const LayerInfo& l, const OpRun& run) {
+  const int in = head_operand(op, R::kIn);
+  const auto [n, C, V] = head_shape(l, run.rows(in));
+  const float* x = run.f32(in);
+  const float* w = run.f32(head_operand(op, R::kParam));
+  float* logits = run.f32(head_operand(op, R::kOut));
+  const LmHeadKernels& k = kernels_at<LmHeadKernels>(run.kernels());
+  const Regions ws(run, planner::lm_head_forward_workspace(n, C, V));
+  run.in_column_blocks(n * C, V, [&](std::int64_t j0, std::int64_t j1) {
+    k.forward_columns(x, w, logits, n, C, V, j0, j1, ws.of(j0), ws.bytes);
+  });
+}
+
+void lm_head_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
+  const int dy_t = head_operand(op, R::kDy), dx_t = head_operand(op, R::kDx);
+  const auto [n, C, V] = head_shape(l, run.rows(dy_t));
+  const float* dy = run.f32(dy_t);
+  const LmHeadKernels& k = kernels_at<LmHeadKernels>(run.kernels());
+  const Regions ws(run, planner::lm_head_backward_workspace(n, C, V, dx_t >= 0));
+  if (dx_t >= 0) {
+    const float* w = run.f32(head_operand(op, R::kParam));
+    float* dx = run.f32(dx_t);
+    run.in_column_blocks(n * V, C, [&](std::int64_t i0, std::int64_t i1) {
+      k.dx_columns(dy, w, dx, n, C, V, i0, i1, ws.of(i0), ws.bytes);
+    });
+  }
+  const float* x = run.f32(head_operand(op, R::kIn));
+  float* gw = run.f32(head_operand(op, R::kGrad));
+  const std::int64_t s = run.repeat_step, keep = accumulator_keep(op, 0, s);
+  run.in_column_blocks(n * C, V, [&](std::int64_t j0, std::int64_t j1) {
+    k.grad_rows(dy, x, gw, n, C, V, keep, s, j0, j1, ws.of(j0), ws.bytes);
+  });
+}
+
 const std::array<LayerKernel, 6> kLayerKernels{{
     {"linear", linear_forward, linear_backward},
     {"dropout", dropout_run, dropout_run},
     {"layer_norm", layer_norm_forward, layer_norm_backward},
-    {"embedding", nullptr, nullptr},
-    {"decoder_block", nullptr, nullptr},
-    {"lm_head", nullptr, nullptr},
+    {"embedding", embedding_forward, embedding_backward},
+    {"decoder_block", decoder_block_forward, decoder_block_backward},
+    {"lm_head", lm_head_forward, lm_head_backward},
 }};
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "planner/attention_workspace.h"
+#include "planner/decoder_block_layout.h"
 #include "planner/layer_ops.h"
 
 namespace popkit::planner {
@@ -17,14 +18,6 @@ using R = OperandRole;
 std::uint64_t u(std::int64_t v) {
   return static_cast<std::uint64_t>(v);
 }
-std::uint64_t round_up(std::uint64_t bytes) {
-  return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
-}
-// Bytes of a float32 [rows, T, n] scratch, from a 64-byte line.
-std::uint64_t floats(std::int64_t rows, std::int64_t t, std::int64_t n) {
-  return round_up(u(rows) * u(t) * u(n) * sizeof(float));
-}
-
 std::int64_t seq(const LayerInfo& l) {
   return l.sequence;
 }
@@ -122,20 +115,7 @@ constexpr std::array<ParamSpec, 12> kBlockParams{{
      }},
     {"mlp.proj.bias", VariableRole::kBias, ParamInit::kBiases, DType::kFloat32, c_vec},
 }};
-enum BlockParam {
-  kLn1Scale,
-  kLn1Shift,
-  kQkvW,
-  kQkvB,
-  kProjW,
-  kProjB,
-  kLn2Scale,
-  kLn2Shift,
-  kFcW,
-  kFcB,
-  kFc2W,
-  kFc2B,
-};
+using namespace decoder_block;  // Param, Saved: the indices of the tables below
 
 bool always(const LayerInfo&) {
   return true;
@@ -197,7 +177,8 @@ constexpr auto kBlockForwardOut = block_forward_out(std::make_index_sequence<12>
 constexpr auto kBlockBackwardState = block_grads(std::make_index_sequence<12>());
 constexpr auto kBlockBackwardSaved = block_backward_saved(std::make_index_sequence<12>());
 // dy, x and the saved tensors; the weights the chain back through the block multiplies
-// by; ln1's scale and qkv's weight only for dx (they lie between x and the first grads).
+// by; ln1's scale only for dx (qkv's weight gives the gradient of ln1's output, which
+// its parameters' gradients need).
 constexpr std::array<Operand, kBlockBackwardSaved.size() + 6> kBlockBackwardIn = [] {
   std::array<Operand, kBlockBackwardSaved.size() + 6> out{};
   std::size_t i = 0;
@@ -206,18 +187,14 @@ constexpr std::array<Operand, kBlockBackwardSaved.size() + 6> kBlockBackwardIn =
   out[i++] = {"mlp.fc.weight", R::kParam, kFcW};
   out[i++] = {"ln2.scale", R::kParam, kLn2Scale};
   out[i++] = {"attn.proj.weight", R::kParam, kProjW};
-  out[i++] = {"attn.qkv.weight", R::kParam, kQkvW, true};
+  out[i++] = {"attn.qkv.weight", R::kParam, kQkvW};
   out[i++] = {"ln1.scale", R::kParam, kLn1Scale, true};
   return out;
 }();
 
-// The four linears, as [rows T, in] x [in, out].
-struct BlockLinear {
-  std::int64_t in, out;
-};
-std::array<BlockLinear, 4> block_linears(const LayerInfo& l) {
-  const std::int64_t c = features(l), h = hidden(l);
-  return {{{c, 3 * c}, {c, c}, {c, h}, {h, c}}};
+// The four linears, as [rows T, in] x [in, out] (they do not depend on the rows).
+std::array<Linear, 4> block_linears(const LayerInfo& l) {
+  return linears(dims(l, 0));
 }
 
 // The attention's score and value products over the causal row blocks: each GEMM's
@@ -250,18 +227,14 @@ std::uint64_t block_elementwise(const LayerInfo& l, std::uint64_t rows, bool bac
 
 std::uint64_t block_forward_flops(const LayerInfo& l, std::uint64_t rows) {
   std::uint64_t gemm = 0;
-  for (const BlockLinear& g : block_linears(l)) gemm += 2 * rows * u(seq(l)) * u(g.in) * u(g.out);
+  for (const Linear& g : block_linears(l)) gemm += 2 * rows * u(seq(l)) * u(g.in) * u(g.out);
   // S = Q K^T and O = P V.
   gemm += 2 * 2 * attention_products(attention_shape(l, static_cast<std::int64_t>(rows)));
   return gemm + block_elementwise(l, rows, false);
 }
-std::uint64_t block_backward_flops(const LayerInfo& l, std::uint64_t rows, bool dx) {
-  std::uint64_t gemm = 0;
-  const auto linears = block_linears(l);
-  for (std::size_t i = 0; i < linears.size(); ++i) {
-    const std::uint64_t w = 2 * rows * u(seq(l)) * u(linears[i].in) * u(linears[i].out);
-    gemm += w + (i > 0 || dx ? w : 0);  // the gradient; dx but for qkv without dx
-  }
+std::uint64_t block_backward_flops(const LayerInfo& l, std::uint64_t rows, bool) {
+  std::uint64_t gemm = 0;  // each linear's gradient and input gradient (qkv's: ln1's output's)
+  for (const Linear& g : block_linears(l)) gemm += 2 * 2 * rows * u(seq(l)) * u(g.in) * u(g.out);
   // dV, dP, dQ, dK.
   gemm += 4 * 2 * attention_products(attention_shape(l, static_cast<std::int64_t>(rows)));
   return gemm + block_elementwise(l, rows, true) + running_mean(l);
@@ -269,58 +242,28 @@ std::uint64_t block_backward_flops(const LayerInfo& l, std::uint64_t rows, bool 
 
 OpGemms block_forward_gemms(const LayerInfo& l, std::uint64_t rows) {
   OpGemms g;
-  for (const BlockLinear& b : block_linears(l))
+  for (const Linear& b : block_linears(l))
     g.gemm[static_cast<std::size_t>(g.n_gemms++)] = {rows * u(seq(l)), u(b.out), u(b.in)};
   return g;
 }
-OpGemms block_backward_gemms(const LayerInfo& l, std::uint64_t rows, bool dx) {
+OpGemms block_backward_gemms(const LayerInfo& l, std::uint64_t rows, bool) {
   OpGemms g;
-  const auto linears = block_linears(l);
-  for (std::size_t i = 0; i < linears.size(); ++i) {
-    const BlockLinear& b = linears[i];
-    const std::uint64_t n = rows * u(seq(l));
+  const std::uint64_t n = rows * u(seq(l));
+  for (const Linear& b : block_linears(l)) {
     g.gemm[static_cast<std::size_t>(g.n_gemms++)] = {u(b.in), u(b.out), n};
-    if (i > 0 || dx) g.gemm[static_cast<std::size_t>(g.n_gemms++)] = {n, u(b.in), u(b.out)};
+    g.gemm[static_cast<std::size_t>(g.n_gemms++)] = {n, u(b.in), u(b.out)};
   }
   return g;
 }
 
-// One region: the linears' packing (the largest, they run one after another), or the
-// attention's, a call per (batch, head) pair, each pair's scratch its own.
-std::uint64_t block_gemm_bytes(const LayerInfo& l, std::int64_t rows, bool backward, bool dx) {
-  const std::int64_t n = rows * seq(l);
-  std::uint64_t most = 0;
-  const auto linears = block_linears(l);
-  for (std::size_t i = 0; i < linears.size(); ++i) {
-    const BlockLinear& b = linears[i];
-    most = std::max(most, backward ? linear_backward_workspace(n, b.in, b.out, i > 0 || dx).bytes()
-                                   : linear_forward_workspace(n, b.in, b.out).bytes());
-  }
-  const AttentionShape s = attention_shape(l, rows);
-  const std::uint64_t pair = backward ? attention_backward_call_workspace(s)
-                                      : attention_forward_call_workspace(s, attention_dropout(l));
-  return std::max(most, u(s.pairs()) * round_up(pair));
-}
-
-// Training keeps every intermediate as a saved tensor; evaluation keeps none, so its
-// forward holds them in its scratch: a, qkv, P, o, h, m and f (f over the MLP's pre-
-// activation, in place), each from a line.
+// The workspace as the engine's entry cuts it (decoder_block_layout.h): in evaluation
+// (nothing saved) the intermediates, then the packing.
 OpWorkspace block_forward_ws(const LayerInfo& l, std::int64_t rows, bool saves) {
-  std::uint64_t bytes = block_gemm_bytes(l, rows, false, false);
-  if (!saves) {
-    const std::int64_t t = seq(l), c = features(l);
-    bytes += 4 * floats(rows, t, c) + floats(rows, t, 3 * c) + floats(rows, t, hidden(l)) +
-             floats(rows * integer(l, "heads"), t, t) + 2 * floats(rows, t, 1);
-  }
-  return {bytes, 1};
+  return {forward_scratch(l, rows, saves).bytes(), 1};
 }
-// The gradients inside the block: of h, m, f (in place over f's pre-activation), o, qkv,
-// and a (the first layer norm's output); then the packing.
-OpWorkspace block_backward_ws(const LayerInfo& l, std::int64_t rows, bool dx) {
-  const std::int64_t t = seq(l), c = features(l);
-  const std::uint64_t grads =
-      4 * floats(rows, t, c) + floats(rows, t, hidden(l)) + floats(rows, t, 3 * c);
-  return {grads + block_gemm_bytes(l, rows, true, dx), 1};
+// The gradients inside the block, then the packing; dx or not, the same.
+OpWorkspace block_backward_ws(const LayerInfo& l, std::int64_t rows, bool) {
+  return {backward_scratch(l, rows).bytes(), 1};
 }
 
 // ---- lm_head: logits[b, t] = x[b, t] W^T, W [V, C] (the token table's layout) -----------
@@ -366,13 +309,11 @@ OpGemms head_backward_gemms(const LayerInfo& l, std::uint64_t rows, bool dx) {
   g.n_gemms = dx ? 2 : 1;
   return g;
 }
-// As a linear of C inputs and V outputs on B T rows (the kernels run the transposed
-// weight through the same blocked GEMMs).
 OpWorkspace head_forward_ws(const LayerInfo& l, std::int64_t rows, bool) {
-  return linear_forward_workspace(rows * seq(l), features(l), vocabulary(l));
+  return lm_head_forward_workspace(rows * seq(l), features(l), vocabulary(l));
 }
 OpWorkspace head_backward_ws(const LayerInfo& l, std::int64_t rows, bool dx) {
-  return linear_backward_workspace(rows * seq(l), features(l), vocabulary(l), dx);
+  return lm_head_backward_workspace(rows * seq(l), features(l), vocabulary(l), dx);
 }
 
 OpWorkspace no_workspace(const LayerInfo&, std::int64_t, bool) {

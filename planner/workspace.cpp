@@ -97,6 +97,25 @@ OpWorkspace linear_backward_workspace(std::int64_t n, std::int64_t in, std::int6
   return {std::max(grad.region_bytes, d.region_bytes), std::max(grad.regions, d.regions)};
 }
 
+// Row-major C [rows, cols] = A B runs as gemm_workspace_bytes(cols, depth, rows)
+// (engine/tensor/layers.h's gemm).
+OpWorkspace lm_head_forward_workspace(std::int64_t n, std::int64_t C, std::int64_t V) {
+  return over_blocks(n * C, V, [&](std::int64_t j0, std::int64_t j1) {
+    return gemm_workspace_bytes(j1 - j0, C, n);
+  });
+}
+
+OpWorkspace lm_head_backward_workspace(std::int64_t n, std::int64_t C, std::int64_t V, bool dx) {
+  const OpWorkspace grad = over_blocks(n * C, V, [&](std::int64_t j0, std::int64_t j1) {
+    return gemm_workspace_bytes(C, n, j1 - j0);
+  });
+  if (!dx) return grad;
+  const OpWorkspace d = over_blocks(n * V, C, [&](std::int64_t i0, std::int64_t i1) {
+    return gemm_workspace_bytes(i1 - i0, V, n);
+  });
+  return {std::max(grad.region_bytes, d.region_bytes), std::max(grad.regions, d.regions)};
+}
+
 std::uint64_t op_workspace_bytes(const Op& op, const Plan& plan) {
   if (op.kind == OpKind::kRepeat) {
     std::uint64_t most = 0;

@@ -91,6 +91,13 @@ struct OpWorkspace {
 [[nodiscard]] OpWorkspace linear_backward_workspace(std::int64_t n, std::int64_t in,
                                                     std::int64_t out, bool dx);
 
+// A language-model head's ops on n rows, x [n, C] and W [V, C] (the token table's
+// layout): logits = x W^T in column blocks of V; the weight's gradient dy^T x in blocks
+// of W's rows (V), dx = dy W in column blocks of C; dx then the gradient, sharing regions.
+[[nodiscard]] OpWorkspace lm_head_forward_workspace(std::int64_t n, std::int64_t C, std::int64_t V);
+[[nodiscard]] OpWorkspace lm_head_backward_workspace(std::int64_t n, std::int64_t C, std::int64_t V,
+                                                     bool dx);
+
 // The workspace bytes an op needs (0 for most kinds).
 [[nodiscard]] std::uint64_t op_workspace_bytes(const Op& op, const Plan& plan);
 

@@ -136,7 +136,7 @@ void print_train_summary(std::ostream& out, const TrainResult& r) {
   out << fmt::format("  final loss            {:.4f}\n", r.last_loss);
   if (r.test)
     out << fmt::format("  test accuracy         {:.2f}% ({}/{}), loss {:.4f}\n",
-                       100.0 * r.test->accuracy, r.test->correct, r.test->n, r.test->loss);
+                       100.0 * r.test->accuracy, r.test->correct, r.test->rows, r.test->loss);
   out << fmt::format("  throughput            {} samples/s (median; min {}, max {})\n",
                      format_thousands(rec.throughput.median), format_thousands(rec.throughput.min),
                      format_thousands(rec.throughput.max));
@@ -252,7 +252,7 @@ int run_eval_command(const EvalCommand& given, std::ostream& out_stream, std::os
   }
   out << fmt::format("{} on the {} test samples: loss {:.4f}, accuracy {:.2f}% ({}/{})\n",
                      command.options.checkpoint, outcome.test.n, outcome.test.loss,
-                     100.0 * outcome.test.accuracy, outcome.test.correct, outcome.test.n);
+                     100.0 * outcome.test.accuracy, outcome.test.correct, outcome.test.rows);
   if (!command.options.run_file.empty())
     out << fmt::format("run file: {}\n", command.options.run_file);
   return kExitOk;

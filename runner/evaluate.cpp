@@ -56,7 +56,6 @@ EvalOutcome evaluate_agreed(const config::Config& config, const EvalOptions& opt
                     "the command line");
   planner::Plan planned = plan_of(config, planner::Program::kEval);
   check_ranks_host(planned, world);
-  check_data_runs(config);
   if (!options.run_file.empty() && writer) {
     check_run_file_path(options.run_file);
     remove_stale_temporaries(std::nullopt, options.run_file);

@@ -83,15 +83,6 @@ void check_host_memory(const planner::Plan& plan, const planner::Plan* eval,
     throw InputRefused("{}; POPKIT_HOST_MEMORY=SIZE overrides what poprun takes as available", why);
 }
 
-void check_data_runs(const config::Config& config) {
-  if (config.data.dataset == config::Dataset::kText)
-    throw InputRefused(
-        "data.dataset: text: poprun does not train or evaluate language models yet (the "
-        "kernels of the embedding, decoder_block and lm_head kinds come next); popplan "
-        "validates, plans and tunes '{}'",
-        config.name);
-}
-
 void check_ranks_host(const planner::Plan& plan, const engine::World& world) {
   try {
     (void)engine::hosted_replicas(plan.replication_factor, world.rank(), world.size());

@@ -35,10 +35,6 @@ void check_test_set(const engine::Dataset& test);
 // InputRefused (exit 2) on every rank, before any folder is made.
 void check_ranks_host(const planner::Plan& plan, const engine::World& world);
 
-// The engine reads the config's data: text data (a language model's, which popplan
-// plans) is InputRefused (exit 2) until the engine runs the language-model kinds.
-void check_data_runs(const config::Config& config);
-
 // Refuses, before anything large is allocated, a run this machine cannot hold: the
 // datasets' sizes come from the config or the IDX headers, the rest from the plans
 // (training: `plan` and the evaluation plan `eval`; evaluation: `plan` alone). Over MPI

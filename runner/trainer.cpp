@@ -28,6 +28,7 @@
 #include "runner/run_measurements.h"
 #include "runner/run_setup.h"
 #include "runner/stop_signal.h"
+#include "runner/train_batches.h"
 
 namespace popkit::runner {
 namespace {
@@ -103,7 +104,6 @@ void prepare(Prepared& p, engine::World& world, const config::Config& config,
   p.eval_planned = plan_of(config, planner::Program::kEval);
   p.planned = plan_of(config, planner::Program::kTrain, &p.eval_planned);
   check_ranks_host(p.planned, world);
-  check_data_runs(config);
 
   // What to continue from, and its checkpoint: a bad one fails before any folder is made.
   if (!options.resume.empty())
@@ -334,8 +334,7 @@ void Steps::run() {
   std::vector<std::string> phase_names;
   for (const auto& phase : plan.phases) phase_names.push_back(phase.name);
   std::vector<double> phase_seconds_before;
-  engine::DatasetBatches batches(train_set, plan.replication_factor, plan.gradient_accumulation,
-                                 plan.micro_batch_size);
+  TrainBatches batches(config_, train_set, plan);
   std::vector<std::int64_t> order;
   std::int64_t order_epoch = -1;
   const std::int64_t n_epochs = limits_.epochs.value_or(last_epoch(
@@ -358,12 +357,14 @@ void Steps::run() {
       order = epoch_order(train_set.n, state_.shuffle_seed, state_.data.epoch, state_.shuffle);
       order_epoch = state_.data.epoch;
     }
-    batches.set_batch(std::span<const std::int64_t>(order).subspan(
-        static_cast<std::size_t>(state_.data.position), static_cast<std::size_t>(g_)));
+    const engine::BatchSource& batch = batches.at(
+        std::span<const std::int64_t>(order).subspan(static_cast<std::size_t>(state_.data.position),
+                                                     static_cast<std::size_t>(g_)),
+        state_.data.epoch);
     if (metrics_.open()) phase_seconds_before = engine_.timings().phase_seconds;
     double loss = 0.0;
     try {
-      loss = engine_.train_step(batches);
+      loss = engine_.train_step(batch);
     } catch (const engine::StepAbandoned&) {
       // A stop request before the step's update (one process: train_agreed): the
       // engine holds step state_.step's variables, and the data has not moved on, so
@@ -397,7 +398,7 @@ void Steps::run() {
           {state_.step, state_.data.epoch, reports::TestResult{e.accuracy, e.loss, e.n}});
       line.test = StepMetrics::Test{e.accuracy, e.loss, e.n};
       progress_.note(fmt::format("epoch {}: test accuracy {:.2f}% ({}/{}), loss {:.4f}",
-                                 state_.data.epoch, 100.0 * e.accuracy, e.correct, e.n, e.loss));
+                                 state_.data.epoch, 100.0 * e.accuracy, e.correct, e.rows, e.loss));
     }
     if (metrics_.open())
       if (const std::string why = metrics_.write(line); !why.empty())

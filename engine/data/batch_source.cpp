@@ -24,14 +24,15 @@ void DatasetBatches::set_batch(std::span<const std::int64_t> samples) {
     throw Error("a global batch needs {} samples ({} replicas x {} steps x {}), got {}",
                 global_batch_size(), replicas_, accumulation_, micro_, samples.size());
   const auto size = static_cast<std::size_t>(data_->image_size());
+  const auto width = static_cast<std::size_t>(data_->label_width);
   pixels_.resize(samples.size() * size);
-  labels_.resize(samples.size());
+  labels_.resize(samples.size() * width);
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const std::int64_t k = samples[i];
     if (k < 0 || k >= data_->n)
       throw Error("sample {} is out of range: the dataset has {}", k, data_->n);
     std::copy_n(data_->image(k), size, pixels_.begin() + static_cast<std::ptrdiff_t>(i * size));
-    labels_[i] = data_->labels[static_cast<std::size_t>(k)];
+    std::copy_n(data_->label(k), width, labels_.begin() + static_cast<std::ptrdiff_t>(i * width));
   }
 }
 
@@ -46,16 +47,18 @@ void DatasetBatches::set_batch(const std::vector<std::int64_t>& order, std::int6
 
 namespace {
 
-// Rows [first, first + micro) of gathered pixels (image_size bytes a row) and labels.
+// Rows [first, first + micro) of gathered pixels and labels (the dataset's image_size
+// and label_width a row).
 MicroBatch rows(const std::vector<std::uint8_t>& pixels, const std::vector<std::uint8_t>& labels,
-                std::int64_t first, std::int64_t micro, std::int64_t image_size) {
+                std::int64_t first, std::int64_t micro, const Dataset& data) {
   const auto at = static_cast<std::size_t>(first);
   const auto n = static_cast<std::size_t>(micro);
-  const auto size = static_cast<std::size_t>(image_size);
+  const auto size = static_cast<std::size_t>(data.image_size());
+  const auto width = static_cast<std::size_t>(data.label_width);
   MicroBatch mb;
   mb.size = micro;
   mb.pixels = std::span<const std::uint8_t>(pixels).subspan(at * size, n * size);
-  mb.labels = std::span<const std::uint8_t>(labels).subspan(at, n);
+  mb.labels = std::span<const std::uint8_t>(labels).subspan(at * width, n * width);
   return mb;
 }
 
@@ -63,7 +66,7 @@ MicroBatch rows(const std::vector<std::uint8_t>& pixels, const std::vector<std::
 
 MicroBatch DatasetBatches::micro_batch(std::int64_t replica, std::int64_t step) const {
   // sample = (s * R + r) * B + i
-  return rows(pixels_, labels_, (step * replicas_ + replica) * micro_, micro_, data_->image_size());
+  return rows(pixels_, labels_, (step * replicas_ + replica) * micro_, micro_, *data_);
 }
 
 EvalBatches::EvalBatches(const Dataset& data, std::int64_t replicas, std::int64_t steps,
@@ -74,7 +77,7 @@ EvalBatches::EvalBatches(const Dataset& data, std::int64_t replicas, std::int64_
                 micro_batch_size);
   const auto rows = static_cast<std::size_t>(replicas * steps * micro_batch_size);
   pixels_.resize(rows * static_cast<std::size_t>(data.image_size()));
-  labels_.resize(rows);
+  labels_.resize(rows * static_cast<std::size_t>(data.label_width));
 }
 
 std::int64_t EvalBatches::share_begin(std::int64_t replica) const {
@@ -98,6 +101,7 @@ void EvalBatches::set_batch(std::int64_t index) {
     throw Error("evaluation batch {} out of range ({} batches)", index, n_batches());
   batch_ = index;
   const auto size = static_cast<std::size_t>(data_->image_size());
+  const auto width = static_cast<std::size_t>(data_->label_width);
   std::size_t row = 0;
   for (std::int64_t r = 0; r < replicas_; ++r) {
     for (std::int64_t s = 0; s < steps_; ++s) {
@@ -105,12 +109,13 @@ void EvalBatches::set_batch(std::int64_t index) {
       const std::int64_t first = share_begin(r) + (batch_ * steps_ + s) * micro_;
       for (std::int64_t i = 0; i < micro_; ++i, ++row) {
         auto dst = pixels_.begin() + static_cast<std::ptrdiff_t>(row * size);
+        auto labels = labels_.begin() + static_cast<std::ptrdiff_t>(row * width);
         if (i < n) {
           std::copy_n(data_->image(first + i), size, dst);
-          labels_[row] = data_->labels[static_cast<std::size_t>(first + i)];
+          std::copy_n(data_->label(first + i), width, labels);
         } else {
           std::fill_n(dst, size, std::uint8_t{0});
-          labels_[row] = 0;
+          std::fill_n(labels, width, std::uint8_t{0});
         }
       }
     }
@@ -118,7 +123,7 @@ void EvalBatches::set_batch(std::int64_t index) {
 }
 
 MicroBatch EvalBatches::micro_batch(std::int64_t replica, std::int64_t step) const {
-  return rows(pixels_, labels_, (replica * steps_ + step) * micro_, micro_, data_->image_size());
+  return rows(pixels_, labels_, (replica * steps_ + step) * micro_, micro_, *data_);
 }
 
 }  // namespace popkit::engine

@@ -19,7 +19,7 @@ void normalize_pixels(const std::uint8_t* pixels, std::size_t n, double mean, do
 
 struct MicroBatch {
   std::span<const std::uint8_t> pixels;  // size * image_size bytes, image after image
-  std::span<const std::uint8_t> labels;  // size class ids
+  std::span<const std::uint8_t> labels;  // size * the dataset's label_width class ids
   std::int64_t size = 0;                 // samples
 };
 

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "base/input_file.h"
 #include "config/layer_kinds.h"
+#include "engine/data/text_dataset.h"
 #include "engine/tensor/random.h"
 
 namespace popkit::engine {
@@ -279,6 +280,11 @@ std::string data_dir(const config::Data& data) {
       .string();
 }
 
+std::string text_path(const config::Data& data) {
+  const std::filesystem::path path(data.path);
+  return path.is_absolute() ? data.path : (std::filesystem::path(data_dir(data)) / path).string();
+}
+
 namespace {
 
 // The IDX file `stem` in `dir`, raw or gzip; empty when neither exists. Whatever exists
@@ -420,9 +426,9 @@ Dataset load_dataset(const config::Config& config, Split split) {
       return d;
     }
     case config::Dataset::kText:
-      throw Error(
-          "data.dataset: text: poprun does not train on text yet (the language-model kinds' "
-          "kernels come next); popplan validates and plans such a config");
+      return text_window_set(
+          read_text(text_path(data), data.sequence_length, data.validation_fraction), split,
+          data.sequence_length);
   }
   throw Error("unknown dataset");
 }

@@ -1,7 +1,7 @@
-// Image-classification datasets as the engine keeps them: pixels as bytes, read once
-// and normalised on the fly. MNIST and Fashion-MNIST come as IDX files (raw or gzip);
-// the synthetic set is made from a seed, for tests and benchmarks that must not
-// depend on downloads.
+// Datasets as the engine keeps them: pixels as bytes, read once and normalised on the
+// fly. MNIST and Fashion-MNIST come as IDX files (raw or gzip); the synthetic set is made
+// from a seed, for tests and benchmarks that must not depend on downloads; a text file's
+// windows of tokens (text_dataset.h) are samples of T tokens with T labels each.
 #pragma once
 
 #include <cstdint>
@@ -22,11 +22,17 @@ struct Dataset {
   std::int64_t rows = 0;  // pixels per image: rows x cols
   std::int64_t cols = 0;
   std::vector<std::uint8_t> images;  // n * rows * cols, row-major per image
-  std::vector<std::uint8_t> labels;  // n, each < n_classes
+  std::vector<std::uint8_t> labels;  // n * label_width, each < n_classes
+  // Labels a sample: 1 for an image's class; a text window's T targets, one a position
+  // (its `image` then holds the window's T input tokens: rows T, cols 1).
+  std::int64_t label_width = 1;
 
   [[nodiscard]] std::int64_t image_size() const { return rows * cols; }
   [[nodiscard]] const std::uint8_t* image(std::int64_t i) const {
     return images.data() + i * image_size();
+  }
+  [[nodiscard]] const std::uint8_t* label(std::int64_t i) const {
+    return labels.data() + i * label_width;
   }
 };
 
@@ -69,6 +75,9 @@ enum class Split { kTrain, kTest };
 // ~/.cache/popkit/data, which popkit-fetch-data (scripts/fetch_data.sh in a source
 // tree) fills.
 std::string data_dir(const config::Data& data);
+// Dataset text's file: data.path, a relative one under data_dir() (as
+// scripts/fetch_data.sh's text/fortunes.txt).
+std::string text_path(const config::Data& data);
 
 // The size of the split load_dataset would return, without reading the pixels: from
 // the config (synthetic) or the IDX image file's header (raw or gzip), so the host

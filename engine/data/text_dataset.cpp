@@ -68,6 +68,29 @@ std::int64_t text_window_shift(std::int64_t n_bytes, std::int64_t seq_len, std::
   return static_cast<std::int64_t>(uniform_below(state, static_cast<std::uint64_t>(most + 1)));
 }
 
+Dataset text_window_set(const TextCorpus& corpus, Split which, std::int64_t seq_len) {
+  const std::span<const std::uint8_t> text = corpus.split(which);
+  const auto n_bytes = static_cast<std::int64_t>(text.size());
+  Dataset d;
+  d.name = which == Split::kTrain ? "text training split" : "text validation split";
+  d.source = corpus.source;
+  d.n = which == Split::kTrain ? text_training_windows(n_bytes, seq_len)
+                               : text_windows(n_bytes, seq_len);
+  d.rows = seq_len;
+  d.cols = 1;
+  d.label_width = seq_len;
+  const auto T = static_cast<std::size_t>(seq_len);
+  d.images.resize(static_cast<std::size_t>(d.n) * T);
+  d.labels.resize(d.images.size());
+  for (std::size_t i = 0; i < static_cast<std::size_t>(d.n); ++i) {
+    std::copy_n(text.begin() + static_cast<std::ptrdiff_t>(i * T), T,
+                d.images.begin() + static_cast<std::ptrdiff_t>(i * T));
+    std::copy_n(text.begin() + static_cast<std::ptrdiff_t>(i * T + 1), T,
+                d.labels.begin() + static_cast<std::ptrdiff_t>(i * T));
+  }
+  return d;
+}
+
 TextBatches::TextBatches(std::span<const std::uint8_t> split, std::int64_t seq_len,
                          std::int64_t replicas, std::int64_t accumulation,
                          std::int64_t micro_batch_size)

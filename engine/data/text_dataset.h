@@ -60,6 +60,12 @@ TextCorpus parse_text(std::string_view bytes, const std::string& name, std::int6
 [[nodiscard]] std::int64_t text_window_shift(std::int64_t n_bytes, std::int64_t seq_len,
                                              std::uint64_t seed, std::int64_t epoch);
 
+// A split's windows as a dataset of samples, window i at s = i T: its `image` the T input
+// tokens (rows T, cols 1), its labels the T targets (label_width T). The validation
+// split has text_windows of them, what evaluation reads; the training split
+// text_training_windows, an epoch's (training reads them shifted, through TextBatches).
+Dataset text_window_set(const TextCorpus& corpus, Split which, std::int64_t seq_len);
+
 // Global batches of windows of one split laid out as PopXL's host arrays are, [A, R, B,
 // T]: replica r at step s gets windows (s R + r) B + i. A micro-batch's `pixels` are its
 // B T input tokens, window after window; its `labels` its B T targets; `size` is B.

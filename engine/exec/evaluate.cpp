@@ -15,12 +15,13 @@ struct Scratch {
   std::vector<float> labels, dlogits;
 };
 
-// Replica r's micro-batch of step s, its logits scored: {1, the summed loss, the
-// correct count}, or {0, 0, 0} when it holds no sample.
+// Replica r's micro-batch of step s, its logits scored as the loss scores them, a row a
+// sample's position (plan.positions of them): {1, the summed loss, the correct count},
+// or {0, 0, 0} when it holds no sample.
 std::array<double, 3> score(const EngineState& m, const EvalBatches& batches, std::int64_t r,
                             std::int64_t s, Scratch& scratch) {
   const std::int64_t classes = m.plan.n_classes;
-  const std::int64_t n = batches.valid(r, s);
+  const std::int64_t n = batches.valid(r, s) * m.plan.positions;
   if (n == 0) return {0.0, 0.0, 0.0};
   const auto& dev = m.device(r, m.n_stages - 1);  // the stage with the logits
   if (static_cast<std::size_t>(s) >= dev.logits.size())
@@ -30,7 +31,7 @@ std::array<double, 3> score(const EngineState& m, const EvalBatches& batches, st
   for (std::int64_t i = 0; i < n; ++i)
     if (mb.labels[static_cast<std::size_t>(i)] >= classes)
       throw Error(
-          "evaluate: label {} of replica {}'s sample {} at step {} is not a class "
+          "evaluate: label {} of replica {}'s row {} at step {} is not a class "
           "below {}",
           mb.labels[static_cast<std::size_t>(i)], r, i, s, classes);
   scratch.labels.assign(mb.labels.begin(), mb.labels.begin() + n);
@@ -79,12 +80,14 @@ EvalResult evaluate(EngineState& m, Program& program, const Dataset& data) {
       result.correct += static_cast<std::int64_t>(all[i + 2]);
     }
   }
+  // The mean loss and the accuracy over every scored row: a sample, or a sample's position.
   result.n = data.n;
+  result.rows = data.n * m.plan.positions;
+  const auto rows = static_cast<double>(result.rows);
   result.batches = batches.n_batches();
   result.seconds = seconds_since(t0);
-  result.loss = data.n > 0 ? loss_sum / static_cast<double>(data.n) : 0.0;
-  result.accuracy =
-      data.n > 0 ? static_cast<double>(result.correct) / static_cast<double>(data.n) : 0.0;
+  result.loss = data.n > 0 ? loss_sum / rows : 0.0;
+  result.accuracy = data.n > 0 ? static_cast<double>(result.correct) / rows : 0.0;
   return result;
 }
 

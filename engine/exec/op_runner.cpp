@@ -1,6 +1,7 @@
 // One op on one device, or a collective across the replicas (op_runner.h).
 #include "engine/exec/op_runner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -177,17 +178,22 @@ void OpRunner::host_load(const Op& op, Device& dev, std::int64_t r, std::int64_t
   if (m_.batches == nullptr)
     throw Error("{}, op '{}': host_load outside train_step (no batch source)", m_.where, op.label);
   const MicroBatch mb = m_.batches->micro_batch(r, s);
-  const std::int64_t want = m_.plan.micro_batch_size;
+  const std::int64_t want = m_.plan.micro_batch_size, positions = m_.plan.positions;
   const auto& t = m_.tensor(planner::the_tensor(op));
-  if (mb.size != want || static_cast<std::int64_t>(mb.labels.size()) != want ||
+  if (mb.size != want || static_cast<std::int64_t>(mb.labels.size()) != want * positions ||
       static_cast<std::int64_t>(mb.pixels.size()) != want * m_.image_size)
     throw Error(
         "host_load: the micro-batch of replica {} at step {} has {} samples, {} labels and {} "
-        "pixels, but the plan's tensor '{}' has shape {} ({} samples of {} pixels)",
+        "pixels, but the plan's tensor '{}' has shape {} ({} samples of {} pixels, {} labels "
+        "each)",
         r, s, mb.size, mb.labels.size(), mb.pixels.size(), t.name, shape_str(t.shape), want,
-        m_.image_size);
+        m_.image_size, positions);
   float* dst = f32(dev, planner::the_tensor(op), s, op);
-  if (op.stream == Stream::kImages) {
+  if (op.stream == Stream::kImages && m_.tokens) {
+    // Token ids, exact in float32 (the embedding reads them as ids).
+    std::transform(mb.pixels.begin(), mb.pixels.end(), dst,
+                   [](std::uint8_t id) { return static_cast<float>(id); });
+  } else if (op.stream == Stream::kImages) {
     normalize_pixels(mb.pixels.data(), mb.pixels.size(), m_.options.normalize_mean,
                      m_.options.normalize_std, dst);
   } else {
@@ -219,7 +225,8 @@ void OpRunner::host_store(const Op& op, Device& dev, std::int64_t s) const {
 void OpRunner::loss(const Op& op, Device& dev, std::int64_t r, std::int64_t s) const {
   namespace lo = planner::loss_operand;
   const int logits = op.inputs[lo::kLogits], loss_t = op.outputs[lo::kLoss];
-  const std::int64_t n = m_.tensor(logits).shape[0];
+  // A language model's sample is plan.positions rows of the loss (plan.h's kLoss).
+  const std::int64_t n = m_.tensor(logits).shape[0] * m_.plan.positions;
   const float loss = m_.kern.softmax_cross_entropy(
       f32(dev, logits, s, op), f32(dev, op.inputs[lo::kLabels], s, op),
       f32(dev, op.outputs[lo::kDlogits], s, op), n, m_.plan.n_classes);

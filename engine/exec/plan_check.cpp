@@ -200,6 +200,8 @@ class PlanChecker {
     if (op.kind == OpKind::kHostLoad) {
       if (op.stream == Stream::kImages)
         need_shape(t, op, {mb, image_size_}, "the images stream");
+      else if (op.stream == Stream::kLabels && plan_.positions > 1)  // a label a position
+        need_shape(t, op, {mb, plan_.positions}, "the labels stream");
       else if (op.stream == Stream::kLabels)
         need_shape(t, op, {mb}, "the labels stream");
       else
@@ -208,7 +210,7 @@ class PlanChecker {
     }
     need_index(t, op, "tensor");
     if (op.stream == Stream::kLogits) {
-      need_shape(t, op, {mb, plan_.n_classes}, "the logits stream");
+      need_shape(t, op, {mb, plan_.positions * plan_.n_classes}, "the logits stream");
       return;
     }
     if (op.stream != Stream::kLoss || tensor(t).nelms != 1)
@@ -240,10 +242,14 @@ class PlanChecker {
   void check_loss(const Op& op) const {
     namespace lo = planner::loss_operand;
     const int logits = op.inputs[lo::kLogits], loss = op.outputs[lo::kLoss];
-    const std::int64_t n = rows_of(logits, op, "the logits");
-    need_shape(logits, op, {n, plan_.n_classes}, "the logits");
-    need_shape(op.inputs[lo::kLabels], op, {n}, "the labels");
-    need_shape(op.outputs[lo::kDlogits], op, {n, plan_.n_classes}, "the logits' gradient");
+    const std::int64_t n = rows_of(logits, op, "the logits"), P = plan_.positions;
+    const std::int64_t width = P * plan_.n_classes;
+    need_shape(logits, op, {n, width}, "the logits");
+    if (P == 1)
+      need_shape(op.inputs[lo::kLabels], op, {n}, "the labels");
+    else
+      need_shape(op.inputs[lo::kLabels], op, {n, P}, "the labels");
+    need_shape(op.outputs[lo::kDlogits], op, {n, width}, "the logits' gradient");
     need_index(loss, op, "loss");
     if (tensor(loss).nelms != 1)
       throw Error("plan: {}, op '{}': the loss '{}' has {} elements, not 1", where_, op.label,

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "config/layer_kinds.h"
 #include "engine/exec/plan_check.h"
 
 namespace popkit::engine {
@@ -48,6 +49,7 @@ EngineState::EngineState(planner::Plan p, EngineOptions o)
   check_plan(plan);
   image_size = std::accumulate(plan.input_shape.begin(), plan.input_shape.end(), std::int64_t{1},
                                std::multiplies<>());
+  tokens = !plan.layers.empty() && config::layer_kind_rules(plan.layers.front().kind).reads_tokens;
   n_replicas = plan.replication_factor;
   world = options.world ? options.world : process_world_shared();
   hosted = hosted_replicas(n_replicas, world->rank(), world->size());

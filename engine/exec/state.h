@@ -106,6 +106,9 @@ struct EngineState {
   // Whether the step being run may still be abandoned (step_gate.h): asked before each op.
   StepGate gate;
   std::int64_t image_size = 1;
+  // The input is token ids (the first layer's kind reads tokens: dataset text), fed as
+  // ids rather than normalised pixels.
+  bool tokens = false;
   Timings timings;
   std::vector<std::vector<planner::PhaseMemory>> phase_memory;
   std::vector<std::vector<double>> last_losses;

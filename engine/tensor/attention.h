@@ -25,19 +25,12 @@
 #include <cstdint>
 
 #include "base/error.h"
+#include "engine/tensor/attention_dropout.h"
 #include "engine/tensor/dropout.h"
 #include "engine/tensor/layers.h"
 #include "planner/attention_workspace.h"
 
 namespace popkit::engine {
-
-// Dropout on the probabilities (GPT-2's attn_pdrop): element (t, k) of head h in sample
-// b is kept iff dropout_keeps(sample_keys[b], (h T + t) T + k, threshold), each sample's
-// key made by dropout_key as dropout_rows makes it. rate 0: no dropout, no keys.
-struct AttentionDropout {
-  double rate = 0.0;
-  const std::uint64_t* sample_keys = nullptr;  // B keys
-};
 
 namespace attention {
 

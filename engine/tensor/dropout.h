@@ -35,19 +35,36 @@ inline std::uint32_t dropout_threshold(double rate) {
   return static_cast<std::uint32_t>(rate * 16777216.0);
 }
 
+// The key of one of a layer's dropout sites when it drops in several places (a decoder
+// block: its attention's probabilities and its two residual branches), from the sample's
+// key: each site's mask is drawn apart from the others'.
+inline std::uint64_t dropout_site_key(std::uint64_t key, std::uint64_t site) {
+  std::uint64_t state = key ^ site;
+  return splitmix64(state);
+}
+
+// y[i, :] = x[i, :] * keep / (1 - rate) for n rows of `width`, row i's mask keyed keys[i].
+// y may be x.
+inline void dropout_keyed_rows(const float* x, float* y, std::int64_t n, std::int64_t width,
+                               double rate, const std::uint64_t* keys) {
+  const std::uint32_t threshold = dropout_threshold(rate);
+  const float scale = static_cast<float>(1.0 / (1.0 - rate));
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float* xi = x + i * width;
+    float* yi = y + i * width;
+    for (std::int64_t j = 0; j < width; ++j)
+      yi[j] = dropout_keeps(keys[i], j, threshold) ? xi[j] * scale : 0.0f;
+  }
+}
+
 // y[i, :] = x[i, :] * keep / (1 - rate) for n rows of `width`, row i being sample
 // first_sample + i of the global batch. y may be x.
 inline void dropout_rows(const float* x, float* y, std::int64_t n, std::int64_t width, double rate,
                          std::uint64_t seed, std::int64_t step, std::int64_t first_sample,
                          std::int64_t layer) {
-  const std::uint32_t threshold = dropout_threshold(rate);
-  const float scale = static_cast<float>(1.0 / (1.0 - rate));
   for (std::int64_t i = 0; i < n; ++i) {
     const std::uint64_t key = dropout_key(seed, step, first_sample + i, layer);
-    const float* xi = x + i * width;
-    float* yi = y + i * width;
-    for (std::int64_t j = 0; j < width; ++j)
-      yi[j] = dropout_keeps(key, j, threshold) ? xi[j] * scale : 0.0f;
+    dropout_keyed_rows(x + i * width, y + i * width, 1, width, rate, &key);
   }
 }
 

@@ -15,10 +15,10 @@
 #include <utility>
 #include <vector>
 
+#include "engine/kernels/attention.h"
 #include "engine/tensor/dropout.h"
 #include "planner/attention_workspace.h"
 #include "tests/engine/attention_reference.h"
-#include "tests/engine/transformer_levels.h"
 #include "tests/support/kernel_check.h"
 
 using namespace popkit::engine;
@@ -82,7 +82,7 @@ std::int64_t pair_of(const AttentionShape& s, std::int64_t row, std::int64_t col
 }
 
 // The kernel's forward on `split`, checked against the reference; returns probs and out.
-std::pair<std::vector<float>, std::vector<float>> run_forward(const TransformerKernels& k,
+std::pair<std::vector<float>, std::vector<float>> run_forward(const AttentionKernels& k,
                                                               const AttentionShape& s,
                                                               const std::vector<float>& qkv,
                                                               const AttentionDropout& dropout,
@@ -92,8 +92,7 @@ std::pair<std::vector<float>, std::vector<float>> run_forward(const TransformerK
   GuardedWorkspace ws(popkit::planner::attention_forward_call_workspace(s, dropout.rate > 0));
   std::vector<float> out(static_cast<std::size_t>(s.batch * s.seq * s.channels), kUnwritten);
   for (const auto& [p0, p1] : split.ranges)
-    k.attention_forward(qkv.data(), out.data(), probs.data(), s, p0, p1, dropout, ws.data(),
-                        ws.bytes());
+    k.forward(qkv.data(), out.data(), probs.data(), s, p0, p1, dropout, ws.data(), ws.bytes());
   BOOST_TEST(probs.guard_intact(), "wrote past the " << saved << " saved bytes");
   BOOST_TEST(ws.guard_intact(), "wrote past the " << ws.bytes() << " planned workspace bytes");
   BOOST_TEST(ws.touched() + 64 > ws.bytes(), "used " << ws.touched() << " of " << ws.bytes());
@@ -101,7 +100,7 @@ std::pair<std::vector<float>, std::vector<float>> run_forward(const TransformerK
   return {std::vector<float>(p, p + saved / sizeof(float)), out};
 }
 
-void check_forward(const TransformerKernels& k, const AttentionShape& s, double rate) {
+void check_forward(const AttentionKernels& k, const AttentionShape& s, double rate) {
   const auto qkv = random_qkv(s);
   const Dropout dropout(rate, s.batch);
   const AttentionReference ref =
@@ -142,7 +141,7 @@ void check_forward(const TransformerKernels& k, const AttentionShape& s, double 
   }
 }
 
-void check_backward(const TransformerKernels& k, const AttentionShape& s, double rate) {
+void check_backward(const AttentionKernels& k, const AttentionShape& s, double rate) {
   const auto qkv = random_qkv(s);
   const auto dout = random_floats(s.batch * s.seq * s.channels, 12);
   const Dropout dropout(rate, s.batch);
@@ -156,8 +155,8 @@ void check_backward(const TransformerKernels& k, const AttentionShape& s, double
       GuardedWorkspace ws(popkit::planner::attention_backward_call_workspace(s));
       std::vector<float> dqkv(qkv.size(), kUnwritten);
       for (const auto& [p0, p1] : split.ranges)
-        k.attention_backward(dout.data(), qkv.data(), probs.data(), dqkv.data(), s, p0, p1,
-                             dropout.params, ws.data(), ws.bytes());
+        k.backward(dout.data(), qkv.data(), probs.data(), dqkv.data(), s, p0, p1, dropout.params,
+                   ws.data(), ws.bytes());
       BOOST_TEST(ws.guard_intact(), "wrote past the " << ws.bytes() << " planned workspace bytes");
       BOOST_TEST(ws.touched() + 64 > ws.bytes(), "used " << ws.touched() << " of " << ws.bytes());
       if (whole_dqkv.empty()) whole_dqkv = dqkv;
@@ -181,12 +180,12 @@ void check_backward(const TransformerKernels& k, const AttentionShape& s, double
 // check(level, shape, dropout rate) at every level and shape, without and with dropout.
 template <typename Check>
 void every_case(Check&& check) {
-  for (const TransformerKernels* k : transformer_levels())
+  for (const Kernels* k : runnable_levels())
     for (const AttentionShape& s : shapes())
       for (const double rate : {0.0, 0.25})
         BOOST_TEST_CONTEXT(k->level << " B " << s.batch << " T " << s.seq << " C " << s.channels
                                     << " NH " << s.heads << " dropout " << rate) {
-          check(*k, s, rate);
+          check(kernels_at<AttentionKernels>(*k), s, rate);
         }
 }
 
@@ -247,17 +246,18 @@ BOOST_AUTO_TEST_CASE(results_do_not_depend_on_the_buffers_addresses) {
   const std::size_t n_probs = popkit::planner::attention_saved_bytes(s) / sizeof(float);
   GuardedWorkspace fws(popkit::planner::attention_forward_call_workspace(s, false));
   GuardedWorkspace bws(popkit::planner::attention_backward_call_workspace(s));
-  for (const TransformerKernels* k : transformer_levels()) {
+  for (const Kernels* k : runnable_levels()) {
     std::vector<float> runs[2][3];  // [offset][probs, out, dqkv]
     for (const std::size_t off : {std::size_t{0}, std::size_t{1}}) {
       std::vector<float> q(off + qkv.size()), d(off + dout.size()), probs(off + n_probs),
           out(off + dout.size()), dqkv(off + qkv.size());
       std::copy(qkv.begin(), qkv.end(), q.begin() + off);
       std::copy(dout.begin(), dout.end(), d.begin() + off);
-      k->attention_forward(q.data() + off, out.data() + off, probs.data() + off, s, 0, s.pairs(),
-                           {}, fws.data(), fws.bytes());
-      k->attention_backward(d.data() + off, q.data() + off, probs.data() + off, dqkv.data() + off,
-                            s, 0, s.pairs(), {}, bws.data(), bws.bytes());
+      kernels_at<AttentionKernels>(*k).forward(q.data() + off, out.data() + off, probs.data() + off,
+                                               s, 0, s.pairs(), {}, fws.data(), fws.bytes());
+      kernels_at<AttentionKernels>(*k).backward(d.data() + off, q.data() + off, probs.data() + off,
+                                                dqkv.data() + off, s, 0, s.pairs(), {}, bws.data(),
+                                                bws.bytes());
       runs[off][0].assign(probs.begin() + off, probs.end());
       runs[off][1].assign(out.begin() + off, out.end());
       runs[off][2].assign(dqkv.begin() + off, dqkv.end());

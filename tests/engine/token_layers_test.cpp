@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "engine/kernels/embedding.h"
 #include "engine/kernels/kernels.h"
 #include "engine/tensor/random.h"
-#include "tests/engine/transformer_levels.h"
 #include "tests/support/kernel_check.h"
 
 using namespace popkit::engine;
@@ -52,7 +52,7 @@ BOOST_AUTO_TEST_SUITE(embedding)
 
 BOOST_AUTO_TEST_CASE(forward_adds_the_token_and_position_rows) {
   // A sum of two floats, rounded once: the double sum rounded to float, bit for bit.
-  for (const TransformerKernels* k : transformer_levels())
+  for (const Kernels* k : runnable_levels())
     for (const EmbeddingShape& s : embedding_shapes())
       for (const auto& split : column_splits(s.C))
         BOOST_TEST_CONTEXT(k->level << " B " << s.B << " T " << s.T << " C " << s.C << " V " << s.V
@@ -61,8 +61,8 @@ BOOST_AUTO_TEST_CASE(forward_adds_the_token_and_position_rows) {
           const auto wte = random_floats(s.V * s.C, 6), wpe = random_floats(s.max_T * s.C, 7);
           std::vector<float> out(static_cast<std::size_t>(s.B * s.T * s.C), kUnwritten);
           for (const auto& [c0, c1] : split)
-            k->embedding_forward_columns(tokens.data(), wte.data(), wpe.data(), out.data(), s.B,
-                                         s.T, s.C, s.V, c0, c1);
+            kernels_at<EmbeddingKernels>(*k).forward_columns(
+                tokens.data(), wte.data(), wpe.data(), out.data(), s.B, s.T, s.C, s.V, c0, c1);
           Mismatches m;
           for (std::int64_t i = 0; i < s.B * s.T; ++i)
             for (std::int64_t c = 0; c < s.C; ++c) {
@@ -77,7 +77,7 @@ BOOST_AUTO_TEST_CASE(forward_adds_the_token_and_position_rows) {
 BOOST_AUTO_TEST_CASE(backward_scatters_adds_into_both_tables) {
   // Each table row gathers the rows of dout that used it, added to what it held: within
   // sum_tolerance of the double sum, and bit for bit the same in any column split.
-  for (const TransformerKernels* k : transformer_levels())
+  for (const Kernels* k : runnable_levels())
     for (const EmbeddingShape& s : embedding_shapes())
       BOOST_TEST_CONTEXT(k->level << " B " << s.B << " T " << s.T << " C " << s.C << " V " << s.V) {
         const auto tokens = random_tokens(s.B * s.T, s.V, 5);
@@ -101,8 +101,8 @@ BOOST_AUTO_TEST_CASE(backward_scatters_adds_into_both_tables) {
         for (const auto& split : column_splits(s.C)) {
           auto wte = wte0, wpe = wpe0;
           for (const auto& [c0, c1] : split)
-            k->embedding_backward_columns(tokens.data(), dout.data(), wte.data(), wpe.data(), s.B,
-                                          s.T, s.C, s.V, c0, c1);
+            kernels_at<EmbeddingKernels>(*k).backward_columns(
+                tokens.data(), dout.data(), wte.data(), wpe.data(), s.B, s.T, s.C, s.V, c0, c1);
           if (first_te.empty()) {
             first_te = wte;
             first_pe = wpe;
