@@ -35,14 +35,10 @@ struct Engine::Impl {
     const planner::Plan& plan = state.plan;
     for (auto& dev : state.devices)
       dev->losses.assign(static_cast<std::size_t>(plan.gradient_accumulation), 0.0);
-    state.gate.open(&state.options.stop_requested);
-    try {
+    {
+      const StepGate::Step step(state.gate, &state.options.stop_requested);
       program.run_step(source);
-    } catch (...) {
-      state.gate.close();
-      throw;
     }
-    state.gate.close();
     ++state.steps_done;
     // Every replica's losses, in replica order on every rank (ranks host ascending blocks
     // of replicas), summed in that order as one process sums them.

@@ -27,6 +27,18 @@ class StepGate {
   // Outside a step (set-up, evaluation) every op runs.
   void close() { state_.store(kIdle, std::memory_order_relaxed); }
 
+  // Open for one step's scope, closed when it ends, by its last op or by a throw.
+  class Step {
+   public:
+    Step(StepGate& gate, const std::function<bool()>* stop) : gate_(gate) { gate_.open(stop); }
+    ~Step() { gate_.close(); }
+    Step(const Step&) = delete;
+    Step& operator=(const Step&) = delete;
+
+   private:
+    StepGate& gate_;
+  };
+
   // Before an op of kind `kind`: throws StepAbandoned when the step is abandoned, which
   // an optimizer op decides against for good (the update began) and a stop request
   // before it decides for.
