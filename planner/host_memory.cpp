@@ -58,6 +58,11 @@ std::uint64_t datasets_bytes(const Plan& plan, const config::Config& config,
   return add(add(train, test), extra);
 }
 
+// The ranks on a host besides one of them.
+std::uint64_t others_on_host(std::int64_t ranks_on_host) {
+  return ranks_on_host > 1 ? u(ranks_on_host) - 1 : 0;
+}
+
 // The replicas of `plan` this process hosts: R / ranks (the ranks divide R, or poprun
 // refuses the run before it estimates).
 std::uint64_t hosted(const Plan& plan, const ProcessShare& share) {
@@ -104,8 +109,8 @@ std::uint64_t bookkeeping_bytes(const Plan& plan, const ProcessShare& share) {
 // The process before its parts, OpenMPI's memory included under mpirun.
 std::uint64_t process_bytes(const ProcessShare& share) {
   if (!share.mpi) return kProcessBytes;
-  const std::uint64_t peers = u(share.ranks_on_host) > 0 ? u(share.ranks_on_host) - 1 : 0;
-  return add(add(kProcessBytes, kMpiProcessBytes), mul(peers, kMpiPeerBytes));
+  return add(add(kProcessBytes, kMpiProcessBytes),
+             mul(others_on_host(share.ranks_on_host), kMpiPeerBytes));
 }
 
 // A rank's memory for the collectives' messages to other ranks (rank_messages.h).
@@ -297,8 +302,7 @@ std::string host_memory_problem(const HostMemory& need,
 }
 
 std::uint64_t RanksMemory::total() const {
-  const std::uint64_t others = u(ranks_on_host) > 0 ? u(ranks_on_host) - 1 : 0;
-  return add(writer.total(), mul(rank.total(), others));
+  return add(writer.total(), mul(rank.total(), others_on_host(ranks_on_host)));
 }
 
 std::string ranks_memory_problem(const RanksMemory& need,
