@@ -1,4 +1,4 @@
-// poprun train, eval and calibrate: argument parsing only; popkit::runner does the work.
+// poprun train, eval, generate and calibrate: argument parsing only; popkit::runner does the work.
 // Exit codes: 0 success, 1 failure at run time, 2 invalid input, 130 stopped by
 // SIGINT/SIGTERM (after writing a checkpoint).
 #include <functional>
@@ -10,6 +10,7 @@
 #include "cli/verbs.h"
 #include "runner/calibrate.h"
 #include "runner/commands.h"
+#include "runner/generate.h"
 
 namespace popkit::cli {
 namespace {
@@ -144,6 +145,36 @@ void add_run_verbs(Tool& tool) {
   add_set_option(e, eval->overrides);
   e->add_flag("--verbose", eval->verbose, "under mpirun: every rank prints its result");
   add_launch_options(e, *launch);
+
+  auto generate = std::make_shared<runner::GenerateCommand>();
+  CLI::App* g = tool.add(
+      "generate",
+      "Continue a prompt with text sampled from a language model's checkpoint (a text "
+      "config's): byte after byte from the logits at the last position, greedy at "
+      "temperature 0. Prints the prompt and the continuation, bytes that are not printable "
+      "as \\xHH. Exit 0, 1 run-time failure, 2 invalid input (no checkpoint or config "
+      "beside it, a config that does not read text, an empty prompt).",
+      [generate] { return runner::run_generate_command(*generate, std::cout, std::cerr); });
+  g->add_option("checkpoint", generate->checkpoint,
+                "the checkpoint (safetensors) in its run folder, whose config.yaml gives "
+                "the model; or a run folder: its newest checkpoint")
+      ->required();
+  g->add_option("--prompt", generate->prompt,
+                "the text to continue (its last `positions` bytes are the context)")
+      ->required();
+  g->add_option("--tokens", generate->tokens, "how many bytes to generate")
+      ->required()
+      ->check(positive());
+  g->add_option("--temperature", generate->sampling.temperature,
+                "sample from softmax(logits / T); 0 takes the largest logit (greedy)")
+      ->check(non_negative())
+      ->default_str("1");
+  g->add_option("--seed", generate->sampling.seed,
+                "the sampling generator's seed: the same seed gives the same text")
+      ->default_str("0");
+  add_output_option(g, generate->output,
+                    "also write the prompt and continuation to this file, as raw bytes");
+  g->add_option("--threads", generate->n_threads, "engine threads")->check(non_negative());
 
   auto calibrate = std::make_shared<runner::CalibrateCommand>();
   CLI::App* c = tool.add(

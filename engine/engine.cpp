@@ -101,6 +101,12 @@ EvalResult Engine::evaluate(const Dataset& data) {
   return engine::evaluate(impl_->state, impl_->program, data);
 }
 
+std::vector<float> Engine::evaluation_logits(const Dataset& data) {
+  const FlushDenormals mode;
+  impl_->need_program(planner::Program::kEval, "evaluation_logits");
+  return engine::evaluation_logits(impl_->state, impl_->program, data);
+}
+
 std::vector<float> Engine::read_variable(const std::string& name, std::int64_t group) const {
   const Impl& m = *impl_;
   const auto& grouping = m.state.plan.variables_grouping;

@@ -157,6 +157,9 @@ class Engine {
   // loss and accuracy over all samples. Timings and memory are recorded per phase as
   // in training, one "step" per batch.
   EvalResult evaluate(const Dataset& data);
+  // The same plan's logits for `data`, unscored: [n, positions, classes], sample after
+  // sample (rows of samples another rank hosts are 0).
+  std::vector<float> evaluation_logits(const Dataset& data);
 
   // Full values (meta shape, flat), gathered from the shards of the group.
   [[nodiscard]] std::vector<float> read_variable(const std::string& name,

@@ -48,12 +48,16 @@ std::array<double, 3> score(const EngineState& m, const EvalBatches& batches, st
   return {1.0, loss, static_cast<double>(correct)};
 }
 
-}  // namespace
-
-EvalResult evaluate(EngineState& m, Program& program, const Dataset& data) {
+void check_image_size(const EngineState& m, const Dataset& data) {
   if (data.image_size() != m.image_size)
     throw Error("evaluate: images of {} pixels but the plan's input shape {} needs {}",
                 data.image_size(), shape_str(m.plan.input_shape), m.image_size);
+}
+
+}  // namespace
+
+EvalResult evaluate(EngineState& m, Program& program, const Dataset& data) {
+  check_image_size(m, data);
   const auto t0 = Clock::now();
   const std::int64_t steps = m.plan.gradient_accumulation;
   EvalBatches batches(data, m.n_replicas, steps, m.plan.micro_batch_size);
@@ -89,6 +93,33 @@ EvalResult evaluate(EngineState& m, Program& program, const Dataset& data) {
   result.loss = data.n > 0 ? loss_sum / rows : 0.0;
   result.accuracy = data.n > 0 ? static_cast<double>(result.correct) / rows : 0.0;
   return result;
+}
+
+std::vector<float> evaluation_logits(EngineState& m, Program& program, const Dataset& data) {
+  check_image_size(m, data);
+  const std::int64_t steps = m.plan.gradient_accumulation;
+  const std::int64_t micro = m.plan.micro_batch_size;
+  const std::int64_t sample_floats = m.plan.positions * m.plan.n_classes;
+  EvalBatches batches(data, m.n_replicas, steps, micro);
+  std::vector<float> out(static_cast<std::size_t>(data.n * sample_floats), 0.0F);
+  for (std::int64_t b = 0; b < batches.n_batches(); ++b) {
+    batches.set_batch(b);
+    for (auto& dev : m.devices) dev->logits.clear();
+    program.run_step(batches);
+    for (std::int64_t r = m.hosted.first; r < m.hosted.first + m.hosted.n; ++r)
+      for (std::int64_t s = 0; s < steps; ++s) {
+        const std::int64_t n = batches.valid(r, s);
+        if (n == 0) continue;
+        const auto& dev = m.device(r, m.n_stages - 1);
+        if (static_cast<std::size_t>(s) >= dev.logits.size())
+          throw Error("evaluate: plan '{}' streamed no logits at step {}", m.plan.name, s);
+        // EvalBatches' layout: replica r's share begins at n r / R, then step after step.
+        const std::int64_t first = data.n * r / m.n_replicas + (b * steps + s) * micro;
+        const float* logits = dev.logits[static_cast<std::size_t>(s)].data();
+        std::copy(logits, logits + n * sample_floats, out.begin() + first * sample_floats);
+      }
+  }
+  return out;
 }
 
 }  // namespace popkit::engine

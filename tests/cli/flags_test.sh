@@ -28,12 +28,12 @@ for tool in popplan poprun popreport; do
   $tool --help | grep -q "docs/concepts.md" || fail "$tool --help does not name docs/"
 done
 for verb in "popplan validate" "popplan plan" "popplan groups" "popplan schema" "poprun train" \
-  "poprun eval" "popreport memory" "popreport throughput" "popreport compare"; do
+  "poprun eval" "poprun generate" "popreport memory" "popreport throughput" "popreport compare"; do
   # shellcheck disable=SC2086
   $verb --help | grep -q -- "-q,--quiet" || fail "$verb has no -q/--quiet"
 done
-for verb in "popplan plan" "poprun train" "poprun eval" "popreport memory" "popreport throughput" \
-  "popreport compare"; do
+for verb in "popplan plan" "poprun train" "poprun eval" "poprun generate" "popreport memory" \
+  "popreport throughput" "popreport compare"; do
   # shellcheck disable=SC2086
   $verb --help | grep -q -- "-o,--output" || fail "$verb has no -o/--output"
 done
