@@ -58,32 +58,16 @@ def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as work:
-        config = os.path.join(work, "config.yaml")
-        with open(config, "w") as f:
-            f.write(CONFIG)
-        plan = pt.plan_of(config)
-        twin = pt.Twin(plan)
-        init = initial_arrays(twin)
-        init_path = os.path.join(work, "init.safetensors")
-        pt.write_safetensors(init_path, init)
-
-        run_dir = os.path.join(work, "run")
-        rc = os.system(f"poprun train {config} --steps {STEPS} --init-from {init_path} "
-                       f"--run-dir {run_dir} --quiet")
-        if rc != 0:
-            print(f"poprun train failed: {rc}")
-            return 1
-        popkit = pt.read_safetensors(os.path.join(run_dir, f"checkpoint-step{STEPS}.safetensors"))
-
-        twin.load(init)
+        run = pt.PopkitRun(work, CONFIG, STEPS, initial_arrays)
+        twin, plan = run.twin, run.plan
         images, labels = pt.mnist_train()
         x = pt.normalize(images[:STEPS * plan["global_batch_size"]], 0.25, 0.35)  # CONFIG's
         pt.train(twin, pt.adam_for(twin, plan["optimizer"]), x, labels, plan["global_batch_size"],
                  STEPS)
         want = twin.arrays()
 
-        moved, _ = pt.largest_relative_difference(init, want)
-        worst, where = pt.largest_relative_difference(popkit, want)
+        moved, _ = pt.largest_relative_difference(run.init, want)
+        worst, where = pt.largest_relative_difference(run.params, want)
         print(f"after {STEPS} steps: popkit vs torch, largest difference relative to the "
               f"parameter's scale {worst:.3g} ({where}); training moved them {moved:.3g}")
         ok = worst <= TOLERANCE and moved > 100 * TOLERANCE
