@@ -4,11 +4,10 @@ and by its PyTorch twin (popkit_torch.py) from one init on the same windows, end
 every parameter within 1e-4 of its largest magnitude, and every step's loss within 1e-4
 of torch's (relative): float rounding only, the sums run in another order.
 
-The init is written by this test and given to poprun with --init-from: weights normal
-with std 1 / sqrt(fan-in) (so the MLP's pre-activations are of order 1 and the GELU's
-form shows: torch's erf GELU fails this test), biases and the layer norms' shift
-normal(0.1), their scale 1 + normal(0.1), the tables normal(0.1). A tied head has no
-tensor of its own (the checkpoint stores the table once), so the init names none.
+The init is popkit_torch.gpt_init's, given to poprun with --init-from: its weights make
+the MLP's pre-activations of order 1, so that the GELU's form shows (torch's erf GELU
+fails this test). A tied head has no tensor of its own (the checkpoint stores the table
+once), so the init names none.
 
 The shapes are awkward on purpose: 3 heads of 16, positions (40) beyond the sequence (32),
 a hidden width of 136. Run by ctest (torch.gpt) with popplan and poprun on PATH and the
@@ -18,7 +17,6 @@ import os
 import sys
 import tempfile
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -48,20 +46,6 @@ data: {{dataset: text, path: text/fortunes.txt, sequence_length: 32, shuffle: fa
 """
 
 
-def initial_arrays(twin, seed=11):
-    rng = np.random.default_rng(seed)
-    out = {}
-    for name, value in twin.arrays().items():
-        if name.endswith(".scale"):
-            out[name] = 1.0 + 0.1 * rng.standard_normal(value.shape)
-        elif name.endswith((".shift", ".bias", ".wte", ".wpe")):
-            out[name] = 0.1 * rng.standard_normal(value.shape)
-        else:  # a linear's [in, out] or the head's [V, C]
-            fan_in = value.shape[1] if name.endswith("head.weight") else value.shape[0]
-            out[name] = rng.standard_normal(value.shape) / np.sqrt(fan_in)
-    return {k: v.astype(np.float32) for k, v in out.items()}
-
-
 def relative(got, want):
     return abs(got - want) / max(abs(want), 1e-30)
 
@@ -70,7 +54,7 @@ def compare(work, tie):
     """Trains both; the largest parameter and loss differences, and how far training
     moved the parameters."""
     run = pt.PopkitRun(work, CONFIG.format(tie=", tied_to: wte" if tie else ""), STEPS,
-                       initial_arrays)
+                       pt.gpt_init)
     twin, plan = run.twin, run.plan
     g = plan["global_batch_size"]
     split = pt.text_training_split(os.path.join(pt.popkit_data_dir(), "text", "fortunes.txt"))

@@ -227,6 +227,24 @@ class Twin(nn.Module):
                 for name, (p, t) in self.params.items()}
 
 
+def gpt_init(twin, seed=11):
+    """An init of a GPT twin's parameters, popkit-named, that makes every part show:
+    linear weights normal with std 1 / sqrt(fan-in) (the MLP's pre-activations of order 1,
+    so the GELU's form matters), biases, the tables and the layer norms' shift
+    normal(0.1), their scale 1 + normal(0.1)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, value in twin.arrays().items():
+        if name.endswith(".scale"):
+            out[name] = 1.0 + 0.1 * rng.standard_normal(value.shape)
+        elif name.endswith((".shift", ".bias", ".wte", ".wpe")):
+            out[name] = 0.1 * rng.standard_normal(value.shape)
+        else:  # a linear's [in, out] or the head's [V, C]
+            fan_in = value.shape[1] if name.endswith("head.weight") else value.shape[0]
+            out[name] = rng.standard_normal(value.shape) / np.sqrt(fan_in)
+    return {k: v.astype(np.float32) for k, v in out.items()}
+
+
 class PopkitRun:
     """poprun's training of a config from an init this side writes: the plan, the twin
     (loaded with the init), the init, and after `steps` steps popkit's parameters (its
