@@ -13,34 +13,20 @@
 #include "engine/data/text_dataset.h"
 #include "engine/engine.h"
 #include "planner/build.h"
+#include "tests/engine/fox_text.h"
+#include "tests/engine/training.h"
 #include "tests/planner/configs.h"
 
 using namespace popkit;
 using engine::Engine;
+using engine::test::options;
 
 namespace {
 
-constexpr std::int64_t kSeq = 16;
-
-// A line of English, repeated: byte-level text a small model learns fast.
-const engine::TextCorpus& corpus() {
-  static const engine::TextCorpus c = [] {
-    const std::string line =
-        "the quick brown fox jumps over the lazy dog while the cat sleeps by the fire. ";
-    std::string text;
-    for (int i = 0; i < 60; ++i) text += line;
-    return engine::parse_text(text, "fox.txt", kSeq);
-  }();
-  return c;
-}
-const engine::Dataset& train_set() {
-  static const engine::Dataset d = engine::text_window_set(corpus(), engine::Split::kTrain, kSeq);
-  return d;
-}
-const engine::Dataset& validation_set() {
-  static const engine::Dataset d = engine::text_window_set(corpus(), engine::Split::kTest, kSeq);
-  return d;
-}
+constexpr std::int64_t kSeq = engine::test::kFoxSequence;
+using engine::test::fox_corpus;
+using engine::test::fox_train_set;
+using engine::test::fox_validation_set;
 
 // Nats a byte of a model that knows only the bytes' frequencies.
 double unigram_entropy(const engine::TextCorpus& c) {
@@ -72,25 +58,9 @@ config::Config gpt_config() {
   return c;
 }
 
-engine::EngineOptions options() {
-  engine::EngineOptions o;
-  o.n_threads = 2;
-  return o;
-}
-
 // `steps` optimizer steps over consecutive global batches; the losses.
 std::vector<double> train(Engine& e, std::int64_t steps) {
-  const auto& p = e.plan();
-  engine::DatasetBatches batches(train_set(), p.replication_factor, p.gradient_accumulation,
-                                 p.micro_batch_size);
-  std::vector<std::int64_t> order(static_cast<std::size_t>(train_set().n));
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>(i);
-  std::vector<double> losses;
-  for (std::int64_t s = 0; s < steps; ++s) {
-    batches.set_batch(order, s % (train_set().n / p.global_batch_size));
-    losses.push_back(e.train_step(batches));
-  }
-  return losses;
+  return engine::test::train_on(e, fox_train_set(), steps);
 }
 
 }  // namespace
@@ -105,14 +75,14 @@ BOOST_AUTO_TEST_CASE(it_learns_the_text_and_evaluates_every_position) {
   Engine e(planner::build_plan(c), options());
   e.initialize();
   const std::vector<double> losses = train(e, 150);
-  const double unigram = unigram_entropy(corpus());
+  const double unigram = unigram_entropy(fox_corpus());
   BOOST_TEST(losses.front() > 5.0);
   BOOST_TEST(std::accumulate(losses.end() - 10, losses.end(), 0.0) / 10 < unigram - 0.3);
   Engine eval(planner::build_plan(c, planner::Program::kEval), options());
   engine::copy_weights(e, eval);
-  const engine::EvalResult r = eval.evaluate(validation_set());
-  BOOST_TEST(r.n == validation_set().n);
-  BOOST_TEST(r.rows == validation_set().n * kSeq);
+  const engine::EvalResult r = eval.evaluate(fox_validation_set());
+  BOOST_TEST(r.n == fox_validation_set().n);
+  BOOST_TEST(r.rows == fox_validation_set().n * kSeq);
   BOOST_TEST(r.loss < unigram - 0.3);
 }
 

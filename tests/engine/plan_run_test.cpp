@@ -24,10 +24,16 @@
 #include "planner/layer_ops.h"
 #include "planner/schedule.h"
 #include "planner/sync_groups.h"
+#include "tests/engine/mode_variants.h"
+#include "tests/engine/training.h"
 #include "tests/support/test_profile.h"
 
 using namespace popkit;
 using engine::Engine;
+using engine::test::all_state;
+using engine::test::bitwise_equal;
+using engine::test::options;
+using engine::test::shard;
 
 namespace {
 
@@ -49,12 +55,7 @@ config::Config base_config(std::int64_t replicas, std::int64_t micro_batch,
                     make_layer("drop2", "dropout", {{"rate", 0.1}}),
                     make_layer("fc4", "linear", {{"out_features", 10}})};
   c.model.init.weights_std = 0.2;
-  c.replication.factor = replicas;
-  c.replication.groupings = {{"everyone", replicas, 1}};
-  c.variables.grouping = "everyone";
-  c.sharding.grouping = "everyone";
-  c.training.micro_batch_size = micro_batch;
-  c.training.gradient_accumulation = accumulation;
+  engine::test::replicate(c, replicas, micro_batch, accumulation);
   c.training.optimizer.lr = 1e-2;
   c.training.optimizer.attributes.set("bias_correction", true);
   c.training.optimizer.weight_decay = 1e-3;
@@ -65,11 +66,6 @@ config::Config base_config(std::int64_t replicas, std::int64_t micro_batch,
 // The model without its dropout layers.
 void drop_dropout(config::Config& c) {
   std::erase_if(c.model.layers, [](const config::Layer& l) { return l.type == "dropout"; });
-}
-
-void shard(config::Config& c, std::int64_t threshold) {
-  c.sharding.enabled = true;
-  c.sharding.threshold = threshold;
 }
 
 // The model with a layer norm after each linear layer but the last (its scale and shift
@@ -90,46 +86,10 @@ const engine::Dataset& train_set() {
   return d;
 }
 
-engine::EngineOptions options() {
-  engine::EngineOptions o;
-  o.n_threads = 2;
-  return o;
-}
-
 // Runs `steps` optimizer steps over consecutive global batches of the training set;
 // returns the losses.
 std::vector<double> train(Engine& e, std::int64_t steps, std::int64_t first_batch = 0) {
-  const auto& p = e.plan();
-  engine::DatasetBatches batches(train_set(), p.replication_factor, p.gradient_accumulation,
-                                 p.micro_batch_size);
-  std::vector<std::int64_t> order(static_cast<std::size_t>(train_set().n));
-  std::iota(order.begin(), order.end(), 0);
-  std::vector<double> losses;
-  for (std::int64_t s = 0; s < steps; ++s) {
-    const std::int64_t index = (first_batch + s) % (train_set().n / p.global_batch_size);
-    batches.set_batch(order, index);
-    losses.push_back(e.train_step(batches));
-  }
-  return losses;
-}
-
-// Every variable of every group (weights, biases, Adam moments), as float bit patterns.
-std::vector<std::vector<float>> all_state(const Engine& e) {
-  std::vector<std::vector<float>> out;
-  for (const auto& name : e.variable_names())
-    for (std::int64_t g = 0; g < e.plan().variables_grouping.n_groups(); ++g)
-      out.push_back(e.read_variable(name, g));
-  return out;
-}
-
-bool bitwise_equal(const std::vector<std::vector<float>>& a,
-                   const std::vector<std::vector<float>>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i].size() != b[i].size()) return false;
-    if (std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0) return false;
-  }
-  return true;
+  return engine::test::train_on(e, train_set(), steps, first_batch);
 }
 
 std::vector<std::vector<float>> run(const config::Config& c, std::int64_t steps,
@@ -184,113 +144,14 @@ std::vector<OptimizerCase> optimizer_cases() {
           {"sgd", sgd}};
 }
 
-// Every sharding, phasing, IO and sync mode the equivalences run, each a change to a
-// standard, unsharded config.
-struct Variant {
-  std::string name;
-  std::function<void(config::Config&)> change;
-};
-std::vector<Variant> mode_variants() {
-  return {
-      {"sharded threshold 1", [](auto& c) { shard(c, 1); }},
-      {"sharded threshold 16", [](auto& c) { shard(c, 16); }},
-      {"sharded threshold 500 (fc1.weight only)", [](auto& c) { shard(c, 500); }},
-      {"sharded weights only",
-       [](auto& c) {
-         shard(c, 16);
-         c.sharding.optimizer_state = false;
-       }},
-      {"sharded optimizer state only",
-       [](auto& c) {
-         shard(c, 16);
-         c.sharding.weights = false;
-       }},
-      {"phased remote, sharded optimizer state only",
-       [](auto& c) {
-         c.execution.mode = config::ExecutionMode::kPhased;
-         c.remote = {true, true};
-         shard(c, 16);
-         c.sharding.weights = false;
-       }},
-      {"io", [](auto& c) { c.execution.io_mode = config::IoMode::kIo; }},
-      {"io_overlapped", [](auto& c) { c.execution.io_mode = config::IoMode::kIoOverlapped; }},
-      {"off-chip optimizer", [](auto& c) { c.remote.optimizer_state = true; }},
-      {"off-chip optimizer sharded",
-       [](auto& c) {
-         c.remote.optimizer_state = true;
-         shard(c, 1);
-       }},
-      {"phased", [](auto& c) { c.execution.mode = config::ExecutionMode::kPhased; }},
-      {"phased, sync full",
-       [](auto& c) {
-         c.execution.mode = config::ExecutionMode::kPhased;
-         c.execution.sync_pattern = config::SyncPattern::kFull;
-       }},
-      {"sync replica_and_ladder",
-       [](auto& c) { c.execution.sync_pattern = config::SyncPattern::kReplicaAndLadder; }},
-      {"phased remote sharded io, sync replica_and_ladder",
-       [](auto& c) {
-         c.execution.mode = config::ExecutionMode::kPhased;
-         c.remote = {true, true};
-         shard(c, 16);
-         c.execution.io_mode = config::IoMode::kIo;
-         c.execution.sync_pattern = config::SyncPattern::kReplicaAndLadder;
-       }},
-      {"phased remote",
-       [](auto& c) {
-         c.execution.mode = config::ExecutionMode::kPhased;
-         c.remote = {true, true};
-       }},
-      {"phased remote sharded io_overlapped",
-       [](auto& c) {
-         c.execution.mode = config::ExecutionMode::kPhased;
-         c.remote = {true, true};
-         shard(c, 16);
-         c.execution.io_mode = config::IoMode::kIoOverlapped;
-       }},
-      {"phased sharded io",
-       [](auto& c) {
-         c.execution.mode = config::ExecutionMode::kPhased;
-         shard(c, 1);
-         c.execution.io_mode = config::IoMode::kIo;
-       }},
-      {"phased remote sharded, preload",
-       [](auto& c) {
-         c.execution.mode = config::ExecutionMode::kPhased;
-         c.remote = {true, true};
-         shard(c, 16);
-         c.execution.io_schedule = config::IoSchedule::kPreload;
-       }},
-      {"phased remote, preload, io_overlapped",
-       [](auto& c) {
-         c.execution.mode = config::ExecutionMode::kPhased;
-         c.remote = {true, false};
-         c.execution.io_schedule = config::IoSchedule::kPreload;
-         c.execution.io_mode = config::IoMode::kIoOverlapped;
-       }},
-  };
-}
-
-// Each of mode_variants() applied to `ref` trains 3 steps to the bits `ref` trains to
-// (io_overlapped both with its IO thread and inline).
+// Each of the modes of mode_variants.h applied to `ref` trains 3 steps to the bits `ref`
+// trains to. Thresholds 16: some tensors of every layer; 500: fc1.weight only.
 void expect_every_mode_bitwise(const config::Config& ref, const std::string& what) {
-  const auto expected = run(ref, 3);
-  for (const auto& v : mode_variants()) {
-    BOOST_TEST_CONTEXT(v.name << ", " << what) {
-      config::Config c = ref;
-      v.change(c);
-      BOOST_TEST(bitwise_equal(run(c, 3), expected));
-      if (c.execution.io_mode != config::IoMode::kIoOverlapped) continue;
-      // Both ways of moving the data, whatever this machine's core count picks.
-      for (const auto how : {engine::IoOverlap::kThread, engine::IoOverlap::kInline}) {
-        BOOST_TEST_CONTEXT((how == engine::IoOverlap::kThread ? "IO thread" : "inline")) {
-          engine::EngineOptions o = options();
-          o.io_overlap = how;
-          BOOST_TEST(bitwise_equal(run(c, 3, o), expected));
-        }
-      }
-    }
-  }
+  const engine::test::Thresholds t{.some = 16, .one = 500};
+  engine::test::expect_every_variant(
+      ref, engine::test::standard_variants(t) + engine::test::phased_variants(t), what,
+      [](const config::Config& c, const engine::EngineOptions& o) { return run(c, 3, o); },
+      bitwise_equal, options());
 }
 
 BOOST_AUTO_TEST_CASE(sharding_modes_and_io_modes_are_bitwise_identical) {
@@ -452,14 +313,7 @@ void expect_data_parallel(const config::Config& dp_config, const config::Config&
                           const std::string& what, double tolerance = 2e-6) {
   const auto dp = run(dp_config, 3);
   const auto single = run(single_config, 3);
-  BOOST_REQUIRE_EQUAL(dp.size(), single.size());
-  double worst = 0;
-  for (std::size_t v = 0; v < dp.size(); ++v) {
-    double scale = 0;
-    for (float x : single[v]) scale = std::max(scale, double{std::abs(x)});
-    for (std::size_t i = 0; i < dp[v].size(); ++i)
-      worst = std::max(worst, std::abs(double{dp[v][i]} - single[v][i]) / std::max(scale, 1e-30));
-  }
+  const double worst = engine::test::largest_relative_difference(dp, single);
   BOOST_TEST_MESSAGE(what << ": largest difference relative to the variable's scale: " << worst);
   BOOST_TEST(worst < tolerance);
   BOOST_TEST(!bitwise_equal(dp, single));  // really a different computation
