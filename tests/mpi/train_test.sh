@@ -8,30 +8,6 @@
 set -uo pipefail
 source "$POPKIT_SOURCE_DIR/tests/mpi/lib.sh"
 
-# same_run DIR_A DIR_B STEP: the checkpoints of step STEP are the same bytes, the losses
-# the same numbers.
-same_run() {
-  if ! cmp -s "$1/checkpoint-step$3.safetensors" "$2/checkpoint-step$3.safetensors"; then
-    fail "$2: checkpoint of step $3 differs from $1's"
-    return
-  fi
-  /usr/bin/python3 - "$1/run.json" "$2/run.json" <<'PY' || fail "$2: losses differ from $1's"
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-assert a["loss"] == b["loss"], (a["loss"], b["loss"])
-assert a["test"] == b["test"], (a["test"], b["test"])
-PY
-}
-
-train() {  # train DIR [mpirun -np N] -- ARGS...
-  local dir=$1; shift
-  local launcher=()
-  while [ "$1" != "--" ]; do launcher+=("$1"); shift; done
-  shift
-  "${launcher[@]}" poprun train "$@" --quiet --out "$dir/run.json" >"$dir.log" 2>&1 \
-    || { fail "${launcher[*]} poprun train $* failed:"; cat "$dir.log"; return 1; }
-}
-
 steps=4
 for example in "$POPKIT_SOURCE_DIR"/examples/*.yaml; do
   name=$(basename "$example" .yaml)

@@ -36,18 +36,24 @@ std::string error_of(F&& f) {
   return "";
 }
 
-inline config::Config tiny_config(std::vector<std::string> overrides = {}) {
-  // Noisier than the file's default, so the loss stays away from zero and every step moves
-  // the weights.
-  overrides.insert(overrides.begin(), "data.synthetic_noise=1.5");
-  const std::string path = std::string(POPKIT_SOURCE_DIR) + "/tests/train/data/tiny.yaml";
+// The config file at `path` with `overrides`; fails the test when it does not load.
+inline config::Config load_test_config(const std::string& path,
+                                       const std::vector<std::string>& overrides) {
   auto result = config::load_config_file(path, overrides);
   if (!result.config) {
     std::ostringstream why;
     config::print_diagnostics(why, result.diagnostics, result.sources);
-    BOOST_FAIL("tiny.yaml does not load: " << why.str());
+    BOOST_FAIL(path << " does not load: " << why.str());
   }
   return *result.config;
+}
+
+inline config::Config tiny_config(std::vector<std::string> overrides = {}) {
+  // Noisier than the file's default, so the loss stays away from zero and every step moves
+  // the weights.
+  overrides.insert(overrides.begin(), "data.synthetic_noise=1.5");
+  return load_test_config(std::string(POPKIT_SOURCE_DIR) + "/tests/train/data/tiny.yaml",
+                          overrides);
 }
 
 // A scratch folder named after the running test, emptied first.
