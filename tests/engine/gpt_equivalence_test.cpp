@@ -179,6 +179,16 @@ void expect_bitwise(const config::Config& ref, const std::vector<Variant>& varia
       same_bits, options());
 }
 
+// SGD with Nesterov momentum and weight decay (a momentum buffer per parameter).
+config::Config with_nesterov(config::Config c) {
+  config::set_optimizer_type(c.training.optimizer, "sgd");
+  c.training.optimizer.lr = 0.05;
+  c.training.optimizer.attributes.set("momentum", 0.9);
+  c.training.optimizer.attributes.set("nesterov", true);
+  c.training.optimizer.weight_decay = 1e-3;
+  return c;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(gpt_equivalence)
@@ -193,39 +203,62 @@ BOOST_AUTO_TEST_CASE(an_untied_head_is_bitwise_identical_across_sharding_phasing
                                                  phase_per_block_variants());
 }
 
-// Stages of blocks: the embedding with the first block, the second block alone where
-// there are three stages, the final layer norm with the head; R 1 and 2, sharded or not.
-// Losses, weights, optimizer state and evaluation are bitwise those without pipelining.
-BOOST_AUTO_TEST_CASE(stages_of_blocks_are_bitwise_identical_to_no_pipelining) {
-  const std::vector<std::vector<std::vector<std::string>>> placements = {
-      {{"wte", "h0"}, {"h1", "ln_f", "head"}},
-      {{"wte", "h0"}, {"h1"}, {"ln_f", "head"}},
+// The other optimizers, untied, in every mode: Adam with a float16 first moment, SGD with
+// Nesterov momentum, plain SGD (no optimizer state at all).
+BOOST_AUTO_TEST_CASE(other_optimizers_are_bitwise_identical_across_modes) {
+  struct Case {
+    std::string name;
+    std::function<config::Config(config::Config)> optimizer;
   };
-  for (const auto& placement : placements)
+  const std::vector<Case> cases = {
+      {"adam, float16 first order",
+       [](config::Config c) {
+         c.training.optimizer.attributes.set("first_order_dtype", "float16");
+         return c;
+       }},
+      {"sgd, nesterov momentum", with_nesterov},
+      {"sgd",
+       [](config::Config c) {
+         config::set_optimizer_type(c.training.optimizer, "sgd");
+         c.training.optimizer.lr = 0.05;
+         return c;
+       }},
+  };
+  for (const Case& k : cases) BOOST_TEST_CONTEXT(k.name) {
+      expect_bitwise(k.optimizer(gpt_config(4, 2, 3, false)),
+                     engine::test::standard_variants(kThresholds) +
+                         engine::test::phased_variants(kThresholds) + phase_per_block_variants());
+    }
+}
+
+// Stages of blocks: the embedding with the first block, the second block alone where
+// there are three stages, the final layer norm with the head; and 4 stages placed by the
+// planner (balanced FLOPs); R 1 and 2, sharded or not. Losses, weights, optimizer state
+// and evaluation are bitwise those without pipelining.
+BOOST_AUTO_TEST_CASE(stages_of_blocks_are_bitwise_identical_to_no_pipelining) {
+  struct Stages {
+    std::int64_t n;
+    std::vector<std::vector<std::string>> placement;  // empty: auto
+  };
+  const std::vector<Stages> cases = {
+      {2, {{"wte", "h0"}, {"h1", "ln_f", "head"}}},
+      {3, {{"wte", "h0"}, {"h1"}, {"ln_f", "head"}}},
+      {4, {}},
+  };
+  for (const Stages& stages : cases)
     for (const std::int64_t replicas : {1, 2})
       for (const bool sharded : {false, true}) {
         if (sharded && replicas == 1) continue;
-        const auto stages = static_cast<std::int64_t>(placement.size());
-        BOOST_TEST_CONTEXT("S " << stages << " R " << replicas << (sharded ? " sharded" : "")) {
-          config::Config plain = gpt_config(replicas, 2, 2 * stages, false);
+        BOOST_TEST_CONTEXT("S " << stages.n << " R " << replicas << (sharded ? " sharded" : "")) {
+          config::Config plain = gpt_config(replicas, 2, 2 * stages.n, false);
           if (sharded) shard(plain, kThresholds.some);
           config::Config piped = plain;
-          piped.pipeline.stages = stages;
-          piped.pipeline.placement_auto = false;
-          piped.pipeline.placement = placement;
+          piped.pipeline.stages = stages.n;
+          piped.pipeline.placement_auto = stages.placement.empty();
+          piped.pipeline.placement = stages.placement;
           BOOST_TEST(same_bits(run(piped, kSteps, poisoned()), run(plain)));
         }
       }
-}
-
-// SGD with Nesterov momentum and weight decay (a momentum buffer per parameter).
-config::Config with_nesterov(config::Config c) {
-  config::set_optimizer_type(c.training.optimizer, "sgd");
-  c.training.optimizer.lr = 0.05;
-  c.training.optimizer.attributes.set("momentum", 0.9);
-  c.training.optimizer.attributes.set("nesterov", true);
-  c.training.optimizer.weight_decay = 1e-3;
-  return c;
 }
 
 // 4 replicas x micro-batch 2 x accumulation 3 against 1 replica x micro-batch 24: the
