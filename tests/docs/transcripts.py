@@ -27,6 +27,7 @@ equal the committed one byte for byte.
 
   transcripts.py check PAGE...    fail (exit 1) naming PAGE:LINE of every difference
   transcripts.py update PAGE...   rewrite each page's outputs and images from this build
+  --exact (after the verb)         compare numbers as written on any build and CPU level
 
 `update` is a golden-file update: a whole output is replaced (lines equal after masking
 keep their text, so times do not churn); an excerpt keeps its "..." lines and each quoted
@@ -136,7 +137,7 @@ class Page:
 
 
 class Runner:
-    def __init__(self, source_dir):
+    def __init__(self, source_dir, exact):
         self.source_dir = source_dir
         version = subprocess.run(["poprun", "--version"], stdout=subprocess.PIPE, text=True).stdout
         found = re.search(r"^kernels (\S+)", version, re.M)
@@ -145,7 +146,7 @@ class Runner:
         sanitize = os.environ.get("POPKIT_SANITIZE", "")
         # A sanitized build compiles the kernels with other flags, and its float rounding
         # differs like another level's.
-        self.rounding = level != "x86-64-v4" or sanitize != ""
+        self.rounding = not exact and (level != "x86-64-v4" or sanitize != "")
         self.note = None
         if self.rounding:
             self.note = (f"kernels {level}{', sanitized (' + sanitize + ')' if sanitize else ''}: "
@@ -325,16 +326,18 @@ def run_page(runner, path, update):
 
 
 def main(argv):
-    if len(argv) < 3 or argv[1] not in ("check", "update"):
+    exact = len(argv) > 2 and argv[2] == "--exact"
+    pages = argv[3:] if exact else argv[2:]
+    if not pages or argv[1] not in ("check", "update"):
         print(__doc__)
         return 2
     source_dir = os.environ.get("POPKIT_SOURCE_DIR") or os.path.dirname(
         os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    runner = Runner(source_dir)
+    runner = Runner(source_dir, exact)
     if runner.note:
         print(runner.note)
     failures = []
-    for path in argv[2:]:
+    for path in pages:
         failures += run_page(runner, os.path.abspath(path), argv[1] == "update")
     for failure in failures:
         print(f"FAIL: {failure}")
