@@ -54,10 +54,18 @@ struct EngineOptions {
   // begins: true abandons the step (train_step throws StepAbandoned), leaving every
   // variable and the step counter as the previous step left them, so the step can be
   // taken again from a checkpoint of them, bitwise. Once the update began the step runs
-  // to its end. Empty: steps always run to their end. A run over several processes must
+  // to its end. Polled too before each op of an evaluation, which changes no variable:
+  // true abandons it (evaluate throws EvaluationAbandoned). Empty: steps and evaluations
+  // always run to their end. A run over several processes must
   // leave it empty (a rank that abandoned alone would leave the others waiting in the
   // step's next collective) and agree between steps instead.
   std::function<bool()> stop_requested;
+};
+
+// Engine::evaluate was abandoned (EngineOptions::stop_requested) part-way: no result.
+class EvaluationAbandoned : public Error {
+ public:
+  EvaluationAbandoned() : Error("the evaluation was stopped before its end") {}
 };
 
 // Engine::train_step's step was abandoned (EngineOptions::stop_requested) before its
@@ -155,7 +163,7 @@ class Engine {
   // Runs an evaluation plan (planner::Program::kEval) over `data`, each replica its
   // share with its group's weights (EvalBatches), and scores the logits it streams out:
   // loss and accuracy over all samples. Timings and memory are recorded per phase as
-  // in training, one "step" per batch.
+  // in training, one "step" per batch. Throws EvaluationAbandoned on a stop request.
   EvalResult evaluate(const Dataset& data);
   // The same plan's logits for `data`, unscored: [n, positions, classes], sample after
   // sample (rows of samples another rank hosts are 0).

@@ -235,8 +235,23 @@ class Steps {
  private:
   engine::EvalResult evaluate() {
     engine::copy_weights(engine_, eval_engine_);
+    engine::EvalResult e = evaluate_test_set(eval_engine_, p_.test_set);
     ++evaluations_;
-    return evaluate_test_set(eval_engine_, p_.test_set);
+    return e;
+  }
+  void log(const StepMetrics& line) {
+    if (metrics_.open())
+      if (const std::string why = metrics_.write(line); !why.empty())
+        progress_.note(fmt::format("warning: {}", why));
+  }
+  // A stop request abandoned the evaluation after step state_.step: the step's line is
+  // logged without a test result, and finish() checkpoints the step.
+  void stopped_evaluation(const StepMetrics& line) {
+    progress_.note(
+        fmt::format("the evaluation after step {} was stopped; the checkpoint holds step {}",
+                    state_.step, state_.step));
+    log(line);
+    result_.interrupted = true;
   }
   void checkpoint() {
     const std::string path =
@@ -391,7 +406,14 @@ void Steps::run() {
     }
     if (state_.data.epoch != epoch && config_.eval.every > 0 &&
         state_.data.epoch % config_.eval.every == 0) {
-      last_eval_ = evaluate();
+      try {
+        last_eval_ = evaluate();
+      } catch (const engine::EvaluationAbandoned&) {
+        // One process: a stop request during the evaluation after a finished step ends
+        // the run there, the step's line logged and checkpointed without a test result.
+        stopped_evaluation(line);
+        break;
+      }
       last_eval_step_ = state_.step;
       const engine::EvalResult& e = *last_eval_;
       record_.evaluations.push_back(
@@ -400,9 +422,7 @@ void Steps::run() {
       progress_.note(fmt::format("epoch {}: test accuracy {:.2f}% ({}/{}), loss {:.4f}",
                                  state_.data.epoch, 100.0 * e.accuracy, e.correct, e.rows, e.loss));
     }
-    if (metrics_.open())
-      if (const std::string why = metrics_.write(line); !why.empty())
-        progress_.note(fmt::format("warning: {}", why));
+    log(line);
     if (options_.checkpoint_every > 0 && state_.step % options_.checkpoint_every == 0) checkpoint();
     // A step the engine did not abandon: every rank stops after the same step (mpirun
     // passes SIGINT and SIGTERM to each, but not at the same instant).
@@ -425,8 +445,15 @@ void Steps::run() {
 TrainResult Steps::finish() {
   if (last_checkpoint_step_ != state_.step) checkpoint();
   if (!result_.interrupted) {
-    result_.test = last_eval_step_ == state_.step && last_eval_ ? *last_eval_ : evaluate();
-    record_.test = reports::TestResult{result_.test->accuracy, result_.test->loss, result_.test->n};
+    try {
+      result_.test = last_eval_step_ == state_.step && last_eval_ ? *last_eval_ : evaluate();
+      record_.test =
+          reports::TestResult{result_.test->accuracy, result_.test->loss, result_.test->n};
+    } catch (const engine::EvaluationAbandoned&) {
+      progress_.note(fmt::format("the final evaluation was stopped; the checkpoint holds step {}",
+                                 state_.step));
+      result_.interrupted = true;
+    }
   }
   if (last_eval_ || result_.test) {
     record_.eval = reports::eval_record_from_plan(eval_engine_.plan());
@@ -508,13 +535,16 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   engine::EngineOptions train_options =
       engine_options(config, options.n_threads, options.io_overlap);
   // In one process a stop request abandons the step in progress until its update
-  // begins (engine.h); ranks stop between steps, where they agree (Steps::run).
+  // begins, and an evaluation at any point (engine.h); ranks stop between steps, where
+  // they agree (Steps::run).
   if (world.size() == 1) train_options.stop_requested = options.stop_within_step;
+  engine::EngineOptions eval_options =
+      engine_options(config, options.n_threads, options.io_overlap);
+  eval_options.stop_requested = train_options.stop_requested;
   engine::Engine engine(std::move(p.planned), std::move(train_options));
   engine.initialize();
   // Evaluation runs its own plan on its own engine, the weights copied over each time.
-  engine::Engine eval_engine(std::move(p.eval_planned),
-                             engine_options(config, options.n_threads, options.io_overlap));
+  engine::Engine eval_engine(std::move(p.eval_planned), std::move(eval_options));
 
   MetricsLog metrics;
   Steps steps(config, options, progress, world, p, engine, eval_engine, metrics);

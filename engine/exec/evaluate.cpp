@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <vector>
 
 #include "base/error.h"
@@ -48,6 +49,19 @@ std::array<double, 3> score(const EngineState& m, const EvalBatches& batches, st
   return {1.0, loss, static_cast<double>(correct)};
 }
 
+// One batch of the evaluation plan, abandoned on a stop request before any of its ops
+// (EngineOptions::stop_requested; an evaluation plan has no update to protect).
+void run_batch(EngineState& m, Program& program, const EvalBatches& batches) {
+  const std::function<bool()>& stop = m.options.stop_requested;
+  if (stop && stop()) throw EvaluationAbandoned();
+  try {
+    const StepGate::Step step(m.gate, &stop);
+    program.run_step(batches);
+  } catch (const StepAbandoned&) {
+    throw EvaluationAbandoned();
+  }
+}
+
 void check_image_size(const EngineState& m, const Dataset& data) {
   if (data.image_size() != m.image_size)
     throw Error("evaluate: images of {} pixels but the plan's input shape {} needs {}",
@@ -70,7 +84,7 @@ EvalResult evaluate(EngineState& m, Program& program, const Dataset& data) {
   for (std::int64_t b = 0; b < batches.n_batches(); ++b) {
     batches.set_batch(b);
     for (auto& dev : m.devices) dev->logits.clear();
-    program.run_step(batches);
+    run_batch(m, program, batches);
     scored.clear();
     for (std::int64_t r = m.hosted.first; r < m.hosted.first + m.hosted.n; ++r)
       for (std::int64_t s = 0; s < steps; ++s) {

@@ -69,4 +69,24 @@ else
   cmp -s resumed/checkpoint-step3.safetensors straight/checkpoint-step3.safetensors ||
     fail "resumed from $ckpt, step 3's checkpoint differs from the uninterrupted run's"
 fi
-finish "poprun SIGTERM within a step"
+
+# SIGTERM during the evaluation after a step (eval.every 1, a step an epoch, a test set of
+# a million samples: the evaluation takes seconds, the step milliseconds): the evaluation
+# is abandoned, the step checkpointed and logged without a test result.
+eval_sets=(--set data.synthetic_train=32 --set data.synthetic_test=1000000 --set eval.every=1)
+poprun train "$config" "${eval_sets[@]}" --epochs 1000 --run-dir in-eval >out 2>err &
+pid=$!
+for _ in $(seq 1200); do
+  grep -q "step 1/" err 2>/dev/null && break
+  sleep 0.05
+done
+sleep 0.2
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" = 130 ] || fail "in evaluation: exit $rc, want 130; stderr: $(cat err)"
+grep -qF "the evaluation after step 1 was stopped; the checkpoint holds step 1" err ||
+  fail "in evaluation: $(tr '\r' '\n' <err | tail -3)"
+[ -f in-eval/checkpoint-step1.safetensors ] || fail "in evaluation: no checkpoint of step 1"
+grep -q '"test"' in-eval/metrics.jsonl && fail "in evaluation: a test result was logged"
+finish "poprun SIGTERM within a step or an evaluation"

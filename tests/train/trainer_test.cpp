@@ -106,15 +106,23 @@ BOOST_AUTO_TEST_CASE(a_stop_within_a_step_abandons_it_and_resumes_bitwise) {
       const auto dir = scratch("stop_within_" + name);
       TrainOptions plain = steps(kSteps);
       plain.io_overlap = engine::IoOverlap::kThread;
-      std::atomic<std::int64_t> polls{0};
-      TrainOptions count = plain;
-      count.stop_within_step = [&polls] {
-        ++polls;
-        return false;
+      // The polls of a run of n steps: its steps' and its final evaluation's (which
+      // polls too), so a step's number is the difference of two runs' over their steps.
+      std::vector<char> want;
+      const auto polls_of = [&](std::int64_t n, const char* sub) {
+        std::atomic<std::int64_t> polls{0};
+        TrainOptions count = steps(n);
+        count.io_overlap = plain.io_overlap;
+        count.stop_within_step = [&polls] {
+          ++polls;
+          return false;
+        };
+        const TrainResult full = run(c, count, dir / sub);
+        if (n == kSteps) want = file_bytes(full.checkpoint);
+        return polls.load();
       };
-      const TrainResult full = run(c, count, dir / "full");
-      const auto want = file_bytes(full.checkpoint);
-      const std::int64_t per_step = polls.load() / kSteps;
+      const std::int64_t per_step =
+          (polls_of(2 * kSteps, "double") - polls_of(kSteps, "full")) / kSteps;
       BOOST_REQUIRE(per_step > 2);
       for (const std::int64_t k : {std::int64_t{1}, per_step / 2, per_step, 2 * per_step}) {
         BOOST_TEST_CONTEXT("stopped at poll " << k << " of " << per_step << " a step") {
