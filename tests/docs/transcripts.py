@@ -19,7 +19,9 @@ prices plans, deterministically) and of every command of a block whose fence rea
 popplan's estimates, losses, accuracies, memory and every message are compared as
 written. The pages'
 figures are of the x86-64-v4 kernels: on a CPU whose kernels differ, float rounding
-changes the trained figures, so the numbers of lines that differ are masked too.
+changes the trained figures, so the numbers of lines that differ are masked too, and
+in a block whose fence reads ```console trained (text a trained model generated, which
+every rounding changes) a line that differs is masked whole.
 
 An image the page shows, `![...](images/NAME.svg)`, must be drawn by one of its
 transcripts: the command writes NAME.svg into the scratch folder, and the file must
@@ -92,7 +94,7 @@ class Page:
     def __init__(self, path):
         self.path = path
         self.lines = open(path, encoding="utf-8").read().split("\n")
-        self.blocks = []  # (first, end): the lines inside a transcript's fence
+        self.blocks = []  # (first, end, measured, trained): the lines inside a fence
         self.problems = []
         fence = None
         for i, line in enumerate(self.lines):
@@ -102,7 +104,8 @@ class Page:
                 first, end = fence + 1, i
                 inside = self.lines[first:end]
                 if inside and inside[0].startswith("$ "):
-                    self.blocks.append((first, end, "measured" in self.lines[fence][3:].split()))
+                    words = self.lines[fence][3:].split()
+                    self.blocks.append((first, end, "measured" in words, "trained" in words))
                 elif any(x.startswith("$ ") for x in inside):
                     self.problems.append(
                         (first + 1, "a block with '$ ' lines must start with one to be a "
@@ -110,13 +113,13 @@ class Page:
                 fence = None
 
     def steps(self, block):
-        first, end, measured = block
+        first, end, measured, trained = block
         steps = []
         for i in range(first, end):
             line = self.lines[i]
             if line.startswith("$ ") and line != "$ echo $?":
                 steps.append({"command": line[2:], "at": i, "out": [], "rc": 0, "rc_at": None,
-                              "measured": measured or measures(line[2:])})
+                              "measured": measured or measures(line[2:]), "trained": trained})
             else:
                 steps[-1]["out"].append(i)
         for step in steps:
@@ -175,9 +178,10 @@ class Runner:
 class Lines:
     """Compares a step's output with the page's lines, masked as the step needs."""
 
-    def __init__(self, runner, measured):
+    def __init__(self, runner, measured, trained):
         self.rounding = runner.rounding
         self.measured = measured
+        self.trained = trained
 
     def mask(self, line):
         return mask(line, self.measured)
@@ -186,7 +190,9 @@ class Lines:
         want, got = self.mask(want), self.mask(got)
         if want == got:
             return True
-        return self.rounding and NUMBER.sub("<n>", want) == NUMBER.sub("<n>", got)
+        if not self.rounding:
+            return False
+        return self.trained or NUMBER.sub("<n>", want) == NUMBER.sub("<n>", got)
 
     def opcodes(self, want, got):
         matcher = difflib.SequenceMatcher(None, [self.mask(w) for w in want],
@@ -275,7 +281,7 @@ def run_page(runner, path, update):
                     failures.append(f"{name}:{line}: '{command}' ran past {COMMAND_TIMEOUT} s")
                     continue
                 want = [page.lines[i] for i in step["out"]]
-                lines = Lines(runner, step["measured"])
+                lines = Lines(runner, step["measured"], step["trained"])
                 if update:
                     new = lines.updated(want, got, step["excerpt"], unresolved)
                     if rc != 0 or step["rc_at"] is not None:
