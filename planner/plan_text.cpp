@@ -282,8 +282,22 @@ void print_verdict(Printer& out, const Plan& plan) {
   for (const auto& w : plan.warnings) print_wrapped(out, "  warning: ", "    ", w);
 }
 
+// The model's parameters: its weights and biases, each variable once (a tied head shares
+// its embedding's), as a model's size is published; optimizer state aside.
+void print_parameters(Printer& out, const Plan& plan) {
+  std::int64_t n = 0, tensors = 0;
+  for (const Variable& v : plan.variables)
+    if (v.role != VariableRole::kOptimizerState) {
+      n += v.nelms;
+      ++tensors;
+    }
+  out.print("  model parameters {} in {} tensors\n", format_thousands(static_cast<double>(n)),
+            tensors);
+}
+
 void print_setup(Printer& out, const Plan& plan) {
   out.print("\nConfiguration (plan format {})\n", plan.version);
+  print_parameters(out, plan);
   out.print("  replicas {}, micro-batch {}, gradient accumulation {}, global batch {}\n",
             plan.replication_factor, plan.micro_batch_size, plan.gradient_accumulation,
             plan.global_batch_size);

@@ -24,6 +24,27 @@ assert p["positions"] == 128 and p["n_classes"] == 256, (p.get("positions"), p["
 assert not any(v["name"].startswith("head.") for v in p["variables"])
 PY
 popplan tune "$config" --memory-per-replica 64MiB >/dev/null 2>&1 || fail "tune exited $?"
+grep -qF "  model parameters 445,952 in 28 tensors" <<<"$out" || fail "plan text: $(sed -n 5,7p <<<"$out")"
+
+# GPT-2's four published sizes (vocabulary 50,257, 1,024 positions, the head tied): the
+# plan text counts each one's parameters as published (Hugging Face's num_parameters()).
+for size in "small 768 12 12 124,439,808" "medium 1024 24 16 354,823,168" \
+  "large 1280 36 20 774,030,080" "xl 1600 48 25 1,557,611,200"; do
+  read -r name width blocks heads want <<<"$size"
+  {
+    printf 'version: 1\nname: gpt2-%s\nmodel:\n  layers:\n' "$name"
+    printf '    - {name: wte, type: embedding, vocabulary: 50257, positions: 1024, width: %s}\n' "$width"
+    for i in $(seq 0 $((blocks - 1))); do
+      printf '    - {name: h%s, type: decoder_block, heads: %s, hidden: %s}\n' "$i" "$heads" $((4 * width))
+    done
+    printf '    - {name: ln_f, type: layer_norm}\n'
+    printf '    - {name: head, type: lm_head, vocabulary: 50257, tied_to: wte}\n'
+    printf 'data: {dataset: text, path: text/fortunes.txt, sequence_length: 1024}\n'
+  } >"$tmp/gpt2_$name.yaml"
+  text=$(popplan plan "$tmp/gpt2_$name.yaml" 2>/dev/null || true)
+  grep -qF "  model parameters $want in $((2 + 12 * blocks + 2)) tensors" <<<"$text" ||
+    fail "gpt2-$name: $(grep -m1 'model parameters' <<<"$text"), want $want"
+done
 
 # poprun trains it on the fortunes text (scripts/fetch_data.sh): the loss falls from
 # ln 256 = 5.55 nats a byte, and every phase's measured memory is the plan's to the byte.
