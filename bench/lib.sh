@@ -30,3 +30,15 @@ bench_need() {
     [[ -x "$tool" ]] || bench_fail "$tool not built${hint:+ ($hint)}"
   done
 }
+
+# bench_sgemm_rate ENGINE_BENCH PYTHON SCRATCH: the machine's sgemm rate in FLOP/s, all
+# cores (each its own single-threaded Eigen GEMM, as replicas run), the median of three
+# repetitions of engine_bench's BM_SgemmMachine/1024.
+bench_sgemm_rate() {
+  "$1" --benchmark_filter='BM_SgemmMachine/1024' --benchmark_repetitions=3 \
+    --benchmark_report_aggregates_only=true --benchmark_format=json >"$3/sgemm.json" 2>/dev/null
+  "$2" -c '
+import json, sys
+rows = json.load(open(sys.argv[1]))["benchmarks"]
+print(next(r["FLOP/s"] for r in rows if r.get("aggregate_name") == "median"))' "$3/sgemm.json"
+}

@@ -167,12 +167,7 @@ print(r["samples_per_second"]["median"])' "$work/torch_$name.json" "$name")
 # replicas run), from the microbenchmark; measured in every round, beside the runs it
 # divides, so a load that slows both shows in both.
 sgemm_rate() {
-  "$bench" --benchmark_filter='BM_SgemmMachine/1024' --benchmark_repetitions=3 \
-    --benchmark_report_aggregates_only=true --benchmark_format=json >"$work/sgemm.json" 2>/dev/null
-  "$python" -c '
-import json,sys
-rows = json.load(open(sys.argv[1]))["benchmarks"]
-print(next(r["FLOP/s"] for r in rows if r.get("aggregate_name") == "median"))' "$work/sgemm.json"
+  bench_sgemm_rate "$bench" "$python" "$work"
 }
 
 # Alternate A B A B: every round runs every popkit configuration and every PyTorch mode
