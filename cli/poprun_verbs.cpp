@@ -47,13 +47,10 @@ int here_or_ranks(const Tool& tool, const Launch& launch, const std::function<in
   return ranks ? run_ranks(mpirun_command(launch, tool.arguments())) : here();
 }
 
-}  // namespace
-
-void add_run_verbs(Tool& tool) {
+void add_train_verb(Tool& tool, const std::shared_ptr<Launch>& launch) {
   auto train = std::make_shared<runner::TrainCommand>();
   auto steps = std::make_shared<std::int64_t>(0);
   auto epochs = std::make_shared<std::int64_t>(0);
-  auto launch = std::make_shared<Launch>();
   CLI::App* t =
       tool.add("train",
                "Train the model of CONFIG on its dataset: progress on stderr, a summary with test "
@@ -119,7 +116,9 @@ void add_run_verbs(Tool& tool) {
   t->add_flag("--verbose", train->verbose,
               "under mpirun: every rank prints its progress and summary, not rank 0 alone");
   add_launch_options(t, *launch);
+}
 
+void add_eval_verb(Tool& tool, const std::shared_ptr<Launch>& launch) {
   auto eval = std::make_shared<runner::EvalCommand>();
   CLI::App* e = tool.add(
       "eval",
@@ -145,7 +144,9 @@ void add_run_verbs(Tool& tool) {
   add_set_option(e, eval->overrides);
   e->add_flag("--verbose", eval->verbose, "under mpirun: every rank prints its result");
   add_launch_options(e, *launch);
+}
 
+void add_generate_verb(Tool& tool) {
   auto generate = std::make_shared<runner::GenerateCommand>();
   CLI::App* g = tool.add(
       "generate",
@@ -175,7 +176,9 @@ void add_run_verbs(Tool& tool) {
   add_output_option(g, generate->output,
                     "also write the prompt and continuation to this file, as raw bytes");
   g->add_option("--threads", generate->n_threads, "engine threads")->check(non_negative());
+}
 
+void add_calibrate_verb(Tool& tool) {
   auto calibrate = std::make_shared<runner::CalibrateCommand>();
   CLI::App* c = tool.add(
       "calibrate",
@@ -198,6 +201,17 @@ void add_run_verbs(Tool& tool) {
                 "(default 5); fewer are quicker, and a burst of other work on the machine "
                 "moves them more")
       ->check(CLI::PositiveNumber);
+}
+
+}  // namespace
+
+void add_run_verbs(Tool& tool) {
+  // Under mpirun, train and eval take the same launch options (one parse of them).
+  auto launch = std::make_shared<Launch>();
+  add_train_verb(tool, launch);
+  add_eval_verb(tool, launch);
+  add_generate_verb(tool);
+  add_calibrate_verb(tool);
 }
 
 }  // namespace popkit::cli
