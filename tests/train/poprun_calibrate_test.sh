@@ -80,7 +80,10 @@ for l in re.findall(r"latency_seconds:\s*([-+.\deE]+)", text):
 # Where the CPUs were: a cache line's round trip between two of them, above 0 with two
 # CPUs (0 means "not measured", as on one), below 100 us.
 trip = get("core_round_trip_seconds")
-assert (0 < trip < 1e-4) if int(os.environ["CPUS"]) >= 2 else trip == 0, trip
+# ThreadSanitizer instruments every atomic of the ping-pong: its 11,000 trips may pass
+# the measurement's 0.25 s, and then it reports none (0), as it would on a busy machine.
+if not (os.environ["SANITIZED"] == "thread" and trip == 0):
+    assert (0 < trip < 1e-4) if int(os.environ["CPUS"]) >= 2 else trip == 0, trip
 # How much of the last-level cache the host left the threads: the cache probe, a call of
 # a layer's kernels, between 1 us and 100 ms.
 assert 1e-6 < get("probe_seconds") < 0.1, get("probe_seconds")
@@ -89,18 +92,21 @@ grep -q "^core round trip (where the CPUs are) " <<<"$out" || fail "no core roun
 grep -q "^cache probe (8.3 MiB a thread) " <<<"$out" || fail "no cache probe line: $out"
 
 # It loads as a profile: popplan validates and plans with it, as a CPU's.
+# Whether the profile has a round trip (two CPUs, and measured: see above).
+trips=$(awk '/^  core_round_trip_seconds:/ { print ($2 > 0) ? 1 : 0 }' cpu.yaml)
+[ "$(nproc)" -ge 2 ] || [ "$trips" = 0 ] || fail "one CPU, yet a round trip in the profile"
 popplan validate "$config" --set device.profile=./cpu.yaml >/dev/null 2>err.txt ||
   fail "validate with the profile failed: $(cat err.txt)"
 popplan plan "$config" --set device.profile=./cpu.yaml --format json -o plan.json 2>err.txt ||
   fail "plan with the profile failed: $(cat err.txt)"
-CPUS=$(nproc) /usr/bin/python3 -c '
+TRIPS=$trips /usr/bin/python3 -c '
 import json, os, sys
 p = json.load(open("plan.json"))
 assert p["device_profile"] == "this-cpu", p["device_profile"]
 assert p["device_kind"] == "cpu", p["device_kind"]
 assert p["estimated_samples_per_second"] > 0
 # The profile'"'"'s round trip, carried for popreport compare (none from one CPU).
-if int(os.environ["CPUS"]) >= 2:
+if os.environ["TRIPS"] == "1":
     assert 0 < p["device_core_round_trip_seconds"] < 1e-4
 else:
     assert "device_core_round_trip_seconds" not in p
@@ -111,8 +117,9 @@ assert 1e-6 < p["device_cache_probe_seconds"] < 0.1, p["device_cache_probe_secon
 # popreport compare: the estimate beside a CPU run gets ratios; an ipu-mk2 plan does not.
 poprun train "$config" --set device.profile=./cpu.yaml --steps 3 --out run/run.json -q \
   2>err.txt || fail "train: $(cat err.txt)"
-# The run records where its CPUs were as its steps began and ended; on one CPU, nothing.
-if [ "$(nproc)" -ge 2 ]; then
+# The run records where its CPUs were as its steps began and ended; on one CPU, nothing
+# (under ThreadSanitizer, whose figures may be missing as in the profile, unchecked).
+if [ "$trips" = 1 ] && [ "${POPKIT_SANITIZE:-}" != thread ]; then
   /usr/bin/python3 -c '
 import json
 e = json.load(open("run/run.json"))["environment"]["core_round_trip_seconds"]
