@@ -10,7 +10,9 @@ trap 'rm -rf "$tmp"' EXIT
 for example in "$POPKIT_SOURCE_DIR"/examples/*.yaml; do
   name=$(basename "$example" .yaml)
   data=(--set data.dataset=synthetic) kind=mlp
-  grep -q "dataset: text" "$example" && data=() kind=text
+  # A language model on its text; its final evaluation on 1% of the text, not 10%
+  # (248,448 positions of gpt_tiny: minutes under a sanitizer).
+  grep -q "dataset: text" "$example" && data=(--set data.validation_fraction=0.01) kind=text
   poprun train "$example" "${data[@]}" --steps 20 --quiet \
     --out "$tmp/$name/run.json" >"$tmp/$name.log" 2>&1 \
     || { cat "$tmp/$name.log"; echo "FAIL: poprun train $name"; exit 1; }

@@ -49,7 +49,10 @@ RUN = {"popplan", "poprun", "popreport", "head", "tail", "cat", "grep", "ls", "f
        "cmp", "wc"}
 NOT_RUN = {"cmake", "chrt", "bash"}
 LINKED = ["examples", "bench", "schemas", "share"]
+# A command's limit; a sanitized build runs several times slower, and its limit is 5
+# times this, as ctest's are (cmake/PopkitTest.cmake).
 COMMAND_TIMEOUT = 600
+SANITIZED_SCALE = 5
 
 STAMP = (re.compile(r"\b\d{8}-\d{6}(-\d+)?\b"), "<stamp>")
 TIMES = [
@@ -147,6 +150,7 @@ class Runner:
         level = found.group(1) if found else "unknown"
         self.mpi = "MPI built in" in version and shutil.which("mpirun") is not None
         sanitize = os.environ.get("POPKIT_SANITIZE", "")
+        self.timeout = COMMAND_TIMEOUT * (SANITIZED_SCALE if sanitize else 1)
         # A sanitized build compiles the kernels with other flags, and its float rounding
         # differs like another level's.
         self.rounding = not exact and (level != "x86-64-v4" or sanitize != "")
@@ -170,7 +174,7 @@ class Runner:
     def execute(self, command, cwd):
         done = subprocess.run(command, shell=True, executable="/bin/bash", cwd=cwd, env=self.env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=COMMAND_TIMEOUT)
+                              timeout=self.timeout)
         out = done.stdout.rstrip("\n")
         return done.returncode, (out.split("\n") if out else [])
 
@@ -278,7 +282,7 @@ def run_page(runner, path, update):
                 try:
                     rc, got = runner.execute(command, work)
                 except subprocess.TimeoutExpired:
-                    failures.append(f"{name}:{line}: '{command}' ran past {COMMAND_TIMEOUT} s")
+                    failures.append(f"{name}:{line}: '{command}' ran past {runner.timeout} s")
                     continue
                 want = [page.lines[i] for i in step["out"]]
                 lines = Lines(runner, step["measured"], step["trained"])
