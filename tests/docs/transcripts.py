@@ -9,8 +9,9 @@ without a "..." line must be the whole output; one with "..." lines quotes an ex
 its other lines must appear in the output, in that order (a "..." may be indented, as in
 a list). `$ echo $?` and the line after it give the exit code; without them it must be 0.
 
-Run: popplan, poprun, popreport, mpirun (when poprun has MPI) and a few plain shell
-tools over the files the runs wrote. Not run, and listed as such: build and bench
+Run: popplan, poprun, popreport, mpirun (when poprun has MPI; without it, the rest of
+that transcript is not run either) and a few plain shell tools over the files the runs
+wrote. Not run, and listed as such: build and bench
 commands (cmake, chrt, bash, build/<preset>/...), whose figures a page gives as measured
 on its machine. What differs from run to run is masked on both sides before comparing:
 the run folders' stamps, and the times and rates of every command but popplan's (which
@@ -270,8 +271,15 @@ def run_page(runner, path, update):
         for d in LINKED:
             os.symlink(os.path.join(runner.source_dir, d), os.path.join(work, d))
         for block in page.blocks:
+            without_mpi = False
             for step in page.steps(block):
                 command, line = step["command"], step["at"] + 1
+                # In a build without MPI an mpirun is not run, and the rest of its
+                # transcript reads what it would have written: not run either.
+                without_mpi = without_mpi or command.split()[0] == "mpirun" and not runner.mpi
+                if without_mpi:
+                    skipped.append(command)
+                    continue
                 if not runner.runs(command):
                     if not runner.listed(command):
                         failures.append(f"{name}:{line}: '{command}' is neither run nor listed "
