@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
 #include <vector>
 
 #include "base/error.h"
@@ -50,12 +49,11 @@ std::array<double, 3> score(const EngineState& m, const EvalBatches& batches, st
 }
 
 // One batch of the evaluation plan, abandoned on a stop request before any of its ops
-// (EngineOptions::stop_requested; an evaluation plan has no update to protect).
+// (EngineOptions::stop_requested, which the gate polls before each; an evaluation plan
+// has no update to protect).
 void run_batch(EngineState& m, Program& program, const EvalBatches& batches) {
-  const std::function<bool()>& stop = m.options.stop_requested;
-  if (stop && stop()) throw EvaluationAbandoned();
   try {
-    const StepGate::Step step(m.gate, &stop);
+    const StepGate::Step step(m.gate, &m.options.stop_requested);
     program.run_step(batches);
   } catch (const StepAbandoned&) {
     throw EvaluationAbandoned();

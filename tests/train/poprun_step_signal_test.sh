@@ -29,6 +29,13 @@ trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 
 now() { date +%s.%N; }
+# Until poprun reports step 1 on err (at most a minute).
+wait_step1() {
+  for _ in $(seq 1200); do
+    grep -q "step 1/" err 2>/dev/null && return
+    sleep 0.05
+  done
+}
 echo "| try | exit | signal to exit (s) | poprun said |"
 echo "|---|---:|---:|---|"
 ckpt=""
@@ -36,10 +43,7 @@ for try in 1 2 3; do
   dir="stopped-$try"
   poprun train "$config" "${sets[@]}" --steps 1000000 --run-dir "$dir" >out 2>err &
   pid=$!
-  for _ in $(seq 1200); do
-    grep -q "step 1/" err 2>/dev/null && break
-    sleep 0.05
-  done
+  wait_step1
   sleep 0.1
   sent=$(now)
   kill -TERM "$pid"
@@ -76,10 +80,7 @@ fi
 eval_sets=(--set data.synthetic_train=32 --set data.synthetic_test=1000000 --set eval.every=1)
 poprun train "$config" "${eval_sets[@]}" --epochs 1000 --run-dir in-eval >out 2>err &
 pid=$!
-for _ in $(seq 1200); do
-  grep -q "step 1/" err 2>/dev/null && break
-  sleep 0.05
-done
+wait_step1
 sleep 0.2
 kill -TERM "$pid"
 wait "$pid"
