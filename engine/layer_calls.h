@@ -13,8 +13,8 @@
 namespace popkit::engine {
 
 // A workspace cut into an op's column blocks' regions (planner/workspace.h): the call on
-// the block starting at column j packs into region j / kColumnBlock. The plan sized the
-// workspace with the same functions; a smaller one is a bug in the plan.
+// the block starting at column j packs into region j / kColumnBlock % kMaxRegions. The plan sized
+// the workspace with the same functions; a smaller one is a bug in the plan.
 struct Regions {
   Regions(float* at, std::uint64_t available, const planner::OpWorkspace& need);
   // The op's whole workspace.
@@ -22,7 +22,8 @@ struct Regions {
       : Regions(run.workspace(), run.workspace_bytes(), need) {}
   [[nodiscard]] float* of(std::int64_t j0) const {
     if (base == nullptr) return nullptr;
-    const auto region = static_cast<std::uint64_t>(j0 / planner::kColumnBlock);
+    const auto region =
+        static_cast<std::uint64_t>(j0 / planner::kColumnBlock % planner::kMaxRegions);
     return base + region * bytes / sizeof(float);
   }
   float* base;

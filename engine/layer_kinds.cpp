@@ -114,12 +114,7 @@ void layer_norm_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
 
 // A parameter's accumulator before a backward adds the micro-batch's raw gradient g and
 // divides by s + 1 (the kernels do both): the running mean keeps s of it (none at s = 0,
-// where the accumulator may hold anything), a tied parameter's later backward
-// (Op::grads_add) keeps s + 1, adding g / (s + 1) to what the earlier one wrote.
-std::int64_t accumulator_keep(const Op& op, int param, std::int64_t s) {
-  return (op.grads_add >> param & 1U) != 0 ? s + 1 : s;
-}
-
+// where the accumulator may hold anything).
 void keep_accumulator(float* acc, std::int64_t n, std::int64_t keep) {
   if (keep == 0) std::fill(acc, acc + n, 0.0f);
   if (keep > 1) std::for_each(acc, acc + n, [&](float& v) { v *= static_cast<float>(keep); });
@@ -158,8 +153,8 @@ void embedding_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
   const std::int64_t s = run.repeat_step, P = l.attributes.integer("positions");
   float* gte = run.f32(emb_operand(op, R::kGrad, kWte));
   float* gpe = run.f32(emb_operand(op, R::kGrad, kWpe));
-  keep_accumulator(gte, V * C, accumulator_keep(op, kWte, s));
-  keep_accumulator(gpe, P * C, accumulator_keep(op, kWpe, s));
+  keep_accumulator(gte, V * C, s);
+  keep_accumulator(gpe, P * C, s);
   const float* tok = run.f32(emb_operand(op, R::kIn));
   const float* d = run.f32(dy);
   const EmbeddingKernels& k = kernels_at<EmbeddingKernels>(run.kernels());
@@ -213,9 +208,9 @@ void lm_head_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
   }
   const float* x = run.f32(head_operand(op, R::kIn));
   float* gw = run.f32(head_operand(op, R::kGrad));
-  const std::int64_t s = run.repeat_step, keep = accumulator_keep(op, 0, s);
+  const std::int64_t s = run.repeat_step;
   run.in_column_blocks(n * C, V, [&](std::int64_t j0, std::int64_t j1) {
-    k.grad_rows(dy, x, gw, n, C, V, keep, s, j0, j1, ws.of(j0), ws.bytes);
+    k.grad_rows(dy, x, gw, n, C, V, s, s, j0, j1, ws.of(j0), ws.bytes);
   });
 }
 

@@ -68,14 +68,12 @@ void ParamForms::release_layer(std::vector<Op>& ops, int k) {
     release(ops, k, static_cast<int>(param));
 }
 
-void ParamForms::free_gathered_homes(std::vector<Op>& ops, int k) {
-  for (std::size_t param = 0; param < b_.kind(k).params.size(); ++param) {
-    Forms& s = forms(k, static_cast<int>(param));
-    if (s.full_gathered && s.home_loaded) {
-      b_.free(ops, s.home);
-      s.home_loaded = false;
-      s.home = -1;
-    }
+void ParamForms::free_gathered_home(std::vector<Op>& ops, int k, int param) {
+  Forms& s = forms(k, param);
+  if (s.full_gathered && s.home_loaded) {
+    b_.free(ops, s.home);
+    s.home_loaded = false;
+    s.home = -1;
   }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -38,9 +39,9 @@ class ParamForms {
   // Frees what this program brought on device for the parameter, without storing.
   void release(std::vector<Op>& ops, int k, int param);
   void release_layer(std::vector<Op>& ops, int k);
-  // Frees the loaded shards of layer k's gathered parameters: a program that does not
-  // update them needs only the full tensors.
-  void free_gathered_homes(std::vector<Op>& ops, int k);
+  // Frees the loaded shard of a gathered parameter: a program that does not update it
+  // needs only the full tensor.
+  void free_gathered_home(std::vector<Op>& ops, int k, int param);
   // Reduces the accumulated gradient over the variables' grouping (mean over the replicas
   // that hold one value), runs the optimizer, stores the variable and state home and
   // frees everything of the parameter. Sharded <-> unsharded as plan.h prescribes.
@@ -146,6 +147,14 @@ class PhaseProgram final : public OperandSource {
   int grad(int k, int param) override;
 
  private:
+  using Grads = std::vector<std::pair<int, std::vector<int>>>;  // layer, a gradient per parameter
+  // A tied parameter's gradient, accumulated by its layer's backward, waiting to be added
+  // to its owner's before the owner's update: on device, or (a later phase updates the
+  // owner) in its remote buffer.
+  struct Contribution {
+    int tensor = -1;
+    int buffer = -1;
+  };
   void begin(const std::vector<Item>& items);
   void forward(int k);
   void backward(int k);
@@ -155,6 +164,12 @@ class PhaseProgram final : public OperandSource {
   int load(const Slot& s, const std::string& name, const Shape& shape);
   // io_overlapped: every tensor the loop streams gets a second slot.
   void double_buffer();
+  // The updates of these gradients: a tied parameter's waits for its owner's; an owner's
+  // adds what waits for it, then ParamForms::update.
+  void update_all(std::vector<Op>& ops, const Grads& grads);
+  void add_contributions(std::vector<Op>& ops, int k, int param, int grad);
+  // At a phase's end: what still waits goes to its remote buffer.
+  void store_contributions(std::vector<Op>& ops);
 
   BuildState& b_;
   const Boundaries& at_;
@@ -167,11 +182,10 @@ class PhaseProgram final : public OperandSource {
   // phase touches a few layers (2n phases in a phased plan).
   std::unordered_map<int, int> x_, dx_;
   std::unordered_map<std::int64_t, int> saved_;
-  std::vector<int> new_grads_;                           // the backward being made
-  std::uint32_t grads_add_ = 0;                          // its Op::grads_add
-  std::unordered_set<int> accumulating_;                 // accumulators the phase writes
-  std::vector<std::pair<int, std::vector<int>>> grads_;  // layer, a gradient per parameter
-  std::vector<std::pair<int, std::vector<int>>> deferred_grads_;
+  std::vector<int> new_grads_;  // the backward being made
+  Grads grads_, deferred_grads_;
+  // By owner (layer, parameter); kept from phase to phase.
+  std::map<std::pair<int, int>, std::vector<Contribution>> waiting_;
 };
 
 // ---- build_stage.cpp ----

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 #include <unordered_set>
 
 #include "base/error.h"
@@ -157,17 +158,12 @@ int PhaseProgram::input_grad(int k) {
 }
 
 int PhaseProgram::grad(int k, int param) {
-  // A tied parameter has one accumulator, its owner's: the first backward of the step to
-  // reach it writes the running mean, a later one adds its share (Op::grads_add).
-  const auto [ok, op] = b_.owner(k, param);
-  const ParamSpec& spec = b_.kind(ok).params[static_cast<std::size_t>(op)];
-  const int t =
-      b_.tensor(fmt::format("{}.{}.grad", b_.prefix(ok), spec.suffix),
-                TensorClass::kGradAccumulators, DType::kFloat32, spec.shape(b_.layer(ok)));
-  if (accumulating_.insert(t).second)
-    new_grads_.push_back(t);
-  else
-    grads_add_ |= std::uint32_t{1} << param;
+  // Each layer accumulates its own gradient, a tied parameter's too (its layer's name):
+  // update_all adds it to the owner's before the owner's update, in every mode alike.
+  const ParamSpec& spec = b_.kind(k).params[static_cast<std::size_t>(param)];
+  const int t = b_.tensor(fmt::format("{}.{}.grad", b_.prefix(k), spec.suffix),
+                          TensorClass::kGradAccumulators, DType::kFloat32, spec.shape(b_.layer(k)));
+  new_grads_.push_back(t);
   return t;
 }
 
@@ -180,7 +176,6 @@ void PhaseProgram::begin(const std::vector<Item>& items) {
   dx_.clear();
   saved_.clear();
   grads_.clear();
-  accumulating_.clear();
   forms_.reset();
   b_.begin_scope(items);
 }
@@ -215,8 +210,7 @@ void PhaseProgram::forward(int k) {
   LossTensors loss{out, -1, -1, -1};
   loss.labels = repeat_tensor("labels", TensorClass::kIoSlots, b_.labels_shape());
   loss.loss = repeat_tensor("loss", TensorClass::kActivations, {1});
-  loss.dlogits =
-      repeat_tensor("dlogits", TensorClass::kActivations, {b_.mb, b_.layer(k).out_features});
+  loss.dlogits = out;  // the loss overwrites the logits with their gradient
   dx_[b_.n] = loss.dlogits;
   add_loss(b_, body_, loss);
 }
@@ -224,20 +218,15 @@ void PhaseProgram::forward(int k) {
 void PhaseProgram::backward(int k) {
   if (!runs_backward(b_, k)) return;  // nothing before it trains, nothing to train
   new_grads_.clear();
-  grads_add_ = 0;
   Op op = backward_op(b_, k, *this);
-  op.grads_add = grads_add_;
   // No zero op: the backward of repeat step 0 writes the accumulators whole (acc = g,
   // popxl-addons' running mean at s = 0). engine.measured_memory's poisoning test checks
   // that nothing reads them, or any tensor, before that first write.
   for (const int g : new_grads_) b_.alloc(pre_, g);
-  // Each parameter's accumulator, updated after the phase's backwards by its owner alone.
+  // Each parameter's accumulator, updated after the phase's backwards (update_all).
   std::vector<int> grads;
-  for (std::size_t p = 0; p < b_.kind(k).params.size(); ++p) {
-    const int param = static_cast<int>(p);
-    grads.push_back(b_.owns(k, param) ? layer_operand(op, b_.kind(k), OperandRole::kGrad, param)
-                                      : -1);
-  }
+  for (std::size_t p = 0; p < b_.kind(k).params.size(); ++p)
+    grads.push_back(layer_operand(op, b_.kind(k), OperandRole::kGrad, static_cast<int>(p)));
   if (!grads.empty()) grads_.emplace_back(k, grads);
   const int dx = layer_operand(op, b_.kind(k), OperandRole::kDx);
   body_.push_back(std::move(op));
@@ -255,12 +244,16 @@ void PhaseProgram::build(const std::string& name, const std::vector<Item>& items
     for (const int param :
          it.backward ? backward_params(b_, it.layer) : forward_params(b_, it.layer))
       forms_.ensure_full(pre_, it.layer, param);
-  // Free a loaded shard once gathered when this phase does not update the parameter.
-  std::unordered_set<int> updated;  // layers
+  // Free a loaded shard once gathered when this phase does not update the parameter (a
+  // tied parameter's owner updates it).
+  std::set<std::pair<int, int>> updated;  // owners (layer, parameter)
   for (const Item& it : items)
-    if (it.backward) updated.insert(it.layer);
+    for (std::size_t p = 0; it.backward && p < b_.kind(it.layer).params.size(); ++p)
+      if (b_.owns(it.layer, static_cast<int>(p))) updated.emplace(it.layer, static_cast<int>(p));
   for (const Item& it : items)
-    if (!it.backward && !updated.count(it.layer)) forms_.free_gathered_homes(pre_, it.layer);
+    for (std::size_t p = 0; p < b_.kind(it.layer).params.size(); ++p)
+      if (!updated.contains(b_.owner(it.layer, static_cast<int>(p))))
+        forms_.free_gathered_home(pre_, it.layer, static_cast<int>(p));
 
   for (const Item& it : items) {
     if (it.backward)
@@ -279,9 +272,8 @@ void PhaseProgram::build(const std::string& name, const std::vector<Item>& items
     for (const Item& it : items) forms_.release_layer(post_, it.layer);
     deferred_grads_ = grads_;
   } else {
-    for (const auto& [k, g] : grads_)
-      for (std::size_t param = 0; param < g.size(); ++param)
-        if (g[param] >= 0) forms_.update(post_, k, static_cast<int>(param), g[param]);
+    update_all(post_, grads_);
+    store_contributions(post_);
     for (const Item& it : items) forms_.release_layer(post_, it.layer);
   }
   Phase ph;
@@ -298,13 +290,63 @@ void PhaseProgram::optimizer_phase(const std::string& name) {
   for (const auto& [k, g] : deferred_grads_) items.push_back({k, true});
   begin(items);
   std::vector<Op> ops;
-  for (const auto& [k, g] : deferred_grads_)
-    for (std::size_t param = 0; param < g.size(); ++param)
-      if (g[param] >= 0) forms_.update(ops, k, static_cast<int>(param), g[param]);
+  update_all(ops, deferred_grads_);
+  store_contributions(ops);
   Phase ph;
   ph.name = name;
   ph.ops = std::move(ops);
   b_.p.phases.push_back(std::move(ph));
+}
+
+void PhaseProgram::update_all(std::vector<Op>& ops, const Grads& grads) {
+  // Backwards run from the last layer: a tied layer's gradient is made before its owner's.
+  for (const auto& [k, g] : grads)
+    for (std::size_t p = 0; p < g.size(); ++p) {
+      const int param = static_cast<int>(p);
+      if (g[p] < 0) continue;
+      if (!b_.owns(k, param)) {
+        waiting_[b_.owner(k, param)].push_back({g[p], -1});
+        continue;
+      }
+      add_contributions(ops, k, param, g[p]);
+      forms_.update(ops, k, param, g[p]);
+    }
+}
+
+void PhaseProgram::add_contributions(std::vector<Op>& ops, int k, int param, int grad) {
+  const auto found = waiting_.find({k, param});
+  if (found == waiting_.end()) return;
+  for (const Contribution& c : found->second) {
+    if (c.buffer >= 0) {
+      b_.alloc(ops, c.tensor);
+      b_.remote_load(ops, c.buffer, -1, 0, c.tensor);
+    }
+    Op add =
+        BuildState::op(OpKind::kAdd, fmt::format("{} += {}", b_.tname(grad), b_.tname(c.tensor)));
+    add.inputs = {c.tensor};
+    add.state = {grad};
+    ops.push_back(std::move(add));
+    b_.free(ops, c.tensor);
+  }
+  waiting_.erase(found);
+}
+
+void PhaseProgram::store_contributions(std::vector<Op>& ops) {
+  for (auto& [owner, list] : waiting_)
+    for (Contribution& c : list) {
+      if (c.buffer >= 0) continue;
+      const DeviceTensor& d = b_.p.tensors[static_cast<std::size_t>(c.tensor)];
+      RemoteBuffer rb;
+      rb.name = d.name;
+      rb.cls = TensorClass::kGradAccumulators;
+      rb.dtype = d.dtype;
+      rb.element_shape = d.shape;
+      rb.entry_bytes = d.nbytes;
+      c.buffer = static_cast<int>(b_.p.buffers.size());
+      b_.p.buffers.push_back(std::move(rb));
+      b_.remote_store(ops, c.buffer, -1, 0, c.tensor);
+      b_.free(ops, c.tensor);
+    }
 }
 
 void PhaseProgram::double_buffer() {

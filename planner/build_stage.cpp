@@ -151,7 +151,7 @@ void StageProgram::make_tensors() {
   if (s_ == n_stages(b_) - 1 && train) {
     labels_ = make("labels", TensorClass::kIoSlots, b_.labels_shape());
     loss_ = make("loss", TensorClass::kActivations, {1});
-    dlogits_ = make("dlogits", TensorClass::kActivations, {b_.mb, last.out_features});
+    dlogits_ = out_;  // the loss overwrites the logits with their gradient
   }
   // The backward's working tensors: the gradient received, and each layer's dx (the dy
   // of the layer before it, overwritten in place with dz).

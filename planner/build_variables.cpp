@@ -132,13 +132,11 @@ void add_variables(BuildState& b) {
       const Shape meta = param.shape(l);
       auto& owners = b.owners[static_cast<std::size_t>(k)];
       if (const int j = tied_layer(b, k, param); j >= 0) {
-        // One variable: the other layer's, of the same shape.
-        // Both layers' backwards accumulate its gradient within one program.
-        if (b.c.execution.mode == config::ExecutionMode::kPhased || b.p.pipeline)
-          throw Error(
-              "layer {}: {} ties it to {}, which popkit plans in standard mode without "
-              "pipelining only",
-              l.name, param.tie_key, b.layer(j).name);
+        // One variable: the other layer's, of the same shape. Each layer accumulates its
+        // own gradient; the owner's update adds them (build_phase.cpp: update_all).
+        if (b.p.pipeline)
+          throw Error("layer {}: {} ties it to {}, which popkit plans without pipelining only",
+                      l.name, param.tie_key, b.layer(j).name);
         const ParamVars& theirs = b.param_vars(j, param.tied_param);
         if (b.var(theirs.value).meta_shape != meta)
           throw Error("layer {}: its {} is tied to {}, of another shape", l.name, param.suffix,

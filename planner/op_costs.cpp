@@ -87,6 +87,9 @@ class Costs {
         op.flops = optimizer_flops_per_element(plan_.optimizer) *
                    u(nelms(optimizer_operand(op, plan_.optimizer, OperandRole::kParam)));
         break;
+      case OpKind::kAdd:
+        op.flops = u(nelms(op.state[add_operand::kSum]));
+        break;
       case OpKind::kRepeat:
         for (Op& inner : op.body) {
           annotate(inner);

@@ -21,6 +21,8 @@ constexpr std::array<Operand, 1> kDst{{{"dst"}}};
 constexpr std::array<Operand, 2> kLossIn{{{"logits"}, {"labels"}}};
 constexpr std::array<Operand, 2> kLossOut{{{"loss"}, {"dlogits"}}};
 constexpr std::array<Operand, 1> kGrad{{{"grad", OperandRole::kGrad}}};
+constexpr std::array<Operand, 1> kAddend{{{"addend"}}};
+constexpr std::array<Operand, 1> kSum{{{"sum"}}};
 
 std::string_view layer_type(const Op& op, const Plan& plan) {
   return op.layer >= 0 && static_cast<std::size_t>(op.layer) < plan.layers.size()
@@ -58,6 +60,8 @@ OpSignature op_signature(const Op& op, const Plan& plan) {
       return {kind.backward_inputs, kind.backward_outputs, kind.backward_state};
     case OpKind::kOptimizerStep:
       return {kGrad, {}, optimizer_step_state(plan.optimizer)};
+    case OpKind::kAdd:
+      return {kAddend, {}, kSum};
     case OpKind::kRepeat:
       return {};
   }

@@ -34,6 +34,11 @@ inline constexpr std::size_t kLogits = 0, kLabels = 1;
 inline constexpr std::size_t kLoss = 0, kDlogits = 1;
 }  // namespace loss_operand
 
+// add: inputs {addend}, state {sum}.
+namespace add_operand {
+inline constexpr std::size_t kAddend = 0, kSum = 0;
+}  // namespace add_operand
+
 // optimizer_step: inputs {grad}, state the positions the optimizer's kind declares
 // (planner/optimizer_kinds.h), found by role with optimizer_operand.
 

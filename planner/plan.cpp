@@ -12,7 +12,7 @@ constexpr NameArray<TensorClass, 6> kTensorClasses{{
     {TensorClass::kIoSlots, "io_slots"},
     {TensorClass::kWorkspace, "workspace"},
 }};
-constexpr NameArray<OpKind, 18> kOpKinds{{
+constexpr NameArray<OpKind, 19> kOpKinds{{
     {OpKind::kAlloc, "alloc"},
     {OpKind::kFree, "free"},
     {OpKind::kZero, "zero"},
@@ -31,6 +31,7 @@ constexpr NameArray<OpKind, 18> kOpKinds{{
     {OpKind::kRepeat, "repeat"},
     {OpKind::kSend, "send"},
     {OpKind::kRecv, "recv"},
+    {OpKind::kAdd, "add"},
 }};
 constexpr NameArray<VariableRole, 3> kRoles{{{VariableRole::kWeight, "weight"},
                                              {VariableRole::kBias, "bias"},

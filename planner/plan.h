@@ -185,6 +185,7 @@ enum class OpKind {
   kRepeat,         // body runs `steps` times; io_mode says how its streams move
   kSend,           // pipelined: src (this stage's) -> dst, a receive buffer of stage `peer`
   kRecv,           // pipelined: waits for stage `peer`'s send into src, copies src -> dst
+  kAdd,            // sum += addend (a tied parameter's gradient into its owner's)
 };
 
 // What each op computes, per replica r (the contract between planner and engine). The
@@ -201,13 +202,14 @@ enum class OpKind {
 //    [rows, in_features] when dx >= 0; a gradient accumulator of parameter p becomes
 //    s/(s+1) * acc + g_p/(s+1), g_p the micro-batch's gradient (popxl-addons' running
 //    mean; at s = 0 the backward writes it whole), s the enclosing repeat's step (0
-//    outside a repeat); a bit of grads_add set: acc += g_p/(s+1). linear: pre = in * W + b (W [in,
-//    out], b [out]), out = act(pre) (act(in * W + b) when pre is -1); backward dz = dy * act'(pre)
-//    in place in dy (which is why dy is state), grad_weight from in^T dz, grad_bias from dz's
-//    column sums, dx = dz W^T. dropout: out = in * mask / (1 - rate), dx = dy * mask / (1 - rate).
+//    outside a repeat). linear: pre = in * W + b (W [in, out], b [out]), out = act(pre)
+//    (act(in * W + b) when pre is -1); backward dz = dy * act'(pre) in place in dy (which
+//    is why dy is state), grad_weight from in^T dz, grad_bias from dz's column sums, dx =
+//    dz W^T. dropout: out = in * mask / (1 - rate), dx = dy * mask / (1 - rate).
 //  kLoss: loss[0] = mean over the micro-batch's rows and positions of
 //    -log softmax(logits[row, position])[label[row, position]] (P = plan.positions, each
 //    position n_classes logits); dlogits = (softmax(logits) - onehot(label)) / (mb P).
+//    dlogits may be the logits tensor itself (a training plan's loss overwrites them).
 //  kAllReduce: tensor = mean (or sum) over the members of r's group in `grouping`,
 //    added in replica order.
 //  kReduceScatter: dst = slice k of (mean or sum over r's group in `grouping` of src),
@@ -219,6 +221,10 @@ enum class OpKind {
 //  kOptimizerStep: the plan's optimizer (planner/optimizer_kinds.h) on weight, with grad
 //    and the optimizer's state tensors, all of equal nelms; the step counter t is per
 //    optimizer step, incremented before use.
+//  kAdd: sum += addend, element by element, both float32 of equal nelms. A tied
+//    parameter's layer accumulates its gradient in its own accumulator; before the
+//    owner's update the builder adds it to the owner's (which is why the sum is the same
+//    in every mode: the gradients of a step are added in one place, in one order).
 //  kSend: dst (on stage `peer` of the same replica) = src; the send waits until the
 //    receiver has taken the buffer's previous contents. kRecv: waits for the matching
 //    send, then dst = src (its own receive buffer), which frees the buffer for the next.
@@ -245,10 +251,6 @@ struct Op {
   // Attributes.
   int layer = -1;     // kForward kBackward kOptimizerStep
   int variable = -1;  // kOptimizerStep: the weight's Variable index
-  // kBackward: bit p set when parameter p is tied (planner/layer_kinds.h) and an earlier
-  // backward of the step has written its accumulator: this one adds g_p / (s + 1) to it
-  // instead of writing the running mean.
-  std::uint32_t grads_add = 0;
   // Remote ops. entry >= 0: that entry. entry < 0: batch-serial, entry = row * steps + s.
   int buffer = -1;
   std::int64_t entry = -1;
@@ -405,7 +407,7 @@ struct NetworkEstimate {
 };
 
 struct Plan {
-  int version = 5;  // of the plan file format (planner/plan_read.cpp)
+  int version = 6;  // of the plan file format (planner/plan_read.cpp)
   std::string name;
   Program program = Program::kTrain;
   std::int64_t replication_factor = 1;

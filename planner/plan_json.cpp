@@ -57,7 +57,6 @@ json op_json(const Op& op) {
   put("variable", op.variable);
   put("workspace", op.workspace);
   put("peer", op.peer);
-  if (op.grads_add != 0) j["grads_add"] = op.grads_add;
   if (op.kind == OpKind::kRepeat) {
     j["steps"] = op.steps;
     j["io_mode"] = name_of(op.io_mode);

@@ -36,7 +36,7 @@ using nlohmann::json;
 // 4: a layer's keys are its kind's (config/layer_kinds.h): a dropout layer has no
 //    activation.
 // 5: each variable's initialiser ("init") and the plan's "init_seed".
-constexpr int kPlanVersion = 5;
+constexpr int kPlanVersion = 6;
 
 // Reads a Plan, its elements from the split the DOM was parsed with where it holds them.
 class Reader : public FieldReader {
@@ -62,8 +62,6 @@ class Reader : public FieldReader {
     o.layer = small_or(j, path, "layer", -1);
     o.variable = small_or(j, path, "variable", -1);
     o.workspace = small_or(j, path, "workspace", -1);
-    if (j.contains("grads_add"))
-      o.grads_add = static_cast<std::uint32_t>(integer_in(j, path, "grads_add", 0, kMaxInt));
     o.peer = small_or(j, path, "peer", -1);
     if (o.kind == OpKind::kRepeat) {
       o.steps = integer(j, path, "steps");

@@ -35,7 +35,7 @@ OpWorkspace over_blocks(std::int64_t rows_x_inner, std::int64_t n_cols, const Fn
   const std::uint64_t first = call(0, std::min(n_cols, cb.width));
   const std::uint64_t last = call((cb.n - 1) * cb.width, n_cols);
   const std::uint64_t region = std::max(first, last);
-  return region == 0 ? OpWorkspace{} : OpWorkspace{region, cb.n};
+  return region == 0 ? OpWorkspace{} : OpWorkspace{region, cb.regions()};
 }
 
 }  // namespace

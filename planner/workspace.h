@@ -12,6 +12,7 @@
 // same for every shape, and not workspace.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "planner/plan.h"
@@ -49,19 +50,28 @@ struct GemmBlocking {
 
 // How a GEMM over n_cols output columns with rows x inner multiply-adds per column is cut:
 // `n` calls of `width` columns (the last one may be narrower).
+// The blocks pack into at most kMaxRegions regions: block b into region b % kMaxRegions,
+// the blocks of a region one after the other (one task of the pool), so that an op's
+// workspace is bounded whatever its width (a vocabulary of 50,257 is 393 blocks).
+inline constexpr std::int64_t kMaxRegions = 32;
+
 struct ColumnBlocks {
   std::int64_t n = 1;
   std::int64_t width = 0;
+  // The regions, and the tasks the blocks run as.
+  [[nodiscard]] std::int64_t regions() const { return std::min(n, kMaxRegions); }
   // The share of the GEMM's time its busiest thread takes when `threads` threads run the
-  // blocks: ceil(n / threads) / n.
+  // tasks: ceil(tasks / threads) tasks of at most ceil(n / tasks) blocks, over n.
   [[nodiscard]] double busiest_share(std::int64_t threads) const {
-    return static_cast<double>((n + threads - 1) / threads) / static_cast<double>(n);
+    const std::int64_t tasks = regions();
+    const std::int64_t busiest = (tasks + threads - 1) / threads * ((n + tasks - 1) / tasks);
+    return static_cast<double>(std::min(busiest, n)) / static_cast<double>(n);
   }
 };
 [[nodiscard]] ColumnBlocks column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols);
 
-// One op's workspace: `regions` regions of `region_bytes`, one per column block; the
-// call on block b packs into region b.
+// One op's workspace: `regions` regions of `region_bytes`, one per column block up to
+// kMaxRegions; the call on block b packs into region b % kMaxRegions.
 struct OpWorkspace {
   std::uint64_t region_bytes = 0;
   std::int64_t regions = 0;

@@ -80,7 +80,8 @@ std::int64_t OpRunner::entry_of(const Op& op, std::int64_t s) const {
 
 // In kColumnBlock blocks on the pool when one replica has the threads and the GEMM is
 // large enough (rows x inner x cols >= 2^18 multiply-adds), else at once. The blocks
-// depend on the shapes only (planner::column_blocks, which the workspace is sized by).
+// depend on the shapes only (planner::column_blocks, which the workspace is sized by);
+// the blocks that share a region of the workspace run one after the other, a task each.
 void OpRunner::in_column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols,
                                 const std::function<void(std::int64_t, std::int64_t)>& fn) const {
   const planner::ColumnBlocks cb = planner::column_blocks(rows_x_inner, n_cols);
@@ -90,7 +91,10 @@ void OpRunner::in_column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols,
   }
   auto block = [&](std::int64_t k) { fn(k * cb.width, std::min(n_cols, (k + 1) * cb.width)); };
   if (m_.schedule.spread_gemms) {
-    m_.pool->run(cb.n, block);
+    const std::int64_t tasks = cb.regions();
+    m_.pool->run(tasks, [&](std::int64_t r) {
+      for (std::int64_t k = r; k < cb.n; k += tasks) block(k);
+    });
   } else {
     for (std::int64_t k = 0; k < cb.n; ++k) block(k);
   }
@@ -129,6 +133,13 @@ void OpRunner::run_on(Device& dev, const Op& op, std::int64_t r, std::int64_t s)
     }
     case OpKind::kOptimizerStep:
       return optimizer_step(op, dev, r, s);
+    case OpKind::kAdd: {
+      const int sum_t = op.state[planner::add_operand::kSum];
+      float* sum = f32(dev, sum_t, s, op);
+      const float* addend = f32(dev, op.inputs[planner::add_operand::kAddend], s, op);
+      for (std::int64_t i = 0, n = m_.tensor(sum_t).nelms; i < n; ++i) sum[i] += addend[i];
+      return;
+    }
     default:
       POPKIT_ASSERT(false);
   }

@@ -159,7 +159,18 @@ class PlanChecker {
       case OpKind::kRecv:
         check_stage_copy(op);
         break;
+      case OpKind::kAdd:
+        check_add(op);
+        break;
     }
+  }
+
+  // sum += addend: two float32 tensors of one size.
+  void check_add(const Op& op) const {
+    const int sum = op.state[planner::add_operand::kSum];
+    const int addend = op.inputs[planner::add_operand::kAddend];
+    need_shape(addend, op, tensor(sum).shape, "addend");
+    need_shape(sum, op, tensor(sum).shape, "sum");
   }
 
   // Every operand of a layer's op at the shape its kind declares (planner/layer_ops.h),

@@ -124,7 +124,8 @@ void activation_backward(config::Activation act, const T* pre, T* dy, std::int64
 
 // Softmax cross-entropy over rows of logits[n, classes] with class ids in `labels`
 // (stored as T, as the host stream delivers them). Returns the mean over the rows of
-// -log softmax(logits)[label]; dlogits = (softmax(logits) - onehot(label)) / n.
+// -log softmax(logits)[label]; dlogits = (softmax(logits) - onehot(label)) / n. dlogits may
+// be logits (row by row, each row read before it is written).
 template <typename T>
 T softmax_cross_entropy(const T* logits, const T* labels, T* dlogits, std::int64_t n,
                         std::int64_t classes) {
@@ -133,6 +134,7 @@ T softmax_cross_entropy(const T* logits, const T* labels, T* dlogits, std::int64
     const T* row = logits + i * classes;
     T* drow = dlogits + i * classes;
     const auto label = static_cast<std::int64_t>(labels[i]);
+    const T at_label = row[label];  // read before drow, which may be row, is written
     T max = row[0];
     for (std::int64_t j = 1; j < classes; ++j) max = std::max(max, row[j]);
     T sum = T(0);
@@ -141,7 +143,7 @@ T softmax_cross_entropy(const T* logits, const T* labels, T* dlogits, std::int64
       sum += drow[j];
     }
     const T log_sum = std::log(sum);
-    total += log_sum - (row[label] - max);
+    total += log_sum - (at_label - max);
     for (std::int64_t j = 0; j < classes; ++j)
       drow[j] = (drow[j] / sum - (j == label ? T(1) : T(0))) / T(n);
   }

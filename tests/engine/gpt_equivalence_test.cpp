@@ -4,8 +4,9 @@
 // IO modes and pipelining with stages of blocks train to the bits of the standard,
 // unsharded run (losses, weights, optimizer state, validation loss), with memory measured
 // as planned; R replicas x B equal 1 x R B to rounding. Every config passes validation
-// first: a tied head is refused in phased and pipelined configs (config/validate_text.cpp,
-// check_tie), so those variants run untied.
+// first: a tied head is refused in pipelined configs (config/validate_text.cpp,
+// check_tie), so those variants run untied; phased, the tied head's gradient waits in a
+// remote buffer for the embedding's backward phase.
 #include <boost/test/unit_test.hpp>
 #include <cstring>
 #include <functional>
@@ -193,8 +194,10 @@ config::Config with_nesterov(config::Config c) {
 
 BOOST_AUTO_TEST_SUITE(gpt_equivalence)
 
-BOOST_AUTO_TEST_CASE(a_tied_head_is_bitwise_identical_across_sharding_and_io_modes) {
-  expect_bitwise(gpt_config(4, 2, 3, true), engine::test::standard_variants(kThresholds));
+BOOST_AUTO_TEST_CASE(a_tied_head_is_bitwise_identical_across_sharding_phasing_and_io_modes) {
+  expect_bitwise(gpt_config(4, 2, 3, true), engine::test::standard_variants(kThresholds) +
+                                                engine::test::phased_variants(kThresholds) +
+                                                phase_per_block_variants());
 }
 
 BOOST_AUTO_TEST_CASE(an_untied_head_is_bitwise_identical_across_sharding_phasing_and_io_modes) {

@@ -4,6 +4,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -113,6 +114,20 @@ BOOST_AUTO_TEST_CASE(softmax_cross_entropy_exact) {
   BOOST_TEST(
       d == (std::vector<float>{0.125f, -0.375f, 0.125f, 0.125f, 0.125f, 0.125f, 0.125f, -0.375f}),
       boost::test_tools::per_element());
+}
+
+// A training plan's loss writes the gradient over the logits: the same loss and the
+// same bits as into a tensor of its own, the label's logit at every position of a row.
+BOOST_AUTO_TEST_CASE(softmax_cross_entropy_in_place_is_bitwise_the_same) {
+  const std::int64_t n = 5, classes = 7;
+  const auto logits = random_values(n * classes, 11, 3.0);
+  std::vector<float> in_place(logits.begin(), logits.end()), apart(n * classes);
+  const std::vector<float> x(in_place), labels{0, 6, 3, 3, 1};
+  const float a = softmax_cross_entropy(x.data(), labels.data(), apart.data(), n, classes);
+  const float b =
+      softmax_cross_entropy(in_place.data(), labels.data(), in_place.data(), n, classes);
+  BOOST_TEST(std::memcmp(&a, &b, sizeof a) == 0);
+  BOOST_TEST(std::memcmp(apart.data(), in_place.data(), apart.size() * sizeof(float)) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(running_mean_accumulation) {

@@ -71,39 +71,64 @@ BOOST_AUTO_TEST_CASE(a_config_of_each_kind_validates) {
   BOOST_TEST(!popkit::config::has_errors(popkit::config::validate_config(c)));
 }
 
-// One variable wte: the head's forward and backward read it, both backwards accumulate
-// into one gradient (the head's first, writing the running mean; the embedding's adds),
-// and one optimizer step updates it.
+// One variable wte: the head's forward and backward read it; each backward accumulates
+// its own gradient (the head's named after it), one add puts the head's into the
+// embedding's before the one optimizer step that updates wte.
 BOOST_AUTO_TEST_CASE(a_tied_head_shares_the_embeddings_variable_and_gradient) {
   const Plan p = build_plan(test::gpt());
   const auto named = [&](const std::string& name) {
     return std::count_if(p.variables.begin(), p.variables.end(),
                          [&](const Variable& v) { return v.name == name; });
   };
+  const auto tname = [&](int t) { return p.tensors.at(static_cast<std::size_t>(t)).name; };
   BOOST_TEST(named("wte.wte") == 1);
   BOOST_TEST(named("head.weight") == 0);
-  int head_bwd_grad = -1, emb_bwd_grad = -1, steps_on_wte = 0;
-  std::uint32_t head_adds = 9, emb_adds = 9;
+  std::vector<std::string> order;  // the head's and wte's gradient ops, in order
   each_op(p.phases.at(0).ops, [&](const Op& o) {
-    if (o.kind == OpKind::kBackward && o.label == "head") {
-      head_bwd_grad = o.state.at(0);
-      head_adds = o.grads_add;
-    }
-    if (o.kind == OpKind::kBackward && o.label == "wte") {
-      emb_bwd_grad = o.state.at(0);
-      emb_adds = o.grads_add;
-    }
+    if (o.kind == OpKind::kBackward && (o.label == "head" || o.label == "wte"))
+      order.push_back(o.label + " backward into " + tname(o.state.at(0)));
+    if (o.kind == OpKind::kAdd)
+      order.push_back(tname(o.state.at(0)) + " += " + tname(o.inputs.at(0)));
     if (o.kind == OpKind::kOptimizerStep &&
         p.variables.at(static_cast<std::size_t>(o.variable)).name == "wte.wte")
-      ++steps_on_wte;
+      order.push_back("update " + tname(o.inputs.at(0)));
     if (o.kind == OpKind::kForward && o.label == "head")
-      BOOST_TEST(p.tensors.at(static_cast<std::size_t>(o.inputs.at(1))).name == "wte.wte");
+      BOOST_TEST(tname(o.inputs.at(1)) == "wte.wte");
   });
-  BOOST_TEST(head_bwd_grad >= 0);
-  BOOST_TEST(head_bwd_grad == emb_bwd_grad);
-  BOOST_TEST(head_adds == 0u);
-  BOOST_TEST(emb_adds == 1u);  // parameter 0, wte
-  BOOST_TEST(steps_on_wte == 1);
+  const std::vector<std::string> want{"head backward into head.weight.grad",
+                                      "wte backward into wte.wte.grad",
+                                      "wte.wte.grad += head.weight.grad", "update wte.wte.grad"};
+  BOOST_TEST(order == want, boost::test_tools::per_element());
+}
+
+// Phased, the head's gradient waits in streaming memory from its backward phase to the
+// embedding's, whose program loads it and adds it before the update.
+BOOST_AUTO_TEST_CASE(a_tied_head_in_phased_execution_keeps_its_gradient_remote_between_phases) {
+  auto c = test::gpt();
+  c.execution.mode = popkit::config::ExecutionMode::kPhased;
+  const Plan p = build_plan(c);
+  const auto buffer = std::find_if(p.buffers.begin(), p.buffers.end(), [](const RemoteBuffer& rb) {
+    return rb.name == "head.weight.grad";
+  });
+  BOOST_REQUIRE(buffer != p.buffers.end());
+  const int index = static_cast<int>(buffer - p.buffers.begin());
+  BOOST_TEST(buffer->entry_bytes == 256u * 32 * 4);  // vocabulary x width floats
+  int stored_in = -1, loaded_in = -1, added_in = -1, updated_in = -1;
+  for (std::size_t ph = 0; ph < p.phases.size(); ++ph)
+    each_op(p.phases[ph].ops, [&](const Op& o) {
+      const int at = static_cast<int>(ph);
+      if (o.kind == OpKind::kRemoteStore && o.buffer == index) stored_in = at;
+      if (o.kind == OpKind::kRemoteLoad && o.buffer == index) loaded_in = at;
+      if (o.kind == OpKind::kAdd) added_in = at;
+      if (o.kind == OpKind::kOptimizerStep &&
+          p.variables.at(static_cast<std::size_t>(o.variable)).name == "wte.wte")
+        updated_in = at;
+    });
+  BOOST_TEST(stored_in >= 0);
+  BOOST_TEST(loaded_in > stored_in);
+  BOOST_TEST(added_in == loaded_in);
+  BOOST_TEST(updated_in == loaded_in);
+  BOOST_TEST(updated_in == static_cast<int>(p.phases.size()) - 1);  // the embedding's backward
 }
 
 // Labels are a sample's T next tokens; the logits T x vocabulary; a layer norm after the
@@ -113,7 +138,7 @@ BOOST_AUTO_TEST_CASE(a_sample_is_a_sequence_through_the_loss) {
   BOOST_TEST(p.positions == 16);
   BOOST_TEST(p.n_classes == 256);
   BOOST_TEST((tensor(p, "labels").shape == Shape{2, 16}));
-  BOOST_TEST((tensor(p, "dlogits").shape == Shape{2, 16 * 256}));
+  BOOST_TEST((tensor(p, "head.out").shape == Shape{2, 16 * 256}));  // logits, then dlogits
   BOOST_TEST((tensor(p, "ln_f.scale").shape == Shape{32}));
   BOOST_TEST((tensor(p, "ln_f.mean").shape == Shape{2 * 16}));
   BOOST_TEST(p.layers.front().in_features == 16);

@@ -47,8 +47,12 @@ std::vector<Plan> sample_plans() {
   Plan advised = build_plan(c);  // with the tuner's advice, as popplan plan writes it
   advised.not_fitting.advice = popkit::planner::advise_fit(c).front();
   plans.push_back(std::move(advised));
-  // A language model: sequences, a tied head (grads_add), the kinds' keys of each type.
+  // A language model: sequences, a tied head (its add op; phased, its gradient's remote
+  // buffer), the kinds' keys of each type.
   plans.push_back(build_plan(test::gpt()));
+  auto phased = test::gpt();
+  phased.execution.mode = popkit::config::ExecutionMode::kPhased;
+  plans.push_back(build_plan(phased));
   auto untied = test::gpt({.tied = false});
   untied.execution.mode = popkit::config::ExecutionMode::kPhased;
   plans.push_back(build_plan(untied));
@@ -157,12 +161,12 @@ BOOST_AUTO_TEST_CASE(schema_kind_entries_are_the_kind_tables) {
 
 BOOST_AUTO_TEST_CASE(another_version_is_refused) {
   json j = plan_to_json(build_plan(test::tiny_standard()));
-  j["version"] = 6;
-  BOOST_TEST(error_of(j) == "plan.json: version: plan format 6 is newer than this build reads (5)");
-  j["version"] = 4;  // variables without their initialisers
+  j["version"] = 7;
+  BOOST_TEST(error_of(j) == "plan.json: version: plan format 7 is newer than this build reads (6)");
+  j["version"] = 5;  // a tied head's backward adding to its owner's accumulator (grads_add)
   BOOST_TEST(
       error_of(j) ==
-      "plan.json: version: plan format 4 is older than this build reads (5): plan the config "
+      "plan.json: version: plan format 5 is older than this build reads (6): plan the config "
       "again with this build's popplan plan");
 }
 
@@ -194,9 +198,9 @@ BOOST_AUTO_TEST_CASE(errors_name_the_file_and_the_field) {
   j.erase("micro_batch_size");
   BOOST_TEST(error_of(j) == "plan.json: micro_batch_size: missing");
   j = good;
-  j["phases"][0]["ops"][8]["body"][1]["kind"] = "fly";  // the repeat, after the workspace alloc
+  j["phases"][0]["ops"][7]["body"][1]["kind"] = "fly";  // the repeat, after the workspace alloc
   BOOST_TEST(error_of(j).rfind(
-                 "plan.json: phases[0].ops[8].body[1].kind: 'fly' is not one of alloc, free,", 0) ==
+                 "plan.json: phases[0].ops[7].body[1].kind: 'fly' is not one of alloc, free,", 0) ==
              0);
   j = good;
   j["tensors"][2]["nbytes"] = "many";
@@ -255,7 +259,7 @@ BOOST_AUTO_TEST_CASE(integers_beyond_their_field_are_errors) {
   json j = good;
   j["version"] = 4294967297;  // was read as version 1
   BOOST_TEST(error_of(j) ==
-             "plan.json: version: plan format 4294967297 is newer than this build reads (5)");
+             "plan.json: version: plan format 4294967297 is newer than this build reads (6)");
   j = good;
   j["phases"][0]["ops"][0]["outputs"][0] = 4294967296;  // was read as tensor 0
   BOOST_TEST(error_of(j) ==

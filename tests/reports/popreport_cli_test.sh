@@ -96,8 +96,8 @@ expect 2 "popreport: error: $tmp/uint64.json: throughput.warmup_steps: 184467440
 sed '3s/"version": 1/"version": 4294967297/' base.json >"$tmp/version.json"
 expect 2 "popreport: error: $tmp/version.json: version: 4294967297 is newer than this build of popkit reads (1)" \
   -- popreport memory "$tmp/version.json"
-sed 's/^  "version": 5,$/  "version": 4294967297,/' quick_plan.json >"$tmp/plan_version.json"
-expect 2 "popreport: error: $tmp/plan_version.json: version: plan format 4294967297 is newer than this build reads (5)" \
+sed 's/^  "version": 6,$/  "version": 4294967297,/' quick_plan.json >"$tmp/plan_version.json"
+expect 2 "popreport: error: $tmp/plan_version.json: version: plan format 4294967297 is newer than this build reads (6)" \
   -- popreport memory "$tmp/plan_version.json"
 # Nesting a million deep (in the resolved config, which reports never look into) is
 # refused at the level too many, not by a stack overflow.
