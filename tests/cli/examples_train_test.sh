@@ -9,6 +9,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for example in "$POPKIT_SOURCE_DIR"/examples/*.yaml; do
   name=$(basename "$example" .yaml)
+  # GPT-2 sizes are planned for IPUs: their streaming memory alone is TiBs of host memory.
+  [[ $name == gpt2_* ]] && continue
   data=(--set data.dataset=synthetic) kind=mlp
   # A language model on its text; its final evaluation on 1% of the text, not 10%
   # (248,448 positions of gpt_tiny: minutes under a sanitizer).

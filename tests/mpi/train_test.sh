@@ -11,6 +11,7 @@ source "$POPKIT_SOURCE_DIR/tests/mpi/lib.sh"
 steps=4
 for example in "$POPKIT_SOURCE_DIR"/examples/*.yaml; do
   name=$(basename "$example" .yaml)
+  [[ $name == gpt2_* ]] && continue  # planned for IPUs, TiBs of host memory to train here
   # A language model reads its text (a synthetic set has no tokens).
   data=("${synthetic[@]}")
   grep -q "dataset: text" "$example" && data=()
