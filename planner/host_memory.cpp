@@ -37,14 +37,16 @@ std::uint64_t u(std::int64_t v) {
 
 // n x (image + label)
 std::uint64_t held(const DatasetSize& d) {
-  return mul(u(d.n), add(u(d.image_bytes), 1));
+  return mul(u(d.n), add(u(d.image_bytes), u(d.label_bytes)));
 }
 
-// The copy made while a split is loaded: the file's bytes beside the dataset (IDX), or
-// one float64 prototype image per class (synthetic).
+// The copy made while a split is loaded: the file's bytes beside the dataset (IDX), one
+// float64 prototype image per class (synthetic), or a text file's bytes twice (as read,
+// and as the corpus the windows are cut from).
 std::uint64_t loading_copy(const DatasetSize& d, const Plan& plan, const config::Config& config) {
   if (config.data.dataset == config::Dataset::kSynthetic)
     return mul(mul(u(plan.n_classes), u(d.image_bytes)), 8);
+  if (d.file_bytes > 0) return mul(u(d.file_bytes), 2);
   return add(held(d), 16 + 8);  // the two IDX headers
 }
 
@@ -55,7 +57,9 @@ std::uint64_t datasets_bytes(const Plan& plan, const config::Config& config,
   std::uint64_t extra = 0;
   if (data.train) extra = std::max(extra, loading_copy(*data.train, plan, config));
   if (data.test) extra = std::max(extra, loading_copy(*data.test, plan, config));
-  return add(add(train, test), extra);
+  // Training on text keeps the file's bytes: each epoch shifts its windows through them.
+  const std::uint64_t corpus = data.train ? u(data.train->file_bytes) : 0;
+  return add(add(add(train, test), extra), corpus);
 }
 
 // The ranks on a host besides one of them.

@@ -22,6 +22,9 @@ namespace popkit::planner {
 struct DatasetSize {
   std::int64_t n = 0;
   std::int64_t image_bytes = 0;
+  std::int64_t label_bytes = 1;  // a text window's: its T targets
+  // A text split: the bytes of the whole file it is cut from (0 for images).
+  std::int64_t file_bytes = 0;
 };
 
 // nullopt: not known before the files are read.

@@ -396,7 +396,8 @@ std::optional<planner::DatasetSize> peek_dataset_size(const config::Config& conf
         return std::nullopt;  // load_dataset says what is missing
       }
     case config::Dataset::kText:
-      return std::nullopt;  // read as text windows, not images
+      return peek_text_split(text_path(data), data.sequence_length, data.validation_fraction,
+                             split);
   }
   return std::nullopt;
 }

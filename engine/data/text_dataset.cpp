@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "base/error.h"
 #include "base/input_file.h"
@@ -14,6 +15,22 @@ TextCorpus read_text(const std::string& path, std::int64_t seq_len, double valid
   InputFile file = open_input_file(path, "give the path of a text file");
   const std::string bytes = file.read_all(kMaxTextBytes, "text file");
   return parse_text(bytes, path, seq_len, validation_fraction);
+}
+
+std::optional<planner::DatasetSize> peek_text_split(const std::string& path, std::int64_t seq_len,
+                                                    double validation_fraction, Split which) {
+  std::error_code error;
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  if (error || size == 0 || size > kMaxTextBytes || seq_len < 1) return std::nullopt;
+  const auto n = static_cast<std::int64_t>(size);
+  // As parse_text splits.
+  const auto n_validation =
+      static_cast<std::int64_t>(std::floor(static_cast<double>(n) * validation_fraction));
+  const std::int64_t n_split = which == Split::kTrain ? n - n_validation : n_validation;
+  if (n_split < seq_len + 1) return std::nullopt;
+  const std::int64_t windows = which == Split::kTrain ? text_training_windows(n_split, seq_len)
+                                                      : text_windows(n_split, seq_len);
+  return planner::DatasetSize{windows, seq_len, seq_len, n};
 }
 
 TextCorpus parse_text(std::string_view bytes, const std::string& name, std::int64_t seq_len,

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@
 
 #include "engine/data/batch_source.h"
 #include "engine/data/dataset.h"
+#include "planner/host_memory.h"
 
 namespace popkit::engine {
 
@@ -49,6 +51,13 @@ TextCorpus read_text(const std::string& path, std::int64_t seq_len,
 // either split is shorter than one window of seq_len + 1 bytes, with the sizes.
 TextCorpus parse_text(std::string_view bytes, const std::string& name, std::int64_t seq_len,
                       double validation_fraction = kValidationFraction);
+
+// The size of a split of the text at `path` as the host holds it (text_window_set's
+// windows, T input and T target bytes each, and the file's bytes), from the file's size
+// alone; nullopt when the file cannot be sized or the split holds no window (read_text
+// then says why).
+std::optional<planner::DatasetSize> peek_text_split(const std::string& path, std::int64_t seq_len,
+                                                    double validation_fraction, Split which);
 
 // Windows of a split of n bytes at s = i T: floor((n - 1) / T).
 [[nodiscard]] std::int64_t text_windows(std::int64_t n_bytes, std::int64_t seq_len);

@@ -95,6 +95,31 @@ BOOST_AUTO_TEST_CASE(files_are_read_and_a_missing_one_is_named) {
   fs::remove_all(dir);
 }
 
+// The host-memory check sizes a split from the file's size alone: the windows
+// text_window_set cuts, their bytes (T inputs and T targets each) and the file's.
+BOOST_AUTO_TEST_CASE(a_split_is_sized_before_it_is_read) {
+  const fs::path dir = fs::temp_directory_path() / ("popkit-peek-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "t.txt").string();
+  std::ofstream(path, std::ios::binary) << kText << kText << kText;  // 120 bytes
+  for (const std::int64_t T : {1, 3, 5, 11})
+    for (const Split which : {Split::kTrain, Split::kTest}) {
+      BOOST_TEST_CONTEXT("T " << T << (which == Split::kTrain ? " train" : " test")) {
+        const Dataset d = text_window_set(read_text(path, T), which, T);
+        const auto peeked = peek_text_split(path, T, kValidationFraction, which);
+        BOOST_REQUIRE(peeked.has_value());
+        BOOST_TEST(peeked->n == d.n);
+        BOOST_TEST(peeked->n * (peeked->image_bytes + peeked->label_bytes) ==
+                   static_cast<std::int64_t>(d.images.size() + d.labels.size()));
+        BOOST_TEST(peeked->file_bytes == 120);
+      }
+    }
+  // A validation split shorter than a window (12 bytes, T 12), or no file: not sized.
+  BOOST_TEST(!peek_text_split(path, 12, kValidationFraction, Split::kTest).has_value());
+  BOOST_TEST(!peek_text_split((dir / "nope.txt").string(), 3, 0.1, Split::kTrain).has_value());
+  fs::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_CASE(windows_tile_the_split_and_training_leaves_room_to_shift) {
   // 36 bytes, T 8: evaluation's 4 windows start at 0, 8, 16, 24 (the last ends at byte
   // 33); training's 3 leave 36 - 1 - 24 = 11 spare bytes, so shifts 0..7 are possible.

@@ -87,6 +87,14 @@ BOOST_AUTO_TEST_CASE(counted_by_hand) {
   synthetic.data.dataset = config::Dataset::kSynthetic;
   BOOST_TEST(estimate_host_memory(plan, &eval, synthetic, {DatasetSize{100, 4}, DatasetSize{10, 4}})
                  .datasets == 500u + 50u + 96u);
+  // Text: windows of 8 input and 8 target bytes cut from a 2,000-byte file, which
+  // training keeps (its epochs shift the windows through it) and which is held twice
+  // while a split is cut (as read, and as the corpus).
+  config::Config text = c;
+  text.data.dataset = config::Dataset::kText;
+  BOOST_TEST(estimate_host_memory(plan, &eval, text,
+                                  {DatasetSize{100, 8, 8, 2000}, DatasetSize{10, 8, 8, 2000}})
+                 .datasets == 1600u + 160u + 4000u + 2000u);
 }
 
 BOOST_AUTO_TEST_CASE(device_and_streaming_memory_count_every_replica) {
