@@ -17,15 +17,17 @@ TextCorpus read_text(const std::string& path, std::int64_t seq_len, double valid
   return parse_text(bytes, path, seq_len, validation_fraction);
 }
 
+std::int64_t text_validation_bytes(std::int64_t n_bytes, double validation_fraction) {
+  return static_cast<std::int64_t>(std::floor(static_cast<double>(n_bytes) * validation_fraction));
+}
+
 std::optional<planner::DatasetSize> peek_text_split(const std::string& path, std::int64_t seq_len,
                                                     double validation_fraction, Split which) {
   std::error_code error;
   const std::uintmax_t size = std::filesystem::file_size(path, error);
   if (error || size == 0 || size > kMaxTextBytes || seq_len < 1) return std::nullopt;
   const auto n = static_cast<std::int64_t>(size);
-  // As parse_text splits.
-  const auto n_validation =
-      static_cast<std::int64_t>(std::floor(static_cast<double>(n) * validation_fraction));
+  const std::int64_t n_validation = text_validation_bytes(n, validation_fraction);
   const std::int64_t n_split = which == Split::kTrain ? n - n_validation : n_validation;
   if (n_split < seq_len + 1) return std::nullopt;
   const std::int64_t windows = which == Split::kTrain ? text_training_windows(n_split, seq_len)
@@ -41,8 +43,7 @@ TextCorpus parse_text(std::string_view bytes, const std::string& name, std::int6
   if (n == 0)
     throw Error("{}: the text file is empty; a sequence of {} needs windows of {} bytes", name,
                 seq_len, window);
-  const auto n_validation =
-      static_cast<std::int64_t>(std::floor(static_cast<double>(n) * validation_fraction));
+  const std::int64_t n_validation = text_validation_bytes(n, validation_fraction);
   const std::int64_t n_train = n - n_validation;
   const auto percent = validation_fraction * 100.0;
   if (n_train < window)

@@ -52,6 +52,9 @@ TextCorpus read_text(const std::string& path, std::int64_t seq_len,
 TextCorpus parse_text(std::string_view bytes, const std::string& name, std::int64_t seq_len,
                       double validation_fraction = kValidationFraction);
 
+// The validation split's bytes of a text of n bytes: the last floor(n x fraction).
+[[nodiscard]] std::int64_t text_validation_bytes(std::int64_t n_bytes, double validation_fraction);
+
 // The size of a split of the text at `path` as the host holds it (text_window_set's
 // windows, T input and T target bytes each, and the file's bytes), from the file's size
 // alone; nullopt when the file cannot be sized or the split holds no window (read_text
