@@ -148,6 +148,12 @@ std::vector<std::string> mpirun_command(const Launch& launch,
   // launcher takes out OpenMPI's boxes that repeat it, and passes on mpirun's own
   // messages, which --quiet would hide (cli/mpirun_output.h).
   command.insert(command.end(), {"--stdin", "none"});
+  // When a rank exits with a code other than 0 (130 after a stop), OpenMPI ends the job:
+  // it sends SIGTERM to the ranks, waits this many seconds (1 by default) even when
+  // every rank has exited, and kills those left. Under the launcher a stop reaches every
+  // rank (mpirun passes SIGUSR1 on), which ends at once in its set-up or after its
+  // checkpoint and MPI_Finalize, so the wait would only delay the exit past a second.
+  command.insert(command.end(), {"--mca", "odls_base_sigkill_timeout", "0"});
   // The ranks run this very binary (on other hosts, at the same path).
   std::error_code error;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", error);

@@ -95,7 +95,7 @@ std::vector<Setting> run_settings(const TrainOptions& o) {
 // Every collective here (rank 0 deciding, ranks comparing) follows either work that is
 // the same on every rank or agreement.sync(), so a rank that failed alone meets the
 // others in the agreement, never in the collective.
-// `watch` (one process): a stop signal ends the set-up at once, the folder undone.
+// `watch` (rank 0's): a stop signal ends the set-up at once, the folder undone.
 void prepare(Prepared& p, engine::World& world, const config::Config& config,
              const TrainOptions& options, Progress& progress, SetupAgreement& agreement,
              SetupWatch* watch) {
@@ -519,10 +519,14 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   engine::World& world = engine::process_world();
   const bool writer = world.rank() == 0;
   Prepared p;
-  // In one process a stop signal ends the set-up at once; over several, every rank
-  // takes its first step and stops together (the steps' loop).
+  // A stop signal ends the set-up at once: rank 0 (the writer) watches it, removes the
+  // folder it made and exits 130. Over several processes every rank receives the signal
+  // (mpirun passes SIGUSR1 on; a scheduler signals them all), and mpirun ends the others
+  // when rank 0 exits; they watch nothing, so that none can exit first and have mpirun
+  // kill rank 0 halfway through its undo. A signal that reaches only another rank waits
+  // for the steps, which stop together (Steps::run).
   std::optional<SetupWatch> watch;
-  if (world.size() == 1) watch.emplace("poprun", kExitInterrupted);
+  if (writer) watch.emplace("poprun", kExitInterrupted);
   prepare(p, world, config, options, progress, agreement, watch ? &*watch : nullptr);
   if (p.at_end) {
     agreement.reached();
@@ -549,6 +553,10 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   MetricsLog metrics;
   Steps steps(config, options, progress, world, p, engine, eval_engine, metrics);
   steps.restore();
+  // Rank 0 keeps watching until every rank has finished its set-up, so a signal during
+  // the slowest one's still ends the run at once; only then are its folder kept and
+  // `latest` moved (open_outputs).
+  if (world.size() > 1) (void)engine::any_rank(world, false);
   if (watch) watch->finish();
   if (writer) open_outputs(p, config, options, progress, metrics);
   steps.begin();

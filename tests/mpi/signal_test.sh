@@ -8,6 +8,9 @@
 # - SIGTERM to mpirun itself: OpenMPI passes SIGTERM on to the ranks, gives them
 #   odls_base_sigkill_timeout seconds, and exits 1 whatever they return (docs/multi-host.md,
 #   "Stopping cleanly").
+# - A signal during the ranks' set-up (4,096 replicas of examples/quick.yaml: seconds),
+#   to the launcher, to the ranks or as SIGUSR1 to mpirun: every rank ends at once, exit
+#   130, rank 0 saying so once, with no run folder left and `latest` unchanged.
 set -uo pipefail
 source "$POPKIT_SOURCE_DIR/tests/mpi/lib.sh"
 
@@ -39,7 +42,7 @@ stop() {
 printf '#!/bin/sh\necho "$@"\n' >show-args && chmod +x show-args
 echo "localhost slots=4" >hosts
 got=$(POPKIT_MPIRUN=./show-args poprun train "$config" --processes=4 --steps 3 --hostfile hosts -q)
-want="-np 4 --hostfile hosts --stdin none $(readlink -f "$(command -v poprun)") train $config --steps 3 -q"
+want="-np 4 --hostfile hosts --stdin none --mca odls_base_sigkill_timeout 0 $(readlink -f "$(command -v poprun)") train $config --steps 3 -q"
 [ "$got" = "$want" ] || fail "poprun --processes=4 --hostfile hosts ran
   $got
 want
@@ -97,6 +100,63 @@ for signal in INT TERM; do
     echo "SIG$signal to poprun --processes 2: exit 130, checkpoint $last"
   fi
 done
+
+# stop_setup TARGET: a run of 4,096 replicas (2,048 a rank) in runs/quick/, signalled
+# once rank 0 has made its folder, in the set-up; TARGET as stop's, or mpirun-USR1. The
+# earlier run's folder and `latest` must be all that is left.
+quick=$POPKIT_SOURCE_DIR/examples/quick.yaml
+poprun train "$quick" --steps 1 -q >earlier.log 2>&1 || fail "the earlier run: $(cat earlier.log)"
+earlier=$(readlink runs/quick/latest)
+stop_setup() {
+  local target=$1
+  local run=(poprun train "$quick" --set replication.factor=4096 --set data.synthetic_train=131072
+    --set data.synthetic_test=32768 --steps 1000000)
+  case $target in
+    launcher-*) "${run[@]}" --processes 2 >"setup-$target.out" 2>"setup-$target.err" & ;;
+    *) "${mpirun[@]}" -np 2 "${run[@]}" >"setup-$target.out" 2>"setup-$target.err" & ;;
+  esac
+  local pid=$! made=
+  for _ in $(seq 3000); do
+    made=$(find runs/quick -mindepth 1 -maxdepth 1 -type d ! -name "$earlier" | head -1)
+    [ -n "$made" ] && break
+    sleep 0.01
+  done
+  [ -n "$made" ] || fail "set-up, $target: no run folder made within 30 s"
+  local sent
+  sent=$(date +%s.%N)
+  case $target in
+    ranks) pkill -TERM -P "$pid" -x poprun ;;
+    launcher-*) kill -"${target#launcher-}" "$pid" ;;
+    mpirun-USR1) kill -USR1 "$pid" ;;
+  esac
+  # A run that goes on to train (a step of 4,096 replicas over ranks takes minutes) is
+  # ended after 20 s: the launcher aborts at a second signal, mpirun at SIGTERM.
+  timeout 20 tail -s 0.05 --pid="$pid" -f /dev/null
+  local took
+  took=$(awk -v a="$sent" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid"
+    sleep 0.5
+    kill -TERM "$pid" 2>/dev/null
+  fi
+  wait "$pid"
+  local rc=$?
+  local said left
+  said=$(grep -c "^poprun: stopped by SIG[A-Z0-9]* during set-up" "setup-$target.err")
+  left=$(find runs/quick -mindepth 1 -maxdepth 1 ! -name "$earlier" ! -name latest)
+  if [ "$rc" != 130 ]; then
+    fail "set-up, $target: exit $rc, want 130: $(cat "setup-$target.err")"
+  elif [ "$said" != 1 ]; then
+    fail "set-up, $target: said it stopped during set-up $said times, want once: $(cat "setup-$target.err")"
+  elif awk -v t="$took" 'BEGIN { exit !(t >= 10) }'; then
+    fail "set-up, $target: the job ended $took s after the signal"
+  elif [ -n "$left" ] || [ "$(readlink runs/quick/latest)" != "$earlier" ]; then
+    fail "set-up, $target: left $left; latest -> $(readlink runs/quick/latest), was $earlier"
+  else
+    echo "set-up, $target: exit 130 after $took s, nothing left"
+  fi
+}
+for target in launcher-INT launcher-TERM ranks mpirun-USR1; do stop_setup "$target"; done
 
 stop mpirun mpirun --mca odls_base_sigkill_timeout 5
 last=$(last_checkpoint mpirun)
