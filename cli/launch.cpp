@@ -39,8 +39,7 @@ extern "C" void on_launcher_signal(int) {
   // second is mpirun's own abort.
   const bool first = g_signals == 0;
   g_signals = 1;
-  static constexpr char kStop[] =
-      "poprun: stopping the ranks after this step (signal again to abort)\n";
+  static constexpr char kStop[] = "poprun: stopping the ranks (signal again to abort)\n";
   static constexpr char kAbort[] = "poprun: aborting the ranks\n";
   if (first) {
     [[maybe_unused]] const auto n = write(STDERR_FILENO, kStop, sizeof kStop - 1);

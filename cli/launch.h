@@ -1,5 +1,5 @@
 // poprun train|eval --processes N: the same command as N MPI ranks under mpirun, with
-// SIGINT and SIGTERM keeping their meaning (stop after the step, checkpoint, exit 130).
+// SIGINT and SIGTERM keeping their meaning (stop the step, checkpoint, exit 130).
 // Sent to mpirun itself, either signal aborts the job: OpenMPI sends the ranks SIGTERM,
 // kills them a second later and exits 1 whatever they return. It passes SIGUSR1 on
 // instead, and then exits with the ranks' own code. So the launcher runs mpirun in a

@@ -26,7 +26,7 @@ void add_launch_options(CLI::App* app, Launch& launch) {
   CLI::Option* processes =
       app->add_option("--processes", launch.processes,
                       "run as N MPI ranks under mpirun, each hosting replication.factor/N "
-                      "replicas; SIGINT/SIGTERM still stop after the step with a checkpoint "
+                      "replicas; SIGINT/SIGTERM still stop the step with a checkpoint "
                       "(exit 130)")
           ->check(positive());
   app->add_option("--hostfile", launch.hostfile,

@@ -36,7 +36,11 @@ struct Engine::Impl {
     for (auto& dev : state.devices)
       dev->losses.assign(static_cast<std::size_t>(plan.gradient_accumulation), 0.0);
     {
-      const StepGate::Step step(state.gate, &state.options.stop_requested);
+      // Over several processes the ranks abandon a step together (EngineState::
+      // agree_on_stop): the gate is open, but its ops poll nothing.
+      static const std::function<bool()> kNever = [] { return false; };
+      const bool ranks = state.world->size() > 1 && state.options.stop_requested;
+      const StepGate::Step step(state.gate, ranks ? &kNever : &state.options.stop_requested);
       program.run_step(source);
     }
     ++state.steps_done;

@@ -56,9 +56,11 @@ struct EngineOptions {
   // taken again from a checkpoint of them, bitwise. Once the update began the step runs
   // to its end. Polled too before each op of an evaluation, which changes no variable:
   // true abandons it (evaluate throws EvaluationAbandoned). Empty: steps and evaluations
-  // always run to their end. A run over several processes must
-  // leave it empty (a rank that abandoned alone would leave the others waiting in the
-  // step's next collective) and agree between steps instead.
+  // always run to their end. Over several processes a rank never abandons a step alone
+  // (the others would wait for it in the step's next collective): it is polled before
+  // each collective and before the update, where the ranks agree, and every rank
+  // abandons the step when any was asked to (exec/state.h agree_on_stop), so every rank
+  // must give it or leave it empty alike; an evaluation runs to its end.
   std::function<bool()> stop_requested;
 };
 

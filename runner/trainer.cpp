@@ -381,7 +381,7 @@ void Steps::run() {
     try {
       loss = engine_.train_step(batch);
     } catch (const engine::StepAbandoned&) {
-      // A stop request before the step's update (one process: train_agreed): the
+      // A stop request before the step's update (every rank alike: engine.h): the
       // engine holds step state_.step's variables, and the data has not moved on, so
       // the checkpoint written is of that step and a resume takes this step again.
       progress_.note(fmt::format("step {} stopped before its update; the checkpoint holds step {}",
@@ -538,10 +538,10 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   // The engine keeps the plan (it is the program it runs): moved, not copied.
   engine::EngineOptions train_options =
       engine_options(config, options.n_threads, options.io_overlap);
-  // In one process a stop request abandons the step in progress until its update
-  // begins, and an evaluation at any point (engine.h); ranks stop between steps, where
-  // they agree (Steps::run).
-  if (world.size() == 1) train_options.stop_requested = options.stop_within_step;
+  // A stop request abandons the step in progress until its update begins (engine.h; over
+  // several processes where the ranks agree, before a collective or the update), and in
+  // one process an evaluation at any point; ranks evaluate to the end.
+  train_options.stop_requested = options.stop_within_step;
   engine::EngineOptions eval_options =
       engine_options(config, options.n_threads, options.io_overlap);
   eval_options.stop_requested = train_options.stop_requested;

@@ -53,10 +53,11 @@ struct TrainOptions {
   // Polled after every step: true finishes there, writes a checkpoint and returns with
   // `interrupted` set (poprun wires SIGINT/SIGTERM to it).
   std::function<bool()> stop_requested;
-  // In one process, also polled before each op of a step until the step's update begins
-  // (engine::EngineOptions::stop_requested), from the engine's threads: true abandons the
-  // step (not counted, its data not consumed), then as stop_requested. Over several
-  // processes the ranks stop between steps only, where they agree.
+  // Also polled during a step until its update begins (engine::EngineOptions::
+  // stop_requested): in one process before each op, from the engine's threads; over
+  // several where the ranks agree (before each collective and the update), every rank
+  // abandoning the step when any rank's is true. True abandons the step (not counted,
+  // its data not consumed), then as stop_requested.
   std::function<bool()> stop_within_step;
 };
 

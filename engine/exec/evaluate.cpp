@@ -50,10 +50,11 @@ std::array<double, 3> score(const EngineState& m, const EvalBatches& batches, st
 
 // One batch of the evaluation plan, abandoned on a stop request before any of its ops
 // (EngineOptions::stop_requested, which the gate polls before each; an evaluation plan
-// has no update to protect).
+// has no update to protect). Over several processes it runs to its end: a rank that
+// stopped alone would leave the others waiting in the next collective.
 void run_batch(EngineState& m, Program& program, const EvalBatches& batches) {
   try {
-    const StepGate::Step step(m.gate, &m.options.stop_requested);
+    const StepGate::Step step(m.gate, m.world->size() > 1 ? nullptr : &m.options.stop_requested);
     program.run_step(batches);
   } catch (const StepAbandoned&) {
     throw EvaluationAbandoned();

@@ -16,10 +16,16 @@ using planner::SegmentRun;
 // The ops for steps [s0, s1): one segment across the steps, or step after step the
 // schedule's segments, collectives and repeats. The memory account changes only at
 // alloc and free, so sampling after those is sampling after every op.
+// Over several processes the ranks agree whether to stop before each collective and
+// before the segment that updates first (EngineState::agree_on_stop).
 void Segments::run_list(const std::vector<Op>& ops, const planner::OpsSchedule& schedule,
                         std::int64_t s0, std::int64_t s1, bool sample) {
   auto segment = [&](const ScheduleItem& item, std::int64_t from, std::int64_t to) {
-    run_segment(std::span(ops).subspan(item.first, item.end - item.first), item, from, to, sample);
+    const auto items = std::span(ops).subspan(item.first, item.end - item.first);
+    if (std::any_of(items.begin(), items.end(),
+                    [](const Op& op) { return op.kind == OpKind::kOptimizerStep; }))
+      m_.agree_on_stop();
+    run_segment(items, item, from, to, sample);
   };
   if (schedule.across_steps) {
     for (const ScheduleItem& item : schedule.items) segment(item, s0, s1);
@@ -33,6 +39,7 @@ void Segments::run_list(const std::vector<Op>& ops, const planner::OpsSchedule& 
           segment(item, s, s + 1);
           break;
         case ScheduleItem::Kind::kCollective: {
+          m_.agree_on_stop();
           const auto t0 = Clock::now();
           ops_.run_collective(op, s);
           m_.add_seconds(category(op.kind), seconds_since(t0));

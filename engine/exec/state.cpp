@@ -88,6 +88,11 @@ EngineState::EngineState(planner::Plan p, EngineOptions o)
     stage_collectives.push_back(world->make_collectives(n_replicas, nullptr));
 }
 
+void EngineState::agree_on_stop() {
+  if (world->size() == 1 || !options.stop_requested || !gate.open()) return;
+  if (any_rank(*world, options.stop_requested())) gate.abandon(steps_done + 1);
+}
+
 Device& EngineState::replica(std::int64_t r) const {
   POPKIT_ASSERT(hosted.hosts(r) && n_stages == 1);
   return *devices[static_cast<std::size_t>(r - hosted.first)];

@@ -105,6 +105,14 @@ struct EngineState {
   std::int64_t steps_done = 0;
   // Whether the step being run may still be abandoned (step_gate.h): asked before each op.
   StepGate gate;
+  // Over several processes, on the thread that calls MPI, before each collective and
+  // before the segment of the step's first optimizer op, while the step may still be
+  // abandoned: the ranks agree (any_rank) whether any of them was asked to stop
+  // (EngineOptions::stop_requested), and if so every rank abandons the step there
+  // (throws StepAbandoned). Every rank reaches these points in the same order and with
+  // its gate alike (the same plan's ops came before), so the ranks call any_rank
+  // together. In one process, or without stop_requested, it does nothing.
+  void agree_on_stop();
   std::int64_t image_size = 1;
   // The input is token ids (the first layer's kind reads tokens: dataset text), fed as
   // ids rather than normalised pixels.

@@ -5,6 +5,9 @@
 // the IO thread, a pipeline stage's worker, the caller's collectives); the gate's one
 // atomic decides between "abandoned" and "updating", so no replica updates while
 // another abandons, and a thread that runs no op of the step waits on no one.
+// Over several processes a rank never abandons a step on its own (the others would wait
+// for it in the step's next collective): its threads poll nothing, and the ranks abandon
+// the step together where they agree to (EngineState::agree_on_stop, abandon()).
 #pragma once
 
 #include <atomic>
@@ -38,6 +41,18 @@ class StepGate {
    private:
     StepGate& gate_;
   };
+
+  // Whether the step may still be abandoned: it is open and its update has not begun.
+  [[nodiscard]] bool open() const { return state_.load(std::memory_order_acquire) == kOpen; }
+
+  // Abandons the step now, unless its update began (then it returns): throws StepAbandoned,
+  // and so does every op of the step asking before() after it.
+  void abandon(std::int64_t step) {
+    int state = kOpen;
+    if (state_.compare_exchange_strong(state, kAbandoned, std::memory_order_acq_rel) ||
+        state == kAbandoned)
+      throw StepAbandoned(step);
+  }
 
   // Before an op of kind `kind`: throws StepAbandoned when the step is abandoned, which
   // an optimizer op decides against for good (the update began) and a stop request
