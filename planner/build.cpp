@@ -33,7 +33,9 @@ ReplicaGrouping to_grouping(const config::Config& c, const std::string& name) {
 
 class Builder {
  public:
-  Builder(const config::Config& c, Program program) : b_(c, program) {}
+  // `report`: fill Plan::not_fitting when the plan does not fit (the tuner does not read it).
+  Builder(const config::Config& c, Program program, bool report = true)
+      : b_(c, program), report_(report) {}
 
   Plan build() {
     init_plan();
@@ -154,7 +156,7 @@ class Builder {
       for (const auto& o : ph.ops) b_.p.host_bytes_per_step += o.host_bytes;
     estimate_time(b_.p, *profile);
     b_.p.fits = b_.p.peak_bytes <= b_.p.memory_per_replica;
-    if (!b_.p.fits) report_not_fitting(walk);
+    if (!b_.p.fits && report_) report_not_fitting(walk);
   }
 
   void report_not_fitting(const MemoryWalk& walk) {
@@ -207,6 +209,7 @@ class Builder {
   }
 
   BuildState b_;
+  bool report_;
 };
 
 }  // namespace
@@ -221,7 +224,7 @@ const DeviceProfile* device_profile(const config::Config& config) {
 }
 
 Plan build_plan_for_estimate(const config::Config& config) {
-  return Builder(config, Program::kTrain).build();
+  return Builder(config, Program::kTrain, /*report=*/false).build();
 }
 
 Plan build_plan(const config::Config& config, Program program, const Plan* eval,

@@ -23,7 +23,8 @@ Plan build_plan(const config::Config& config, Program program = Program::kTrain,
                 const Plan* eval = nullptr, const NetworkProfile* network = nullptr);
 
 // The training plan with its memory and cost estimate but without the host memory of
-// poprun (which plans evaluation too): what the tuner compares, at half the work.
+// poprun (which plans evaluation too), nor the not_fitting report: what the tuner
+// compares, at half the work.
 Plan build_plan_for_estimate(const config::Config& config);
 
 }  // namespace popkit::planner

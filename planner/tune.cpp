@@ -6,8 +6,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "base/error.h"
 #include "config/names.h"
@@ -123,8 +126,10 @@ class Search {
       split_ = &split;
       modes(p, s);
     }
+    plan_chains();
     TuneResult result;
     result.n_planned = n_planned_;
+    result.n_skipped = n_skipped_;
     result.fits = std::move(fits_);
     result.smallest = std::move(smallest_);
     result.device_profile = device_profile(base_)->name;
@@ -363,8 +368,10 @@ class Search {
     }
   }
 
-  // micro-batch × accumulation = the per-replica batch.
+  // micro-batch × accumulation = the per-replica batch: one chain, planned later
+  // (plan_chains), smallest micro-batch first.
   void batch(const Config& c, const Choices& s) {
+    Chain chain;
     for (const std::int64_t mb : split_->micro_batches) {
       Config m = c;
       m.training.micro_batch_size = mb;
@@ -374,24 +381,81 @@ class Search {
              mb != base_.training.micro_batch_size);
       sb.set("training.gradient_accumulation", fmt::format("{}", per_replica_ / mb),
              per_replica_ / mb != base_.training.gradient_accumulation);
-      plan(std::move(m), std::move(sb));
+      chain.push_back({std::move(m), std::move(sb)});
     }
+    chains_.push_back(std::move(chain));
   }
 
-  void plan(Config c, Choices choices) {
-    if (config::has_errors(config::validate_config(c))) return;
-    ++n_planned_;
-    const Plan p = build_plan_for_estimate(c);
-    // A profile that prices a candidate at no finite time ranks nothing.
-    if (const std::string why = estimate_problem(p); !why.empty()) throw Error("{}", why);
-    TuneCandidate candidate{std::move(choices.settings),
-                            std::move(choices.changes),
-                            std::move(c),
-                            p.peak_bytes,
-                            p.estimated_samples_per_second,
-                            false};
-    if (!smallest_ || p.peak_bytes < smallest_->peak_bytes) smallest_ = candidate;
-    if (p.fits) fits_.push_back(std::move(candidate));
+  // The candidates that differ only in the micro-batch, ascending.
+  struct Pending {
+    Config config;
+    Choices choices;
+  };
+  using Chain = std::vector<Pending>;
+  struct Outcome {
+    TuneCandidate candidate;
+    bool fits = false;
+  };
+  struct Planned {
+    std::size_t n_planned = 0, n_skipped = 0;
+    std::vector<Outcome> outcomes;  // in the chain's order
+    std::exception_ptr error;
+  };
+
+  // A chain's valid candidates, smallest micro-batch first, until one does not fit: the
+  // device memory grows with the micro-batch (every activation, IO slot, stash and
+  // workspace has its rows), so the larger ones do not fit either and are not planned
+  // (TuneRequest::every_micro_batch plans them; tune_test checks both agree).
+  Planned plan_chain(Chain& chain) const {
+    Planned out;
+    try {
+      for (std::size_t i = 0; i < chain.size(); ++i) {
+        Pending& c = chain[i];
+        if (config::has_errors(config::validate_config(c.config))) continue;
+        ++out.n_planned;
+        const Plan p = build_plan_for_estimate(c.config);
+        // A profile that prices a candidate at no finite time ranks nothing.
+        if (const std::string why = estimate_problem(p); !why.empty()) throw Error("{}", why);
+        out.outcomes.push_back({{std::move(c.choices.settings), std::move(c.choices.changes),
+                                 std::move(c.config), p.peak_bytes, p.estimated_samples_per_second},
+                                p.fits});
+        if (!p.fits && !r_.every_micro_batch) {
+          out.n_skipped = chain.size() - i - 1;
+          break;
+        }
+      }
+    } catch (...) {
+      out.error = std::current_exception();
+    }
+    return out;
+  }
+
+  // The chains over the machine's cores, each on one thread; the results are taken in
+  // the search's order, so the ranking is the same whatever the threads.
+  void plan_chains() {
+    std::vector<Planned> planned(chains_.size());
+    std::atomic<std::size_t> next{0};
+    const auto work = [&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < chains_.size();)
+        planned[i] = plan_chain(chains_[i]);
+    };
+    {
+      const std::size_t n_threads = std::clamp<std::size_t>(
+          std::thread::hardware_concurrency(), 1, std::max<std::size_t>(chains_.size(), 1));
+      std::vector<std::jthread> helpers;
+      for (std::size_t t = 1; t < n_threads; ++t) helpers.emplace_back(work);
+      work();
+    }
+    chains_.clear();
+    for (Planned& chain : planned) {
+      if (chain.error) std::rethrow_exception(chain.error);
+      n_planned_ += chain.n_planned;
+      n_skipped_ += chain.n_skipped;
+      for (Outcome& o : chain.outcomes) {
+        if (!smallest_ || o.candidate.peak_bytes < smallest_->peak_bytes) smallest_ = o.candidate;
+        if (o.fits) fits_.push_back(std::move(o.candidate));
+      }
+    }
   }
 
   const Config& base_;
@@ -401,7 +465,9 @@ class Search {
   const Split* split_ = nullptr;
   std::size_t n_combinations_ = 0;
   std::vector<std::string> thinned_;
+  std::vector<Chain> chains_;
   std::size_t n_planned_ = 0;
+  std::size_t n_skipped_ = 0;
   std::vector<TuneCandidate> fits_;
   std::optional<TuneCandidate> smallest_;
 };

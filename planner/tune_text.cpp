@@ -31,6 +31,7 @@ void print_json(std::ostream& out, const TuneResult& r) {
   j["device_profile"] = r.device_profile;
   j["memory_per_replica"] = r.memory_per_replica;
   j["planned"] = r.n_planned;
+  j["skipped"] = r.n_skipped;
   j["combinations"] = r.n_combinations;
   j["thinned"] = r.thinned;
   j["rows"] = r.n_rows;
@@ -52,6 +53,11 @@ void print_tune(std::ostream& out, const TuneResult& r, bool json) {
   fmt::print(out, "Ranked for device profile {} at {} per replica: {} of {} candidates fit{}\n",
              r.device_profile, format_bytes(r.memory_per_replica), r.fits.size(), r.n_planned,
              r.fits.empty() ? "" : fmt::format(", in {} rows", r.n_rows));
+  if (r.n_skipped > 0)
+    fmt::print(out,
+               "  {} more were not planned: each has a larger micro-batch than one that does not "
+               "fit\n",
+               r.n_skipped);
   if (!r.thinned.empty()) {
     fmt::print(out,
                "  the search has {} combinations, more than --max-combinations: it tried only\n",

@@ -16,6 +16,7 @@
 #include "planner/build.h"
 #include "planner/estimate_check.h"
 #include "planner/fit_advice.h"
+#include "tests/planner/configs.h"
 #include "tests/support/test_profile.h"
 
 using namespace popkit::planner;
@@ -194,7 +195,12 @@ BOOST_AUTO_TEST_CASE(fit_advice_is_the_fewest_changes_that_fit) {
   BOOST_TEST(a.settings == std::vector<std::string>{"remote.optimizer_state=true"},
              boost::test_tools::per_element());
   BOOST_TEST(a.peak_bytes == peak - 2 * 15 * 4);
-  BOOST_TEST(a.n_planned == 54u);
+  // What the search planned: of 54, the larger micro-batches than one that does not fit
+  // are skipped.
+  const TuneResult searched = popkit::planner::tune(c, {c.device.memory_per_replica});
+  BOOST_TEST(a.n_planned == searched.n_planned);
+  BOOST_TEST(searched.n_planned + searched.n_skipped == 54u);
+  BOOST_TEST(searched.n_skipped > 0u);
 
   // 1 B less than that: off-device state and one sample per micro-batch (3 settings)
   // beat every candidate that needs more; the state alone no longer fits.
@@ -264,6 +270,42 @@ BOOST_AUTO_TEST_CASE(estimates_that_are_not_finite_are_refused) {
   const std::string why = popkit::planner::estimate_problem(plan);
   BOOST_TEST(why.find("prices this plan at inf s a step, 0 samples/s") != std::string::npos, why);
   BOOST_TEST(why.find("phase " + std::to_string(plan.phases.size())) != std::string::npos, why);
+}
+
+// The search plans a chain of candidates that differ only in the micro-batch smallest
+// first and stops at the first that does not fit: memory grows with the micro-batch. At
+// budgets that part the candidates (a quarter, half and three quarters of them fit), the
+// MLP phased with RTS and a tied GPT (pipelined splits included) give the same fits in
+// the same order, and the same least peak, as planning every micro-batch, and skip some.
+BOOST_AUTO_TEST_CASE(larger_micro_batches_than_one_that_does_not_fit_do_not_fit) {
+  popkit::config::Config gpt = test::gpt();
+  gpt.replication.factor = 2;
+  gpt.training.gradient_accumulation = 4;
+  for (const popkit::config::Config& c : {test::mnist_phased(), gpt}) {
+    TuneRequest every{1ull << 40};
+    every.every_micro_batch = true;
+    std::vector<std::uint64_t> peaks;
+    for (const auto& f : popkit::planner::tune(c, every).fits) peaks.push_back(f.peak_bytes);
+    std::sort(peaks.begin(), peaks.end());
+    BOOST_TEST_REQUIRE(peaks.size() > 20u);
+    std::size_t skipped = 0;
+    for (const std::size_t quarter : {1, 2, 3}) {
+      const std::uint64_t budget = peaks[peaks.size() * quarter / 4];
+      every.memory_per_replica = budget;
+      const TuneResult all = popkit::planner::tune(c, every);
+      const TuneResult pruned = popkit::planner::tune(c, {budget});
+      BOOST_TEST_REQUIRE(pruned.fits.size() == all.fits.size());
+      for (std::size_t i = 0; i < all.fits.size(); ++i)
+        BOOST_TEST(pruned.fits[i].settings == all.fits[i].settings,
+                   boost::test_tools::per_element());
+      BOOST_TEST(pruned.smallest->peak_bytes == all.smallest->peak_bytes);
+      BOOST_TEST(all.n_skipped == 0u);
+      BOOST_TEST(pruned.n_planned < all.n_planned);
+      BOOST_TEST(pruned.n_planned + pruned.n_skipped >= all.n_planned);
+      skipped += pruned.n_skipped;
+    }
+    BOOST_TEST(skipped > 0u);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
