@@ -163,6 +163,13 @@ class MpiWorld final : public World {
     return out;
   }
 
+  bool any(bool mine) override {
+    on_thread_main("an agreement of the ranks");
+    int flag = mine ? 1 : 0, found = 0;
+    check(MPI_Allreduce(&flag, &found, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD), "MPI_Allreduce");
+    return found != 0;
+  }
+
   [[noreturn]] void abort(int code) override {
     MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code);

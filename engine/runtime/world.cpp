@@ -19,6 +19,7 @@ class SingleProcess final : public World {
   std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> mine) override {
     return {std::vector<std::byte>(mine.begin(), mine.end())};
   }
+  bool any(bool mine) override { return mine; }
   [[noreturn]] void abort(int code) override { std::exit(code); }
   std::unique_ptr<Collectives> make_collectives(std::int64_t replication_factor,
                                                 ThreadPool* pool) override {
@@ -90,9 +91,7 @@ WorldSession::~WorldSession() {
 }
 
 bool any_rank(World& world, bool mine) {
-  const unsigned char flag = mine ? 1 : 0;
-  const auto all = all_gather_values(world, std::span<const unsigned char>(&flag, 1));
-  return std::any_of(all.begin(), all.end(), [](unsigned char f) { return f != 0; });
+  return world.any(mine);
 }
 
 RankMessage first_failure(World& world, const std::string& message) {

@@ -34,6 +34,10 @@ class World {
   // Every rank's bytes, in rank order, on every rank. Every rank must call it.
   [[nodiscard]] virtual std::vector<std::vector<std::byte>> all_gather(
       std::span<const std::byte> mine) = 0;
+  // True on every rank when `mine` is true on any: one small reduction, cheap enough to
+  // ask before each collective of a step (exec/state.h agree_on_stop). Every rank must
+  // call it.
+  [[nodiscard]] virtual bool any(bool mine) = 0;
   // Ends every rank at once with `code` (MPI_Abort): for a failure in the middle of a
   // step, when the other ranks may be waiting in a collective for this one.
   [[noreturn]] virtual void abort(int code) = 0;
