@@ -122,10 +122,9 @@ std::uint64_t messages_bytes(const Plan& plan, const Plan* eval, const ProcessSh
   RankMessages most = rank_messages(plan, share.ranks);
   if (eval) {
     const RankMessages e = rank_messages(*eval, share.ranks);
-    most = {std::max(most.messages, e.messages), std::max(most.receive_bytes, e.receive_bytes)};
+    most = {std::max(most.pieces, e.pieces), std::max(most.receive_bytes, e.receive_bytes)};
   }
-  const std::uint64_t fragments = std::min(mul(most.messages, kMpiFragmentBytes), kMpiFragmentsMax);
-  return add(add(mul(most.messages, kMpiMessageBytes), fragments), most.receive_bytes);
+  return add(mul(most.pieces, kMpiPieceBytes), most.receive_bytes);
 }
 
 std::uint64_t copies_of(const Plan& plan) {

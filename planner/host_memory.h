@@ -119,15 +119,13 @@ inline constexpr std::uint64_t kRecordBytesPerReplicaPhase = 256;
 // 18.6 to 18.8 MiB over 4.
 inline constexpr std::uint64_t kMpiProcessBytes = 6ull << 20;
 inline constexpr std::uint64_t kMpiPeerBytes = 1ull << 20;
-// What a rank keeps for the collectives' messages to other ranks (rank_messages.h), as
-// the most one collective posts: OpenMPI's request per message, which it keeps for
-// reuse, with the collective's own record of it and its MPI_Request (kMpiMessageBytes);
-// and, for the first thousand or so, 4 KiB more each, up to 4 MiB (OpenMPI's buffers
-// growing). Fitted to quick.yaml over 2 ranks at R 16 to 512 (bench/host_memory.sh
-// --mpi 2: 128 to 131,072 messages a collective, peaks 17.3 to 150.7 MiB a rank).
-inline constexpr std::uint64_t kMpiMessageBytes = 1024;
-inline constexpr std::uint64_t kMpiFragmentBytes = 4096;
-inline constexpr std::uint64_t kMpiFragmentsMax = 4ull << 20;
+// What a rank keeps for the collectives' messages to other ranks (rank_messages.h), per
+// piece of the most one collective moves: the collective's record of it, the transport's
+// and the block of the message's datatype, which OpenMPI describes again inside.
+// Fitted to quick.yaml over 2 ranks at R 4 to 4096 (bench/host_memory.sh --mpi 2: up to
+// 4.2 million pieces a collective, 139 to 145 B a piece on the rank that does not write;
+// the estimates -2% to +21% of the peaks).
+inline constexpr std::uint64_t kMpiPieceBytes = 144;
 
 // "74.66 GiB (datasets 73.11 GiB, streaming memory 10.02 MiB, device memory 19.58 MiB,
 // host buffers 1.50 GiB, overhead 9.05 MiB)"; "... + the datasets (...)" when not counted.

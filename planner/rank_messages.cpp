@@ -22,7 +22,7 @@ class Count {
         per_rank_(plan.replication_factor / ranks),
         h_(static_cast<std::size_t>(ranks)),
         c_(static_cast<std::size_t>(ranks)),
-        messages_(static_cast<std::size_t>(ranks)),
+        pieces_(static_cast<std::size_t>(ranks)),
         area_(static_cast<std::size_t>(ranks)) {}
 
   void ops(const std::vector<Op>& list) {
@@ -70,7 +70,7 @@ class Count {
       default:
         return;
     }
-    std::fill(messages_.begin(), messages_.end(), 0);
+    std::fill(pieces_.begin(), pieces_.end(), 0);
     std::fill(area_.begin(), area_.end(), 0);
     const ReplicaGrouping& g = op.grouping;
     std::vector<std::size_t> touched;
@@ -88,20 +88,20 @@ class Count {
       }
       for (const std::size_t q : touched) {
         const std::uint64_t here = c_[q] * (u(g.group_size) - h_[q]);
-        messages_[q] += (c - c_[q]) * h_[q] + here;
+        pieces_[q] += (c - c_[q]) * h_[q] + here;
         area_[q] += here * area_piece * sizeof(float);
         h_[q] = c_[q] = 0;
       }
       touched.clear();
     }
-    out_.messages = std::max(out_.messages, *std::max_element(messages_.begin(), messages_.end()));
+    out_.pieces = std::max(out_.pieces, *std::max_element(pieces_.begin(), pieces_.end()));
     out_.receive_bytes =
         std::max(out_.receive_bytes, *std::max_element(area_.begin(), area_.end()));
   }
 
   const Plan& plan_;
   std::int64_t per_rank_;
-  std::vector<std::uint64_t> h_, c_, messages_, area_;
+  std::vector<std::uint64_t> h_, c_, pieces_, area_;
   RankMessages out_;
 };
 

@@ -315,6 +315,7 @@ class DirectCollectives final : public Collectives {
         transport_->receive(msg.data, msg.bytes, msg.from, msg.to, round);
       }
     }
+    transport_->flush();
   }
 
   void exchange(Round round, Messages& messages) {

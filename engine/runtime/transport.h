@@ -42,7 +42,10 @@ class Transport {
   // `data`, which must not be read or written until wait().
   virtual void receive(std::byte* data, std::size_t bytes, std::int64_t from, std::int64_t to,
                        Round round) = 0;
-  // Completes every message posted since the last wait().
+  // Starts what send() and receive() posted since the last flush(), which a transport may
+  // hold back to carry together (MPI: one message per rank and round).
+  virtual void flush() {}
+  // Completes every message posted since the last wait(), flushing first.
   virtual void wait() = 0;
 };
 

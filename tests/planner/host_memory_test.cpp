@@ -140,8 +140,7 @@ BOOST_AUTO_TEST_CASE(a_rank_holds_its_share_of_the_replicas) {
     return kDeviceBytes + 8 * p.tensors.size() + kPhaseSampleBytes * p.phases.size();
   };
   BOOST_TEST(rank.overhead == kProcessBytes + kMpiProcessBytes + kMpiPeerBytes + bookkeeping(plan) +
-                                  bookkeeping(eval) +
-                                  messages.messages * (kMpiMessageBytes + kMpiFragmentBytes) +
+                                  bookkeeping(eval) + messages.pieces * kMpiPieceBytes +
                                   messages.receive_bytes);
   // Rank 0 writes every replica's measured memory as JSON; the others hold the samples.
   BOOST_TEST(writer.host_buffers >= rank.host_buffers);
@@ -156,7 +155,7 @@ BOOST_AUTO_TEST_CASE(a_rank_holds_its_share_of_the_replicas) {
   BOOST_TEST(alone.total() < one.total());
 }
 
-// Rank k's messages in a collective, per group of G members of which h are on rank k,
+// Rank k's pieces in a collective, per group of G members of which h are on rank k,
 // with c non-empty pieces, c_k of them owned on rank k: (c - c_k) h + c_k (G - h).
 BOOST_AUTO_TEST_CASE(rank_messages_counted_by_hand) {
   config::Config c = test::mnist_phased();
@@ -164,15 +163,15 @@ BOOST_AUTO_TEST_CASE(rank_messages_counted_by_hand) {
   c.replication.groupings = {{"everyone", 4, 1}};
   const Plan plan = build_plan(c);
   // Every tensor has at least 4 elements: every member owns a piece.
-  BOOST_TEST(rank_messages(plan, 2).messages == 2u * 2u + 2u * 2u);  // G 4, h 2, c 4, c_k 2
-  BOOST_TEST(rank_messages(plan, 4).messages == 3u * 1u + 1u * 3u);  // h 1, c_k 1
+  BOOST_TEST(rank_messages(plan, 2).pieces == 2u * 2u + 2u * 2u);  // G 4, h 2, c 4, c_k 2
+  BOOST_TEST(rank_messages(plan, 4).pieces == 3u * 1u + 1u * 3u);  // h 1, c_k 1
   // The largest piece's terms from the members elsewhere: 2 pieces x 2 members over 2
   // ranks, 1 x 3 over 4.
   BOOST_REQUIRE(rank_messages(plan, 2).receive_bytes > 0u);
   BOOST_TEST(rank_messages(plan, 4).receive_bytes * 4 == rank_messages(plan, 2).receive_bytes * 3);
   // One process sends nothing; nor do ranks that do not divide R (refused before this).
-  BOOST_TEST(rank_messages(plan, 1).messages == 0u);
-  BOOST_TEST(rank_messages(plan, 3).messages == 0u);
+  BOOST_TEST(rank_messages(plan, 1).pieces == 0u);
+  BOOST_TEST(rank_messages(plan, 3).pieces == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(the_ranks_message_names_a_rank_and_the_host) {
