@@ -40,7 +40,7 @@ int run_calibrate(const CalibrateOptions& o) {
   for (const auto& e : table.entries) {
     if (e.config.device.resolved->source != profile.source) {
       std::cerr << fmt::format(
-          "popplan calibrate: {}: case '{}' uses device profile {}, the first case {}: a "
+          "popplan calibrate: error: {}: case '{}' uses device profile {}, the first case {}: a "
           "table calibrates one profile\n",
           o.table, e.name, e.config.device.resolved->source, profile.source);
       return kExitInvalid;
@@ -60,8 +60,8 @@ int run_calibrate(const CalibrateOptions& o) {
     for (const auto& key : o.fit) {
       const config::ProfileParameter* p = config::find_profile_parameter(key);
       if (p == nullptr) {
-        std::cerr << fmt::format("popplan calibrate: --fit {}: not a parameter of a profile\n",
-                                 key);
+        std::cerr << fmt::format(
+            "popplan calibrate: error: --fit {}: not a parameter of a profile\n", key);
         return kExitInvalid;
       }
       priors.push_back({key, p->of(profile)});

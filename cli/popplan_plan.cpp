@@ -120,28 +120,29 @@ int run_groups(const GroupsOptions& o) {
   const bool json = o.format == "json";
   if (o.config.empty()) {
     if (o.factor < 1 || o.group_size < 1 || o.stride < 1) {
-      std::cerr
-          << "popplan groups: give CONFIG, or --factor, --group-size (and --stride), all >= 1\n";
+      std::cerr << "popplan groups: error: give CONFIG, or --factor, --group-size (and --stride), "
+                   "all >= 1\n";
       return kExitInvalid;
     }
     // A table a row per group: as many replicas as a config may have, no more.
     if (o.factor > config::kMaxReplicationFactor) {
       std::cerr << fmt::format(
-          "popplan groups: --factor {} is more than {}, the most replicas a config may have\n",
+          "popplan groups: error: --factor {} is more than {}, the most replicas a config may "
+          "have\n",
           o.factor, config::kMaxReplicationFactor);
       return kExitInvalid;
     }
     // PopXL ReplicaGrouping rules.
     if (o.stride == 1 && o.factor % o.group_size != 0) {
       std::cerr << fmt::format(
-          "popplan groups: --group-size {} does not divide --factor {}, but stride 1 needs "
+          "popplan groups: error: --group-size {} does not divide --factor {}, but stride 1 needs "
           "factor % group_size == 0\n",
           o.group_size, o.factor);
       return kExitInvalid;
     }
     if (o.stride != 1 && o.stride * o.group_size != o.factor) {
       std::cerr << fmt::format(
-          "popplan groups: --stride {} x --group-size {} = {}, but stride != 1 needs "
+          "popplan groups: error: --stride {} x --group-size {} = {}, but stride != 1 needs "
           "stride x group_size == factor ({})\n",
           o.stride, o.group_size, o.stride * o.group_size, o.factor);
       return kExitInvalid;

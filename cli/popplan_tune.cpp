@@ -62,7 +62,7 @@ int run_tune(const TuneOptions& o) {
   std::string why;
   const auto memory = parse_bytes(o.memory, why);
   if (!memory || *memory == 0) {
-    std::cerr << fmt::format("popplan tune: --memory-per-replica '{}': {}\n", o.memory,
+    std::cerr << fmt::format("popplan tune: error: --memory-per-replica '{}': {}\n", o.memory,
                              why.empty() ? "must be > 0" : why);
     return kExitInvalid;
   }
@@ -70,7 +70,7 @@ int run_tune(const TuneOptions& o) {
   if (!o.write.empty() && !o.force &&
       std::filesystem::exists(std::filesystem::symlink_status(o.write, ec))) {
     std::cerr << fmt::format(
-        "popplan tune: -o {}: the file exists; popplan tune does not overwrite a file: "
+        "popplan tune: error: -o {}: the file exists; popplan tune does not overwrite a file: "
         "give another path, or --force to write over it\n",
         o.write);
     return kExitInvalid;

@@ -21,7 +21,7 @@ err=$(popplan groups --factor 16 --group-size 4 --stride 3 2>&1)
 rc=$?
 set -e
 [ "$rc" = 2 ] || fail "a bad grouping exited $rc, want 2"
-[ "$err" = "popplan groups: --stride 3 x --group-size 4 = 12, but stride != 1 needs stride x group_size == factor (16)" ] \
+[ "$err" = "popplan groups: error: --stride 3 x --group-size 4 = 12, but stride != 1 needs stride x group_size == factor (16)" ] \
   || fail "message: $err"
 
 # A table is bounded as a config is: a factor past the configs' limit is refused at once
@@ -36,7 +36,7 @@ err=$(ulimit -v "$limit"; timeout 10 popplan groups --factor 1099511627776 --gro
 rc=$?
 set -e
 [ "$rc" = 2 ] || fail "--factor 2^40 exited $rc, want 2: $err"
-[ "$err" = "popplan groups: --factor 1099511627776 is more than 65536, the most replicas a config may have" ] \
+[ "$err" = "popplan groups: error: --factor 1099511627776 is more than 65536, the most replicas a config may have" ] \
   || fail "--factor 2^40: $err"
 [ "$(popplan groups --factor 65536 --group-size 1 | tail -n +3 | wc -l)" = 65536 ] || fail "R 65536"
 

@@ -69,7 +69,7 @@ grep -qF "micro-batches 1, 8, 32, 1024 of 11 at 1 stage(s) of 256 replicas" <<<"
 expect 2 "the search has 23148 combinations, 1188 even with 2 sharding groups and 2 micro-batches for each split of the devices, more than the 100 popplan tune plans at most" -- \
   popplan tune examples/mnist.yaml --memory-per-replica 900MiB --replicas 256 --global-batch 262144 \
   --max-combinations 100
-expect 2 "popplan tune: --memory-per-replica 'lots'" -- \
+expect 2 "popplan tune: error: --memory-per-replica 'lots'" -- \
   popplan tune examples/mnist.yaml --memory-per-replica lots
 expect 2 "the global batch 63 does not split over 2 replicas" -- \
   popplan tune examples/mnist.yaml --memory-per-replica 900MiB --global-batch 63
@@ -114,7 +114,7 @@ done
 # An existing file is refused without --force (exit 2, before any tuning), kept as it
 # was; with --force it is replaced.
 echo "mine" >"$tmp/taken.yaml"
-expect 2 "popplan tune: -o $tmp/taken.yaml: the file exists; popplan tune does not overwrite a file: give another path, or --force to write over it" -- \
+expect 2 "popplan tune: error: -o $tmp/taken.yaml: the file exists; popplan tune does not overwrite a file: give another path, or --force to write over it" -- \
   popplan tune examples/quick.yaml --memory-per-replica 1MiB --write "$tmp/taken.yaml"
 [ "$(cat "$tmp/taken.yaml")" = mine ] || fail "a refused --write changed the file"
 popplan tune examples/quick.yaml --memory-per-replica 1MiB --write "$tmp/taken.yaml" --force \
