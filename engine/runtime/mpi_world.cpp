@@ -90,12 +90,12 @@ class MpiTransport final : public Transport {
   void send(const std::byte* data, std::size_t bytes, std::int64_t from, std::int64_t to,
             Round round) override {
     // The datatype only reads a piece it sends.
-    pending({process_of(to), round, true})
-        .push_back({from, to, const_cast<std::byte*>(data), bytes});
+    pending_[{process_of(to), round, true}].push_back(
+        {from, to, const_cast<std::byte*>(data), bytes});
   }
   void receive(std::byte* data, std::size_t bytes, std::int64_t from, std::int64_t to,
                Round round) override {
-    pending({process_of(from), round, false}).push_back({from, to, data, bytes});
+    pending_[{process_of(from), round, false}].push_back({from, to, data, bytes});
   }
   void flush() override {
     // Nothing to post within one rank (a pipelined plan's stages call from their threads).
@@ -131,8 +131,6 @@ class MpiTransport final : public Transport {
     auto operator<=>(const Key&) const = default;
   };
 
-  std::vector<Piece>& pending(const Key& key) { return pending_[key]; }
-
   // Posts pieces [first, last) as one message, as many as fit under 2^31 bytes; returns
   // `last`. Both ends cut alike: they hold the same pieces in the same order.
   std::size_t post(const Key& key, const std::vector<Piece>& pieces, std::size_t first) {
@@ -141,18 +139,9 @@ class MpiTransport final : public Transport {
     while (last < pieces.size() && total + pieces[last].bytes <= kMost)
       total += pieces[last++].bytes;
     if (last == first) as_count(pieces[first].bytes, "a message");  // throws: one is too big
-    // MPI keeps the order of messages with one tag between two ranks, and a round's
-    // messages are the only ones between them in flight.
-    const int tag = static_cast<int>(key.round);
-    requests_.emplace_back();
-    MPI_Request* request = &requests_.back();
+    // One piece is a plain message of bytes; more, a datatype of their addresses.
     if (last - first == 1) {
-      const Piece& p = pieces[first];
-      check(key.sending ? MPI_Isend(p.data, static_cast<int>(p.bytes), MPI_BYTE, key.peer, tag,
-                                    MPI_COMM_WORLD, request)
-                        : MPI_Irecv(p.data, static_cast<int>(p.bytes), MPI_BYTE, key.peer, tag,
-                                    MPI_COMM_WORLD, request),
-            key.sending ? "MPI_Isend" : "MPI_Irecv");
+      start(key, pieces[first].data, static_cast<int>(pieces[first].bytes), MPI_BYTE);
       return last;
     }
     lengths_.clear();
@@ -168,13 +157,25 @@ class MpiTransport final : public Transport {
                                    addresses_.data(), MPI_BYTE, &layout),
           "MPI_Type_create_hindexed");
     check(MPI_Type_commit(&layout), "MPI_Type_commit");
-    const int rc = key.sending
-                       ? MPI_Isend(MPI_BOTTOM, 1, layout, key.peer, tag, MPI_COMM_WORLD, request)
-                       : MPI_Irecv(MPI_BOTTOM, 1, layout, key.peer, tag, MPI_COMM_WORLD, request);
     // A datatype freed while a message uses it lives until the message completes.
-    MPI_Type_free(&layout);
-    check(rc, key.sending ? "MPI_Isend" : "MPI_Irecv");
+    struct Free {
+      MPI_Datatype& type;
+      ~Free() { MPI_Type_free(&type); }
+    } release{layout};
+    start(key, MPI_BOTTOM, 1, layout);
     return last;
+  }
+
+  // Posts the send or receive of `count` of `type` at `data` to or from the key's rank.
+  // MPI keeps the order of messages with one tag between two ranks, and a round's
+  // messages are the only ones between them in flight: the round is the tag.
+  void start(const Key& key, void* data, int count, MPI_Datatype type) {
+    const int tag = static_cast<int>(key.round);
+    requests_.emplace_back();
+    check(key.sending
+              ? MPI_Isend(data, count, type, key.peer, tag, MPI_COMM_WORLD, &requests_.back())
+              : MPI_Irecv(data, count, type, key.peer, tag, MPI_COMM_WORLD, &requests_.back()),
+          key.sending ? "MPI_Isend" : "MPI_Irecv");
   }
 
   std::int64_t factor_;

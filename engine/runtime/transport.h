@@ -24,7 +24,6 @@ namespace popkit::engine {
 // all_reduce sends each contribution to its chunk's owner, then the sum back from it;
 // reduce_scatter sends to the owner only; all_gather sends shards.
 enum class Round : int { kToOwner = 0, kFromOwner = 1, kGather = 2 };
-inline constexpr int kRounds = 3;
 
 class Transport {
  public:
