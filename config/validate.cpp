@@ -49,6 +49,12 @@ bool Locations::usable(const std::string& path) const {
 }
 
 std::string pipeline_accumulation_rule(std::int64_t stages, std::int64_t gradient_accumulation) {
+  if (gradient_accumulation > kMaxPipelinedAccumulation)
+    return fmt::format(
+        "{} pipeline stages run training.gradient_accumulation {} micro-batches a step, more "
+        "than {}: the step's schedule lists every micro-batch of every stage; use a larger "
+        "micro_batch_size or no pipeline",
+        stages, gradient_accumulation, kMaxPipelinedAccumulation);
   if (gradient_accumulation >= 2 * stages) return {};
   return fmt::format(
       "{} pipeline stages need training.gradient_accumulation >= 2 x stages = {}, got {}: "

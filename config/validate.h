@@ -51,7 +51,9 @@ void validate_config(Config& config, const Locations& locations,
 
 // The rule PopART's pipelining tutorial states: gradient accumulation at least twice the
 // number of stages, so the main phase, where every stage works, is at least as long as
-// the ramps. Empty when it holds, else the message with the numbers.
+// the ramps; and at most kMaxPipelinedAccumulation, as a pipelined step's schedule lists
+// each micro-batch of each stage. Empty when it holds, else the message with the numbers.
+inline constexpr std::int64_t kMaxPipelinedAccumulation = 65536;
 [[nodiscard]] std::string pipeline_accumulation_rule(std::int64_t stages,
                                                      std::int64_t gradient_accumulation);
 

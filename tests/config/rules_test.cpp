@@ -455,6 +455,13 @@ BOOST_AUTO_TEST_CASE(pipeline_needs_standard_mode_and_enough_accumulation) {
              tt::per_element());
   BOOST_TEST(
       errors(kBase + "pipeline: {stages: 2}\ntraining: {gradient_accumulation: 4}\n").empty());
+  // A pipelined step's schedule lists its micro-batches: at most 65,536 of them.
+  BOOST_TEST(errors(kBase + "pipeline: {stages: 2}\ntraining: {gradient_accumulation: 65537}\n") ==
+                 Messages{"training.gradient_accumulation: 2 pipeline stages run "
+                          "training.gradient_accumulation 65537 micro-batches a step, more than "
+                          "65536: the step's schedule lists every micro-batch of every stage; use "
+                          "a larger micro_batch_size or no pipeline"},
+             tt::per_element());
   const std::string ga4 = "training: {gradient_accumulation: 4}\n";
   BOOST_TEST(errors(kBase + ga4 + "pipeline: {stages: 2}\nexecution: {mode: phased}\n") ==
                  Messages{"pipeline.stages: 2 pipeline stages need execution.mode: standard; "
