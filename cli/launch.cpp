@@ -9,17 +9,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string_view>
 #include <thread>
 
 #include "base/error.h"
 #include "cli/mpirun_output.h"
+#include "cli/tool.h"
 #include "engine/runtime/world.h"
 
 #ifndef POPKIT_MPIEXEC
@@ -29,25 +34,52 @@
 namespace popkit::cli {
 namespace {
 
+// The launcher's arguments, joined by the unit separator, for the ranks to record.
+constexpr const char* kLaunchArguments = "POPKIT_LAUNCH_ARGUMENTS";
+
 volatile std::sig_atomic_t g_mpirun = 0;   // its pid, once started
 volatile std::sig_atomic_t g_signals = 0;  // SIGINT/SIGTERM received so far
 
+// The first signal asks the ranks to stop after their step: pass_on_until_exit sends
+// mpirun SIGUSR1, which it passes on, until mpirun exits (mpirun drops one that comes
+// before it has started the ranks). The second is mpirun's own abort.
 extern "C" void on_launcher_signal(int) {
-  const pid_t pid = g_mpirun;
-  if (pid <= 0) return;
-  // The first asks the ranks to stop after their step (mpirun passes SIGUSR1 on); the
-  // second is mpirun's own abort.
   const bool first = g_signals == 0;
-  g_signals = 1;
+  g_signals = first ? 1 : 2;
   static constexpr char kStop[] = "poprun: stopping the ranks (signal again to abort)\n";
   static constexpr char kAbort[] = "poprun: aborting the ranks\n";
   if (first) {
     [[maybe_unused]] const auto n = write(STDERR_FILENO, kStop, sizeof kStop - 1);
-  } else {
-    [[maybe_unused]] const auto n = write(STDERR_FILENO, kAbort, sizeof kAbort - 1);
+    return;
   }
-  kill(pid, first ? SIGUSR1 : SIGTERM);
+  [[maybe_unused]] const auto n = write(STDERR_FILENO, kAbort, sizeof kAbort - 1);
+  if (const pid_t pid = g_mpirun; pid > 0) kill(pid, SIGTERM);
 }
+
+// The launcher's handlers while it runs mpirun; the earlier ones restored after.
+class LauncherSignals {
+ public:
+  LauncherSignals() {
+    g_signals = 0;
+    struct sigaction action {};
+    action.sa_handler = on_launcher_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~LauncherSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    g_mpirun = 0;
+  }
+  LauncherSignals(const LauncherSignals&) = delete;
+  LauncherSignals& operator=(const LauncherSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
 
 // --processes and --hostfile with their values, in either spelling (`--x v`, `--x=v`).
 bool is_launch_option(std::string_view arg) {
@@ -57,12 +89,49 @@ bool is_launch_option_with_value(std::string_view arg) {
   return arg.starts_with("--processes=") || arg.starts_with("--hostfile=");
 }
 
+// Whether `want` ranks, mpirun's children here, each hold SIGUSR1 blocked or handled
+// (/proc/PID/status: SigBlk, SigCgt), so that one mpirun passes on now stops the run; a
+// rank in its start-up, before poprun's main(), would end on it. mpirun passes SIGUSR1
+// on from when it has started its ranks, and drops one that comes before.
+bool ranks_hold_stop(pid_t mpirun, int want) {
+  constexpr std::uint64_t kUsr1 = std::uint64_t{1} << (SIGUSR1 - 1);
+  int ready = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream status(entry.path() / "status");
+    std::string line;
+    long ppid = -1;
+    std::uint64_t held = 0;
+    while (std::getline(status, line)) {
+      if (line.starts_with("PPid:")) ppid = std::strtol(line.c_str() + 5, nullptr, 10);
+      if (line.starts_with("SigBlk:") || line.starts_with("SigCgt:"))
+        held |= std::strtoull(line.c_str() + 7, nullptr, 16);
+    }
+    if (ppid == mpirun && (held & kUsr1) != 0) ++ready;
+  }
+  return ready >= want;
+}
+
 // Passes mpirun's error stream on through `err` until mpirun exits and the stream is
 // drained (a process it left behind may hold the pipe open: it is not waited for).
-pid_t pass_on_until_exit(pid_t pid, int fd, MpirunStderr& err, int& status) {
+pid_t pass_on_until_exit(pid_t pid, int local_ranks, int fd, MpirunStderr& err, int& status) {
+  using Clock = std::chrono::steady_clock;
+  // Without local ranks to look at: long enough for mpirun's handlers and the ranks'.
+  constexpr auto kRanksUp = std::chrono::seconds(2);
+  constexpr auto kRepeat = std::chrono::milliseconds(200);
+  const Clock::time_point started = Clock::now();
+  Clock::time_point sent{};
   char buffer[4096];
   pid_t done = 0;
   while (true) {
+    if (g_signals == 1 && Clock::now() - sent >= kRepeat &&
+        (local_ranks > 0 ? ranks_hold_stop(pid, local_ranks)
+                         : Clock::now() - started >= kRanksUp)) {
+      kill(pid, SIGUSR1);
+      sent = Clock::now();
+    }
     pollfd readable{fd, POLLIN, 0};
     const int ready = poll(&readable, 1, 200);
     if (ready > 0) {
@@ -153,6 +222,9 @@ std::vector<std::string> mpirun_command(const Launch& launch,
   // rank (mpirun passes SIGUSR1 on), which ends at once in its set-up or after its
   // checkpoint and MPI_Finalize, so the wait would only delay the exit past a second.
   command.insert(command.end(), {"--mca", "odls_base_sigkill_timeout", "0"});
+  std::string joined;
+  for (const std::string& arg : arguments) joined += (joined.empty() ? "" : "\x1f") + arg;
+  command.insert(command.end(), {"-x", fmt::format("{}={}", kLaunchArguments, joined)});
   // The ranks run this very binary (on other hosts, at the same path).
   std::error_code error;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
@@ -168,7 +240,22 @@ std::vector<std::string> mpirun_command(const Launch& launch,
   return command;
 }
 
-int run_ranks(const std::vector<std::string>& command) {
+std::vector<std::string> launch_arguments(const std::vector<std::string>& own) {
+  const char* joined = std::getenv(kLaunchArguments);
+  if (joined == nullptr || *joined == '\0' || std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr)
+    return own;
+  std::vector<std::string> arguments;
+  for (std::string_view rest = joined; !rest.empty();) {
+    const std::size_t end = std::min(rest.find('\x1f'), rest.size());
+    arguments.emplace_back(rest.substr(0, end));
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+  }
+  return arguments;
+}
+
+int run_ranks(const std::vector<std::string>& command, int local_ranks) {
+  // Watched from here: a stop before mpirun starts ends the launch with nothing run.
+  const LauncherSignals signals;
   std::vector<char*> argv;
   for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
@@ -177,6 +264,10 @@ int run_ranks(const std::vector<std::string>& command) {
   int status_pipe[2], err_pipe[2];
   if (pipe2(status_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
     throw Error("pipe: {}", std::strerror(errno));
+  if (g_signals != 0) {
+    std::cerr << "poprun: stopped before the ranks started: nothing was run\n";
+    return kExitInterrupted;
+  }
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw Error("fork: {}", std::strerror(errno));
@@ -209,21 +300,11 @@ int run_ranks(const std::vector<std::string>& command) {
   }
 
   g_mpirun = pid;
-  struct sigaction action {};
-  action.sa_handler = on_launcher_signal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  struct sigaction old_int {
-  }, old_term{};
-  sigaction(SIGINT, &action, &old_int);
-  sigaction(SIGTERM, &action, &old_term);
+  if (g_signals == 2) kill(pid, SIGTERM);  // aborted while it started
   MpirunStderr err(STDERR_FILENO);
   int status = 0;
-  const pid_t done = pass_on_until_exit(pid, err_pipe[0], err, status);
+  const pid_t done = pass_on_until_exit(pid, local_ranks, err_pipe[0], err, status);
   close(err_pipe[0]);
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  g_mpirun = 0;
   if (done < 0) throw Error("waiting for {}: {}", command[0], std::strerror(errno));
   return exit_code_of(status, err.said_anything());
 }

@@ -25,13 +25,21 @@ struct Launch {
 // The mpirun command line that runs this poprun command as `launch.processes` ranks:
 // `arguments` (argv without argv[0]) with --processes and --hostfile taken out. The
 // ranks get --oversubscribe when they outnumber this host's cores and no hostfile
-// places them. `mpirun` is $POPKIT_MPIRUN, else the mpiexec CMake found.
+// places them. `mpirun` is $POPKIT_MPIRUN, else the mpiexec CMake found. The ranks get
+// the whole command line, as the user gave it, in $POPKIT_LAUNCH_ARGUMENTS, to record
+// in the run's files (launch_arguments()).
 [[nodiscard]] std::vector<std::string> mpirun_command(const Launch& launch,
                                                       const std::vector<std::string>& arguments);
+
+// In a rank the launcher started: the launcher's arguments (argv without argv[0],
+// --processes included); else `own`.
+[[nodiscard]] std::vector<std::string> launch_arguments(const std::vector<std::string>& own);
 
 // Runs the command, its error stream passed on without OpenMPI's boxes that repeat a
 // rank's error (cli/mpirun_output.h), and returns its exit code when it is poprun's (0,
 // 1, 2, 130); else 1, saying why (a rank killed by a signal, mpirun failing on its own).
-int run_ranks(const std::vector<std::string>& command);
+// `local_ranks`: how many ranks run on this host (0 when a hostfile places them): a stop
+// is passed on once those have their handlers in; without any, 2 s after mpirun starts.
+int run_ranks(const std::vector<std::string>& command, int local_ranks);
 
 }  // namespace popkit::cli

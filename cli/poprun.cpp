@@ -1,6 +1,7 @@
 // poprun: executes a config's plan on this CPU: trains, evaluates, measures.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "cli/verbs.h"
 #include "engine/kernels/kernels.h"
 #include "engine/runtime/world.h"
+#include "runner/stop_signal.h"
 
 namespace {
 
@@ -32,6 +34,8 @@ int main(int argc, char** argv) {
   // Under mpirun each rank is a poprun process hosting its share of the replicas
   // (engine/runtime/world.h); without it, one process hosts them all.
   std::optional<popkit::engine::WorldSession> session;
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr)
+    popkit::runner::StopSignals::block_until_handled();
   try {
     session.emplace(argc, argv);
   } catch (const std::exception& e) {  // MPI would not start, or not as poprun needs it

@@ -44,31 +44,33 @@ int here_or_ranks(const Tool& tool, const Launch& launch, const std::function<in
     std::cerr << "poprun: error: " << e.what() << '\n';
     return kExitInvalid;
   }
-  return ranks ? run_ranks(mpirun_command(launch, tool.arguments())) : here();
+  return ranks ? run_ranks(mpirun_command(launch, tool.arguments()),
+                           launch.hostfile.empty() ? launch.processes : 0)
+               : here();
 }
 
 void add_train_verb(Tool& tool, const std::shared_ptr<Launch>& launch) {
   auto train = std::make_shared<runner::TrainCommand>();
   auto steps = std::make_shared<std::int64_t>(0);
   auto epochs = std::make_shared<std::int64_t>(0);
-  CLI::App* t =
-      tool.add("train",
-               "Train the model of CONFIG on its dataset: progress on stderr, a summary with test "
-               "accuracy, a run file and checkpoints. A run needing more host memory than the "
-               "machine has available (or $POPKIT_HOST_MEMORY, e.g. 64GiB) is refused. Exit 0 "
-               "done, 1 run-time failure, 2 invalid config or refused input, 130 stopped by "
-               "SIGINT/SIGTERM (a checkpoint written, or in set-up with nothing written).",
-               [train, steps, epochs, launch, &tool] {
-                 return here_or_ranks(tool, *launch, [&] {
-                   train->quiet = tool.quiet();
-                   train->options.command = {tool.name()};
-                   train->options.command.insert(train->options.command.end(),
-                                                 tool.arguments().begin(), tool.arguments().end());
-                   if (*steps > 0) train->options.steps = *steps;
-                   if (*epochs > 0) train->options.epochs = *epochs;
-                   return runner::run_train_command(*train, std::cout, std::cerr);
-                 });
-               });
+  CLI::App* t = tool.add(
+      "train",
+      "Train the model of CONFIG on its dataset: progress on stderr, a summary with test "
+      "accuracy, a run file and checkpoints. A run needing more host memory than the "
+      "machine has available (or $POPKIT_HOST_MEMORY, e.g. 64GiB) is refused. Exit 0 "
+      "done, 1 run-time failure, 2 invalid config or refused input, 130 stopped by "
+      "SIGINT/SIGTERM (a checkpoint written, or in set-up with nothing written).",
+      [train, steps, epochs, launch, &tool] {
+        return here_or_ranks(tool, *launch, [&] {
+          train->quiet = tool.quiet();
+          train->options.command = {tool.name()};
+          const std::vector<std::string> given = launch_arguments(tool.arguments());
+          train->options.command.insert(train->options.command.end(), given.begin(), given.end());
+          if (*steps > 0) train->options.steps = *steps;
+          if (*epochs > 0) train->options.epochs = *epochs;
+          return runner::run_train_command(*train, std::cout, std::cerr);
+        });
+      });
   t->add_option("config", train->config, "the config file (YAML)")->required();
   add_set_option(t, train->overrides);
   t->add_option("--steps", *steps,

@@ -196,7 +196,6 @@ int run_train_command(const TrainCommand& command, std::ostream& out_stream,
   std::ostream& out = streams.out(out_stream);
   std::ostream& err = streams.out(err_stream);
   StopSignals signals;  // from the start: a signal during the set-up ends it (trainer.h)
-  StopSignals::clear();
   const auto config =
       load_config_on_every_rank(command.config, command.overrides, streams, err_stream);
   if (!config) return kExitInvalid;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -36,19 +37,41 @@ const char* signal_name(int signal) {
 }  // namespace
 
 StopSignals::StopSignals() {
+  clear();
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESETHAND | SA_RESTART;
   sigaction(SIGINT, &action, &old_int_);
   sigaction(SIGTERM, &action, &old_term_);
-  sigaction(SIGUSR1, &action, &old_usr1_);
+  // SIGUSR1 comes from mpirun, as often as `poprun --processes N` asks it to pass a stop
+  // on (the launcher repeats it until the ranks have it): every one only raises the flag.
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &action, nullptr);
+  // A rank blocks it from its start (block_until_handled()): one that came since is
+  // delivered now, to the handler.
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_UNBLOCK, &usr1, nullptr);
+}
+
+void StopSignals::block_until_handled() {
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &usr1, nullptr);
 }
 
 StopSignals::~StopSignals() {
   sigaction(SIGINT, &old_int_, nullptr);
   sigaction(SIGTERM, &old_term_, nullptr);
-  sigaction(SIGUSR1, &old_usr1_, nullptr);
+  // Not restored but ignored: the launcher repeats its stop until mpirun exits, and one
+  // that comes while the rank ends must not kill it.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGUSR1, &ignore, nullptr);
 }
 
 int StopSignals::received() {

@@ -18,7 +18,9 @@
 
 namespace popkit::runner {
 
-// Installs the handlers for its lifetime and restores the previous ones after.
+// Installs the handlers for its lifetime and restores the previous ones after, but
+// SIGUSR1's, which stays ignored; a signal received before (the flag of an earlier run in
+// this process) is cleared.
 class StopSignals {
  public:
   StopSignals();
@@ -29,11 +31,14 @@ class StopSignals {
   // The signal received (SIGINT, SIGTERM or SIGUSR1), or 0.
   [[nodiscard]] static int received();
   static void clear();
+  // For a process mpirun starts, first thing: SIGUSR1, the stop mpirun passes on, waits
+  // (blocked) for the handlers instead of ending the rank in its start-up; StopSignals()
+  // takes it then.
+  static void block_until_handled();
 
  private:
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
-  struct sigaction old_usr1_ {};
 };
 
 // While it watches, a stop signal (StopSignals' handler) wakes a thread that runs the

@@ -10,7 +10,8 @@
 #   "Stopping cleanly").
 # - A signal during the ranks' set-up (4,096 replicas of examples/quick.yaml: seconds),
 #   to the launcher, to the ranks or as SIGUSR1 to mpirun: every rank ends at once, exit
-#   130, rank 0 saying so once, with no run folder left and `latest` unchanged.
+#   130, rank 0 saying so once, with no run folder left and `latest` unchanged; so does
+#   a signal to the launcher as it starts mpirun.
 set -uo pipefail
 source "$POPKIT_SOURCE_DIR/tests/mpi/lib.sh"
 
@@ -38,11 +39,13 @@ stop() {
   rc=$?
 }
 
-# The launcher's mpirun command: its own options out, the rest of the command as typed.
+# The launcher's mpirun command: its own options out, the rest of the command as typed,
+# and the whole command for the ranks to record.
 printf '#!/bin/sh\necho "$@"\n' >show-args && chmod +x show-args
 echo "localhost slots=4" >hosts
 got=$(POPKIT_MPIRUN=./show-args poprun train "$config" --processes=4 --steps 3 --hostfile hosts -q)
-want="-np 4 --hostfile hosts --stdin none --mca odls_base_sigkill_timeout 0 $(readlink -f "$(command -v poprun)") train $config --steps 3 -q"
+given=$(printf 'train\x1f%s\x1f--processes=4\x1f--steps\x1f3\x1f--hostfile\x1fhosts\x1f-q' "$config")
+want="-np 4 --hostfile hosts --stdin none --mca odls_base_sigkill_timeout 0 -x POPKIT_LAUNCH_ARGUMENTS=$given $(readlink -f "$(command -v poprun)") train $config --steps 3 -q"
 [ "$got" = "$want" ] || fail "poprun --processes=4 --hostfile hosts ran
   $got
 want
@@ -157,6 +160,34 @@ stop_setup() {
   fi
 }
 for target in launcher-INT launcher-TERM ranks mpirun-USR1; do stop_setup "$target"; done
+
+# A stop in the launcher's first moments, before or while mpirun starts the ranks: mpirun
+# drops a SIGUSR1 that comes before its ranks run, and a rank's own start-up would end on
+# one, so the launcher repeats it and the ranks hold it until their handler is in (it
+# was lost, exit 0, or ended a rank, exit 1). Exit 130 and nothing left, whenever it comes.
+for delay in 0.1 0.3 0.6 1.2; do
+  poprun train "$quick" --set replication.factor=4096 --set data.synthetic_train=131072 \
+    --set data.synthetic_test=32768 --steps 1000000 --processes 2 >early.out 2>early.err &
+  pid=$!
+  sleep "$delay"
+  kill -TERM "$pid"
+  timeout 30 tail -s 0.05 --pid="$pid" -f /dev/null
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid"
+    sleep 0.5
+    kill -TERM "$pid" 2>/dev/null
+  fi
+  wait "$pid"
+  rc=$?
+  left=$(find runs/quick -mindepth 1 -maxdepth 1 ! -name "$earlier" ! -name latest)
+  if [ "$rc" != 130 ]; then
+    fail "SIGTERM $delay s after the launcher's start: exit $rc, want 130: $(cat early.err)"
+  elif [ -n "$left" ] || [ "$(readlink runs/quick/latest)" != "$earlier" ]; then
+    fail "SIGTERM $delay s after the launcher's start: left $left"
+  else
+    echo "SIGTERM $delay s after the launcher's start: exit 130, nothing left"
+  fi
+done
 
 stop mpirun mpirun --mca odls_base_sigkill_timeout 5
 last=$(last_checkpoint mpirun)

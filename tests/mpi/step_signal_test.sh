@@ -63,6 +63,10 @@ done
 end=$((last + 2))
 poprun train "$quick" "${args[@]}" --steps $end --checkpoint-every 1 --processes 2 -q \
   -o whole/run.json >whole.log 2>&1 || fail "the uninterrupted run: $(cat whole.log)"
+# Its files record the command as given, the launcher's --processes 2 included (the
+# ranks run without it).
+grep -qE -- "^# command: poprun train .* --processes 2 -q -o whole/run.json$" whole/config.yaml ||
+  fail "config.yaml of a run over ranks: $(grep '^# command' whole/config.yaml)"
 for i in "${!steps[@]}"; do
   dir=stop-$((i + 1)) step=${steps[$i]}
   [ -n "$step" ] || continue
