@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -104,6 +105,20 @@ InputFile open_input_file(const std::string& path, const std::string& hint) {
     throw Error("{}: {}{}", path, why, add_hint ? "; " + hint : "");
   }
   return InputFile(fd, path, size);
+}
+
+bool named_as(std::string_view path, std::initializer_list<std::string_view> extensions) {
+  const auto lower = [](char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  };
+  for (const std::string_view ext : extensions) {
+    if (path.size() < ext.size()) continue;
+    const std::string_view end = path.substr(path.size() - ext.size());
+    if (std::equal(end.begin(), end.end(), ext.begin(),
+                   [&](char a, char b) { return lower(a) == b; }))
+      return true;
+  }
+  return false;
 }
 
 }  // namespace popkit

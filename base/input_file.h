@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 
 namespace popkit {
 
@@ -47,5 +49,11 @@ std::string input_file_problem(const std::string& path);
 // `hint` (e.g. "give the path of a run file") is appended to the directory and
 // not-regular reasons when given.
 InputFile open_input_file(const std::string& path, const std::string& hint = "");
+
+// Whether `path`'s name ends in one of `extensions` (".yaml"; ASCII case ignored). A
+// diagnostic shows a file's lines only when its name says it is the kind of file read,
+// so that no error prints the contents of a file given by mistake (/etc/passwd as a
+// config).
+bool named_as(std::string_view path, std::initializer_list<std::string_view> extensions);
 
 }  // namespace popkit

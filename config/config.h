@@ -18,6 +18,10 @@ namespace popkit::config {
 
 inline constexpr int kSchemaVersion = 1;
 
+// The file a run folder holds its resolved config in (runner/resolved_config.h); every
+// tool that takes a config takes a run folder for it.
+inline constexpr const char* kRunConfigFileName = "config.yaml";
+
 enum class Activation { kNone, kGelu, kRelu };
 enum class Loss { kSoftmaxCrossEntropy };
 

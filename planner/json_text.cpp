@@ -9,6 +9,8 @@
 #include <iterator>
 #include <utility>
 
+#include "base/input_file.h"
+
 namespace popkit::planner {
 namespace {
 
@@ -52,7 +54,7 @@ std::string located(std::string_view text, const std::string& filename, std::siz
   if (line_end > line_start && text[line_end - 1] == '\r') --line_end;
   const std::size_t column = offset - line_start + 1;
   std::string out = fmt::format("{}:{}:{}: {}", filename, line, column, message);
-  if (line_end <= line_start) return out;
+  if (line_end <= line_start || !named_as(filename, {".json", ".jsonl"})) return out;
   std::size_t from = line_start;
   std::size_t to = line_end;
   if (to - from > kMaxExcerpt) {

@@ -183,7 +183,8 @@ std::string config_hash(const config::Config& config) {
   return fmt::format("{:016x}", h);
 }
 
-std::string resolved_config_yaml(const config::Config& config, const std::string& command) {
+std::string resolved_config_yaml(const config::Config& config, const std::string& command,
+                                 const std::string& run_length) {
   json resolved = resolved_config_json(config);
   if (config::is_profile_path(config.device.profile) && config.device.resolved &&
       !config.device.resolved->source.empty())
@@ -196,6 +197,10 @@ std::string resolved_config_yaml(const config::Config& config, const std::string
       "# command: {}\n"
       "# config hash: {}\n",
       command.empty() ? std::string("(not recorded)") : command, config_hash(config));
+  if (!run_length.empty())
+    out += fmt::format(
+        "# run length: {} from the command line, not the training section's; give it again\n",
+        run_length);
   for (const char* section :
        {"version", "name", "model", "replication", "variables", "sharding", "remote", "execution",
         "pipeline", "training", "data", "eval", "device"})

@@ -21,7 +21,10 @@ std::string config_hash(const config::Config& config);
 // command line that ran it and the config's hash. Loading it gives the same config (the
 // same hash), but for a profile file given by a relative path, which is written as an
 // absolute one: the file it is read from sits elsewhere than the config it came from.
-// Data paths are the working directory's, as in any config.
-std::string resolved_config_yaml(const config::Config& config, const std::string& command);
+// Data paths are the working directory's, as in any config. `run_length`, when the
+// command line set it ("--steps 5"), is said in a comment: it overrides the training
+// section's steps or epochs, which stay as the config has them (they are in its hash).
+std::string resolved_config_yaml(const config::Config& config, const std::string& command,
+                                 const std::string& run_length = "");
 
 }  // namespace popkit::runner

@@ -96,7 +96,20 @@ std::string not_our_link(const fs::path& link) {
   const fs::path target = fs::read_symlink(link, ec);
   if (ec || target.empty() || target.has_parent_path() || target == "." || target == "..")
     return fmt::format("is a link to {}, not to a run beside it", target.string());
-  return "";
+  // A run's folder holds its lock, config.yaml, run.json or metrics.jsonl from its start;
+  // a link to a folder without any is a user's, and a link to nothing, a removed run's.
+  const fs::path dir = link.parent_path() / target;
+  if (!fs::exists(dir, ec)) return "";
+  for (const char* name : {kLockFileName, kConfigFileName, kRunFileName, kMetricsFileName})
+    if (fs::exists(dir / name, ec)) return "";
+  return fmt::format("is a link to {}, a folder that holds no run", target.string());
+}
+
+// Locks the checkpoint folder when it is not the run folder (already locked).
+RunLock lock_checkpoint_folder(const RunPaths& p, const std::string& command) {
+  std::error_code ec;
+  if (fs::equivalent(p.checkpoint_dir, p.dir, ec)) return {};
+  return RunLock::acquire(p.checkpoint_dir, command);
 }
 
 }  // namespace
@@ -116,6 +129,7 @@ std::string run_stamp(std::time_t when) {
 RunFolder::RunFolder(RunFolder&& other) noexcept
     : paths(std::move(other.paths)),
       lock_(std::move(other.lock_)),
+      checkpoint_lock_(std::move(other.checkpoint_lock_)),
       created_(std::exchange(other.created_, {})),
       kept_(std::exchange(other.kept_, true)) {}
 
@@ -124,6 +138,7 @@ RunFolder::~RunFolder() {
 }
 
 void RunFolder::abandon() noexcept {
+  checkpoint_lock_.release();
   lock_.release();
   if (kept_) return;
   std::error_code ec;
@@ -151,8 +166,9 @@ RunFolder make_run_paths(const RunFolderRequest& request, std::time_t now) {
     // Locked before it is looked at: of two runs started on it at once, one finds it
     // held, not the other's first files.
     folder.lock_ = RunLock::acquire(p.dir, request.command);
-    if (!request.force) refuse_earlier_run(request, p);
     create_folders(p.checkpoint_dir, "checkpoint", folder.created_);
+    folder.checkpoint_lock_ = lock_checkpoint_folder(p, request.command);
+    if (!request.force) refuse_earlier_run(request, p);
     return folder;
   }
   // A new folder under runs/<name>/: mkdir either creates it or finds it taken.
@@ -171,13 +187,14 @@ RunFolder make_run_paths(const RunFolderRequest& request, std::time_t now) {
       if (p.checkpoint_dir.empty()) {
         p.checkpoint_dir = dir;
       } else {
+        create_folders(p.checkpoint_dir, "checkpoint", folder.created_);
+        folder.checkpoint_lock_ = lock_checkpoint_folder(p, request.command);
         if (!request.force && count_checkpoints(p.checkpoint_dir) > 0)
           throw AgreedError(fmt::format("--checkpoint-dir {} holds checkpoints of an earlier run; "
                                         "poprun does not mix runs' checkpoints: give another "
                                         "folder, leave out --checkpoint-dir, or give --force",
                                         p.checkpoint_dir.string()),
                             true, kExitInvalid);
-        create_folders(p.checkpoint_dir, "checkpoint", folder.created_);
       }
       return folder;
     }
@@ -186,15 +203,19 @@ RunFolder make_run_paths(const RunFolderRequest& request, std::time_t now) {
   throw Error("{}: 9999 runs started in the second {}: give --run-dir", base.string(), stamp);
 }
 
-std::vector<std::string> remove_earlier_run(const RunPaths& p) {
+std::vector<std::string> remove_earlier_run(const RunPaths& p, const std::string& keep) {
   std::vector<fs::path> earlier;
   if (!p.run_file.empty()) earlier.emplace_back(p.run_file);
   earlier.push_back(p.dir / kMetricsFileName);
   earlier.push_back(p.dir / kConfigFileName);
   std::error_code ec;
   const fs::path checkpoints = p.checkpoint_dir.empty() ? fs::path(".") : p.checkpoint_dir;
-  for (const auto& entry : fs::directory_iterator(checkpoints, ec))
-    if (checkpoint_step(entry.path().filename().string())) earlier.push_back(entry.path());
+  for (const auto& entry : fs::directory_iterator(checkpoints, ec)) {
+    std::error_code same_ec;
+    if (checkpoint_step(entry.path().filename().string()) &&
+        (keep.empty() || !fs::equivalent(entry.path(), keep, same_ec)))
+      earlier.push_back(entry.path());
+  }
   std::vector<std::string> removed;
   for (const fs::path& path : earlier)
     if (is_regular(path) && fs::remove(path, ec)) removed.push_back(path.string());
@@ -241,6 +262,13 @@ ResumePoint resolve_resume(const std::string& resume, const std::string& config_
   if (resume == kLatestName) {
     const fs::path link = runs_folder(config_name) / kLatestName;
     std::error_code ec;
+    const fs::file_type type = fs::symlink_status(link, ec).type();
+    if (type != fs::file_type::not_found && type != fs::file_type::symlink &&
+        type != fs::file_type::directory)
+      throw Error(
+          "--resume latest: {} is not poprun's link to the latest run of '{}' but a file; give "
+          "--resume RUN_DIR or --resume CHECKPOINT",
+          link.string(), config_name);
     if (!fs::is_symlink(link, ec) && !fs::is_directory(link, ec))
       throw Error(
           "--resume latest: {} does not exist: no run of '{}' was started from this folder "

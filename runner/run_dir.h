@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
 #include "reports/run_record.h"
 #include "runner/run_lock.h"
 
@@ -28,7 +29,7 @@ namespace popkit::runner {
 inline constexpr const char* kRunFileName = "run.json";
 inline constexpr const char* kMetricsFileName = "metrics.jsonl";
 inline constexpr const char* kLatestName = "latest";
-inline constexpr const char* kConfigFileName = "config.yaml";
+inline constexpr const char* kConfigFileName = config::kRunConfigFileName;
 
 struct RunFolderRequest {
   std::string config_name;
@@ -73,6 +74,7 @@ class RunFolder {
  private:
   friend RunFolder make_run_paths(const RunFolderRequest& request, std::time_t now);
   RunLock lock_;
+  RunLock checkpoint_lock_;  // the checkpoint folder's, when it is another folder
   std::vector<std::filesystem::path> created_;  // in the order created
   bool kept_ = false;
 };
@@ -84,19 +86,23 @@ class RunFolder {
 // - else a new runs/<config name>/<stamp>/, with "-2", "-3", ... after the stamp when
 //   that folder exists (created with mkdir, so two runs starting in the same second
 //   get two folders).
-// A folder another run holds is refused (InputRefused, exit 2, naming the holder).
+// The checkpoint folder, when it is another folder, is locked too. A folder another run
+// holds, as its run folder or its checkpoint folder, is refused (InputRefused, exit 2,
+// naming the holder).
 // Unless `force`, a run file that exists, or a run folder or checkpoint folder that holds
 // metrics.jsonl or checkpoints, is refused: AgreedError, exit code 2, naming --force.
 RunFolder make_run_paths(const RunFolderRequest& request, std::time_t now);
 
 // What --force writes over: the earlier run's run file, metrics.jsonl and config.yaml in
 // the run folder and every checkpoint-step<N>.safetensors in the checkpoint folder, so
-// that no checkpoint of it is left for a later --resume to take. Returns what it removed.
-std::vector<std::string> remove_earlier_run(const RunPaths& paths);
+// that no checkpoint of it is left for a later --resume to take. `keep`, the checkpoint
+// this run resumed from (its config matches), stays. Returns what it removed.
+std::vector<std::string> remove_earlier_run(const RunPaths& paths, const std::string& keep = "");
 
 // Points runs/<name>/latest at a stamped folder (a relative symbolic link, replaced
 // atomically through rename). Only a link poprun made (to a folder beside it) is
-// replaced: a file, a folder or another link there is left as it is. Returns "" or why
+// replaced: a file, a folder or another link there (one to a folder beside it that holds
+// no run included) is left as it is. Returns "" or why
 // it was not pointed (the run goes on).
 std::string point_latest(const RunPaths& paths);
 

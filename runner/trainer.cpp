@@ -192,11 +192,15 @@ void open_outputs(Prepared& p, const config::Config& config, const TrainOptions&
                   Progress& progress, MetricsLog& metrics) {
   p.folder->keep();
   if (options.force)
-    for (const std::string& removed : remove_earlier_run(p.paths))
+    for (const std::string& removed : remove_earlier_run(p.paths, p.resume_point.checkpoint))
       progress.note(fmt::format("removed {}, the earlier run's (--force)", removed));
   if (const std::string why = point_latest(p.paths); !why.empty())
     progress.note(fmt::format("warning: {}", why));
-  const std::string yaml = resolved_config_yaml(config, command_line_text(options.command));
+  const std::string run_length = options.steps    ? fmt::format("--steps {}", *options.steps)
+                                 : options.epochs ? fmt::format("--epochs {}", *options.epochs)
+                                                  : std::string();
+  const std::string yaml =
+      resolved_config_yaml(config, command_line_text(options.command), run_length);
   AtomicFile file((p.paths.dir / kConfigFileName).string(), TemporaryName::kHiddenPerProcess);
   file.write(yaml.data(), yaml.size());
   file.commit();

@@ -43,7 +43,7 @@ CalibrationTable load_calibration_table(const std::string& path) {
     error(0, 0, e.what());
     return t;
   }
-  t.sources[path] = text;
+  if (named_as(path, {".csv"})) t.sources[path] = text;  // else its lines stay unshown
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   bool header = false;
   int header_line = 1;

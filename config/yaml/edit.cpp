@@ -358,9 +358,9 @@ std::vector<std::string> write_config_with(const std::string& source,
                 edit.diagnostics.front().message);
   AtomicFile out(destination, TemporaryName::kHiddenPerProcess);
   out.write(edit.text.data(), edit.text.size());
-  // Loaded from the temporary, in the destination's folder: a relative device.profile
+  // Loaded as the temporary, in the destination's folder: a relative device.profile
   // resolves as it will from the written file.
-  const LoadResult back = load_config_file(out.temporary());
+  const LoadResult back = load_config_string(edit.text, out.temporary());
   if (!back.config) {
     const Diagnostic& d = back.diagnostics.front();
     throw Error("the config written for {} does not load ({}:{}: {}); nothing written", destination,

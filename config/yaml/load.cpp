@@ -562,6 +562,16 @@ LoadResult load_config_file(const std::string& path, const std::vector<std::stri
     result.diagnostics.push_back({Severity::kError, path, 0, 0, std::move(message)});
     return result;
   };
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    const std::string inside = (std::filesystem::path(path) / kRunConfigFileName).string();
+    if (std::filesystem::exists(inside, ec)) return load_config_file(inside, overrides);
+  } else if (!named_as(path, {".yaml", ".yml"}) && std::filesystem::is_regular_file(path, ec)) {
+    // Not read: a diagnostic would show the lines of what may be no config at all.
+    return fail(
+        "is not a config file: a config's name ends in .yaml or .yml (or give a run folder); it "
+        "was not read");
+  }
   std::string text;
   try {
     InputFile file = open_input_file(path, "give the path of a YAML config file");

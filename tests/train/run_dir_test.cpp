@@ -100,6 +100,15 @@ BOOST_AUTO_TEST_CASE(latest_replaces_only_its_own_link) {
   BOOST_TEST(point_latest(run.paths).starts_with(
       "runs/tiny/latest is a link to /tmp, not to a run beside it, so it was left as it is"));
   BOOST_TEST(fs::read_symlink("runs/tiny/latest") == fs::path("/tmp"));
+  // A link to a folder beside it that holds no run is a user's too.
+  fs::remove("runs/tiny/latest");
+  fs::create_directory("runs/tiny/notes");
+  fs::create_directory_symlink("notes", "runs/tiny/latest");
+  BOOST_TEST(point_latest(run.paths) ==
+             "runs/tiny/latest is a link to notes, a folder that holds no run, so it was left as "
+             "it is, not pointed at 20261125-174501");
+  BOOST_TEST(fs::read_symlink("runs/tiny/latest") == fs::path("notes"));
+  // A link to a removed run, or to a run, is poprun's.
   fs::remove("runs/tiny/latest");
   fs::create_directory_symlink("20200101-000000", "runs/tiny/latest");
   BOOST_TEST(point_latest(run.paths) == "");
@@ -129,6 +138,30 @@ BOOST_AUTO_TEST_CASE(a_folder_in_use_is_refused_naming_its_holder) {
   BOOST_TEST(refused.find(" UTC: poprun train tiny.yaml --run-dir shared; two runs in one folder "
                           "would mix their checkpoints and metrics") != std::string::npos,
              refused);
+  // Nor may another run write its checkpoints there, or take the first run's checkpoint
+  // folder for its run folder.
+  RunFolderRequest other;
+  other.config_name = "tiny";
+  other.run_dir = "other";
+  other.checkpoint_dir = "shared";
+  BOOST_TEST(error_of([&] {
+               make_run_paths(other, 0);
+             }).starts_with(fmt::format("shared is in use by another run: pid {}", ::getpid())));
+  RunFolderRequest with_checkpoints = want;
+  with_checkpoints.run_dir = "third";
+  with_checkpoints.checkpoint_dir = "kept";
+  std::optional<RunFolder> third(make_run_paths(with_checkpoints, 0));
+  BOOST_TEST(fs::exists("kept/.poprun.lock"));
+  other.run_dir = "kept";
+  other.checkpoint_dir.clear();
+  BOOST_TEST(error_of([&] {
+               make_run_paths(other, 0);
+             }).starts_with(fmt::format("kept is in use by another run: pid {}", ::getpid())));
+  other.run_dir.clear();
+  other.checkpoint_dir = "kept";  // a stamped run folder, the checkpoints in use
+  BOOST_TEST(error_of([&] { make_run_paths(other, 0); }).starts_with("kept is in use"));
+  third.reset();
+  BOOST_TEST(!fs::exists("kept/.poprun.lock"));
   first->keep();
   first.reset();
   BOOST_TEST(!fs::exists("shared/.poprun.lock"));  // released and removed
@@ -181,6 +214,15 @@ BOOST_AUTO_TEST_CASE(force_leaves_no_checkpoint_of_the_earlier_run) {
                                                "metrics.jsonl", "run.json"}),
              boost::test_tools::per_element());
   BOOST_TEST(resolve_resume("mine", "tiny").checkpoint == forced.checkpoint);
+  // Resumed from its own folder with --force, the run keeps the checkpoint it resumed
+  // from (of its own config) and removes the rest of the earlier run.
+  o.steps = 5;
+  o.checkpoint_every = 1;
+  o.resume = "mine/checkpoint-step3.safetensors";
+  const TrainResult resumed = train_in(c, o);
+  BOOST_TEST(resumed.first_step == 3);
+  BOOST_TEST(fs::exists("mine/checkpoint-step3.safetensors"));
+  BOOST_TEST(fs::exists("mine/checkpoint-step5.safetensors"));
 }
 
 BOOST_AUTO_TEST_CASE(an_earlier_run_is_not_overwritten_without_force) {
@@ -233,6 +275,12 @@ BOOST_AUTO_TEST_CASE(resume_latest_a_run_folder_or_a_checkpoint) {
           .starts_with(
               "--resume latest: runs/tiny/latest does not exist: no run of 'tiny' was started from "
               "this folder"));
+  fs::create_directories("runs/tiny");
+  std::ofstream("runs/tiny/latest") << "my notes\n";
+  BOOST_TEST(error_of([&] { resolve_resume("latest", "tiny"); })
+                 .starts_with("--resume latest: runs/tiny/latest is not poprun's link to the "
+                              "latest run of 'tiny' but a file"));
+  fs::remove_all("runs");
   TrainOptions o;
   o.steps = 4;
   o.checkpoint_every = 2;
@@ -306,6 +354,17 @@ BOOST_AUTO_TEST_CASE(config_yaml_loads_back_as_the_same_config) {
   const auto loaded = config::load_config_file("deep/run/config.yaml");
   BOOST_REQUIRE(loaded.config);
   BOOST_TEST(loaded.config->device.resolved->source == (dir / "profiles/mine.yaml").string());
+  // Every tool takes the run folder for its config.yaml.
+  const auto by_folder = config::load_config_file("deep/run");
+  BOOST_REQUIRE(by_folder.config);
+  BOOST_TEST(config_hash(*by_folder.config) == config_hash(*loaded.config));
+  BOOST_REQUIRE(!config::load_config_file("deep").ok());
+  BOOST_TEST(config::load_config_file("deep").diagnostics.at(0).message ==
+             "is a directory; give the path of a YAML config file");
+  // A run length from the command line is said where the config keeps its own.
+  BOOST_TEST(resolved_config_yaml(c, "poprun train x.yaml --steps 5", "--steps 5")
+                 .find("\n# run length: --steps 5 from the command line, not the training "
+                       "section's; give it again\n") != std::string::npos);
   BOOST_TEST(command_line_text({"poprun", "train", "a b.yaml", "--set", "name=it's", "x\ny"}) ==
              "poprun train 'a b.yaml' --set 'name=it'\\''s' $'x\\x0ay'");
 }
