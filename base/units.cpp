@@ -118,6 +118,11 @@ std::string format_thousands(double value, int decimals) {
   return (negative ? "-" : "") + grouped + frac;
 }
 
+std::string format_rate(double per_second) {
+  const double v = std::fabs(per_second);
+  return format_thousands(per_second, v < 1 ? 3 : v < 10 ? 2 : v < 100 ? 1 : 0);
+}
+
 std::string format_byte_difference(std::uint64_t a, std::uint64_t b) {
   if (a == b) return "0 B";
   return a > b ? "+" + format_bytes(a - b) : "-" + format_bytes(b - a);

@@ -26,6 +26,10 @@ std::string format_bytes(std::uint64_t bytes);
 // 1234567.8 -> "1,234,568" (rounded to `decimals` places, default none).
 std::string format_thousands(double value, int decimals = 0);
 
+// A rate as format_thousands writes it, with the decimals that keep three significant
+// digits below 100: 85202.4 -> "85,202", 2.391 -> "2.39", 0.1527 -> "0.153".
+std::string format_rate(double per_second);
+
 // The difference a - b with its sign, for any two byte counts: (1536, 0) -> "+1.50 KiB",
 // (0, 512) -> "-512 B", (7, 7) -> "0 B".
 std::string format_byte_difference(std::uint64_t a, std::uint64_t b);

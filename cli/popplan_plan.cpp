@@ -17,6 +17,7 @@
 #include "planner/host_memory.h"
 #include "planner/plan_json.h"
 #include "planner/plan_text.h"
+#include "planner/text_table.h"
 #include "planner/tune.h"
 #include "reports/diagrams.h"
 
@@ -94,8 +95,11 @@ int run_plan(const PlanOptions& o) {
   // may run elsewhere), so a run too big for it is a warning, not a failure.
   if (const std::string why =
           planner::host_memory_problem(plan.host_memory, planner::available_host_memory());
-      !why.empty())
-    std::cerr << "popplan: warning: poprun would refuse this run here: " << why << '\n';
+      !why.empty()) {
+    planner::Printer err(std::cerr);
+    planner::print_wrapped(err, "popplan: warning: ", "  ",
+                           "poprun would refuse this run here: " + why);
+  }
   return plan.fits ? kExitOk : kExitFailure;
 }
 
@@ -205,9 +209,10 @@ void add_plan_verbs(Tool& tool) {
       "Build the phased execution plan of CONFIG: phases, ops, buffers, tensors, memory per "
       "replica. Exit 0 when it fits the device, 1 when it does not, 2 for an invalid config.",
       [plan] { return run_plan(*plan); });
-  p->add_option("config", plan->config, "the config file (YAML)")->required();
+  p->add_option("config", plan->config, "the config file (YAML), or a run folder")->required();
   p->add_option("--format", plan->format,
-                "text (tables within 100 columns), wide (each table in one piece) or json")
+                "text (tables within 100 columns, the rows of repeated blocks folded), wide "
+                "(each table in one piece, every row) or json")
       ->check(CLI::IsMember({"text", "wide", "json"}));
   p->add_flag("--ops", plan->ops,
               "text: also the device tensors and every phase's ops (the schedule), after the "

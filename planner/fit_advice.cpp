@@ -153,7 +153,7 @@ std::string describe_advice(const FitAdvice& a, std::uint64_t memory_per_replica
   for (const auto& s : a.settings) sets += fmt::format(" --set {}", s);
   return fmt::format("fits with:{} (peak {} of {}, est. {} samples/s; {})", sets,
                      format_bytes(a.peak_bytes), format_bytes(memory_per_replica),
-                     format_thousands(a.samples_per_second), a.found);
+                     format_rate(a.samples_per_second), a.found);
 }
 
 }  // namespace popkit::planner

@@ -271,7 +271,7 @@ void print_verdict(Printer& out, const Plan& plan) {
   out.print("  the peak in phase {}: {}\n", plan.peak_phase + 1, peak.name);
   const char* per = plan.program == Program::kEval ? "batch" : "step";
   out.print("  estimated {:.3f} ms per {}, {} samples/s on {}\n", plan.estimated_step_seconds * 1e3,
-            per, format_thousands(plan.estimated_samples_per_second), plan.device_profile);
+            per, format_rate(plan.estimated_samples_per_second), plan.device_profile);
   if (!plan.fits) {
     const NotFitting& nf = plan.not_fitting;
     out.print("  phase '{}' needs {} more than the {} per replica\n", nf.phase,
@@ -318,11 +318,13 @@ void print_setup(Printer& out, const Plan& plan) {
   print_sync_groups(out, plan);
 }
 
-void print_variables(Printer& out, const Plan& plan, std::size_t width) {
+// Returns whether a table folded rows.
+bool print_variables(Printer& out, const Plan& plan, std::size_t width) {
   out.put("\nLayers\n");
   // The kind's keys but the output's width, which has a column of its own.
   TextTable layers({"Layer", "Kind", "In", "Out", "Settings", "Graph", "Row"},
                    {false, false, true, true, false, true, true});
+  layers.fold_repeats();
   for (const auto& l : plan.layers) {
     std::vector<std::string> settings;
     for (const config::Attribute& a : l.attributes.items())
@@ -332,31 +334,33 @@ void print_variables(Printer& out, const Plan& plan, std::size_t width) {
                 fmt::format("{}", fmt::join(settings, ", ")), std::to_string(l.graph),
                 std::to_string(l.row)});
   }
-  layers.print(out, "  ", width);
+  bool folded = layers.print(out, "  ", width);
 
   out.put("\nRemote buffers (per replica)\n");
   TextTable buffers({"Buffer", "Class", "Dtype", "Element shape", "Rows x steps", "Entries",
                      "Entry bytes", "Bytes"},
                     {false, false, false, false, true, true, true, true}, 1,
                     {false, false, false, false, false, true, true, false});
+  buffers.fold_repeats();
   for (const auto& b : plan.buffers)
     buffers.add({b.name, std::string(tensor_class_name(b.cls)), std::string(enum_name(b.dtype)),
                  shape_text(b.element_shape), fmt::format("{} x {}", b.rows, b.steps),
                  std::to_string(b.entries()), std::to_string(b.entry_bytes),
                  format_bytes(b.nbytes())});
-  buffers.print(out, "  ", width);
+  folded = buffers.print(out, "  ", width) || folded;
 
   out.put("\nTensors (variables)\n");
   TextTable vars({"Name", "Shape", "Elements", "Dtype", "Class", "Placement", "Sharded",
                   "Shard size", "Padding"},
                  {false, false, true, false, false, false, false, true, true}, 1,
                  {false, false, true, true, true, false, false, false, true});
+  vars.fold_repeats();
   for (const auto& v : plan.variables)
     vars.add({v.name, shape_text(v.meta_shape), std::to_string(v.nelms),
               std::string(enum_name(v.dtype)), std::string(tensor_class_name(v.cls)),
               placement(plan, v), v.sharded ? "yes" : "no", std::to_string(v.shard_size),
               std::to_string(v.padding)});
-  vars.print(out, "  ", width);
+  return vars.print(out, "  ", width) || folded;
 }
 
 // The device tensors and the schedule's ops: the listing --ops asks for.
@@ -397,7 +401,8 @@ void print_ops_listing(Printer& out, const Plan& plan, std::size_t width) {
   }
 }
 
-void print_memory(Printer& out, const Plan& plan, std::size_t width) {
+// Returns whether a table folded rows.
+bool print_memory(Printer& out, const Plan& plan, std::size_t width) {
   out.put(plan.pipeline ? "\nMemory per device (each phase a stage's device)\n"
                         : "\nMemory per replica\n");
   TextTable mem({"Phase", "Peak", "Always live", "Not always live", "Est. time"},
@@ -405,6 +410,8 @@ void print_memory(Printer& out, const Plan& plan, std::size_t width) {
   TextTable by_class(
       {"Phase", "Weights", "Grad acc", "Optimizer", "Activations", "IO slots", "Workspace"},
       {true, true, true, true, true, true, true});
+  mem.fold_repeats();
+  by_class.fold_repeats();
   for (std::size_t p = 0; p < plan.phases.size(); ++p) {
     const Phase& ph = plan.phases[p];
     mem.add({fmt::format("{}: {}", p + 1, ph.name), format_bytes(ph.memory.peak),
@@ -414,9 +421,9 @@ void print_memory(Printer& out, const Plan& plan, std::size_t width) {
     for (auto b : ph.memory.peak_by_class) row.push_back(format_bytes(b));
     by_class.add(std::move(row));
   }
-  mem.print(out, "  ", width);
+  bool folded = mem.print(out, "  ", width);
   out.put("\n  At each phase's peak, by class:\n");
-  by_class.print(out, "  ", width);
+  folded = by_class.print(out, "  ", width) || folded;
   out.print("  program peak {} (phase {}), always live {}, device {}\n",
             format_bytes(plan.peak_bytes), plan.peak_phase + 1,
             format_bytes(plan.always_live_bytes), format_bytes(plan.memory_per_replica));
@@ -425,7 +432,7 @@ void print_memory(Printer& out, const Plan& plan, std::size_t width) {
   out.print("  host memory of poprun on a CPU {}{}:\n", format_bytes(plan.host_memory.total()),
             plan.host_memory.datasets_counted ? "" : " + the datasets");
   print_wrapped(out, "    ", "    ", host_memory_parts(plan.host_memory));
-  if (!plan.network) return;
+  if (!plan.network) return folded;
   const NetworkEstimate& n = *plan.network;
   const char* per = plan.program == Program::kEval ? "batch" : "step";
   out.print("  network: {} host{} x {} replica{}, {:g} Gb/s links, {:g} us per message\n",
@@ -440,6 +447,7 @@ void print_memory(Printer& out, const Plan& plan, std::size_t width) {
             format_bytes(n.network_bytes), format_bytes(n.busiest_link_bytes));
   out.print("    each way; {} messages from the busiest replica; the network adds {:.3f} ms\n",
             n.messages, n.seconds * 1e3);
+  return folded;
 }
 
 }  // namespace
@@ -449,10 +457,14 @@ void print_plan(std::ostream& stream, const Plan& plan, const PlanText& options)
   const std::size_t width = options.wide ? 0 : kTextWidth;
   print_verdict(out, plan);
   print_setup(out, plan);
-  print_variables(out, plan, width);
+  bool folded = print_variables(out, plan, width);
   if (options.ops) print_ops_listing(out, plan, width);
   if (plan.pipeline) print_pipeline(out, plan);
-  print_memory(out, plan, width);
+  folded = print_memory(out, plan, width) || folded;
+  if (folded)
+    out.put(
+        "\nRows that repeat with counting numbers are folded into one: h{0..2} stands for h0, h1"
+        "\nand h2. Every row: --format wide\n");
   if (!options.ops)
     out.put("\nThe device tensors and the schedule's ops: --ops; every figure: --format json\n");
 }

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "planner/fold_rows.h"
+
 namespace popkit::planner {
 
 void Printer::aligned(std::string_view text, std::size_t width, bool right) {
@@ -67,10 +69,13 @@ void print_wrapped(Printer& out, std::string_view first, std::string_view indent
   print_words(out, first, indent, {with_commas.begin(), with_commas.end()}, width);
 }
 
-void TextTable::print(Printer& out, const std::string& indent, std::size_t width) const {
+bool TextTable::print(Printer& out, const std::string& indent, std::size_t width) const {
+  FoldedRows folded;
+  if (fold_ && width > 0) folded = fold_rows(rows_);
+  const std::vector<std::vector<std::string>>& rows = folded.folded ? folded.rows : rows_;
   std::vector<std::size_t> widths(header_.size());
   for (std::size_t c = 0; c < header_.size(); ++c) widths[c] = header_[c].size();
-  for (const auto& r : rows_)
+  for (const auto& r : rows)
     for (std::size_t c = 0; c < r.size() && c < widths.size(); ++c)
       widths[c] = std::max(widths[c], r[c].size());
   const std::size_t n_keys = std::min(n_keys_, header_.size());
@@ -90,7 +95,7 @@ void TextTable::print(Printer& out, const std::string& indent, std::size_t width
     const std::size_t add = (block.empty() ? 0 : 3) + widths[c];
     if (width > 0 && used + add > width && block.size() > keys.size()) {
       if (!first) out.put('\n');
-      print_block(out, indent, block, widths);
+      print_block(out, indent, block, widths, rows);
       first = false;
       block = keys;
       used = keys_width;
@@ -99,12 +104,14 @@ void TextTable::print(Printer& out, const std::string& indent, std::size_t width
     used += (block.size() > 1 ? 3 : 0) + widths[c];
   }
   if (!first) out.put('\n');
-  print_block(out, indent, block, widths);
+  print_block(out, indent, block, widths, rows);
+  return folded.folded;
 }
 
 void TextTable::print_block(Printer& out, const std::string& indent,
                             const std::vector<std::size_t>& columns,
-                            const std::vector<std::size_t>& widths) const {
+                            const std::vector<std::size_t>& widths,
+                            const std::vector<std::vector<std::string>>& rows) const {
   print_row(out, indent, header_, columns, widths);
   out.put(indent);
   for (std::size_t i = 0; i < columns.size(); ++i) {
@@ -112,7 +119,7 @@ void TextTable::print_block(Printer& out, const std::string& indent,
     out.put('-', widths[columns[i]]);
   }
   out.put('\n');
-  for (const auto& r : rows_) print_row(out, indent, r, columns, widths);
+  for (const auto& r : rows) print_row(out, indent, r, columns, widths);
 }
 
 void TextTable::print_row(Printer& out, const std::string& indent,

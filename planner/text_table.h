@@ -68,7 +68,8 @@ void print_wrapped(Printer& out, std::string_view first, std::string_view indent
 // A table with columns separated by " | ", a rule under the header; numeric columns
 // right-aligned. The first `n_keys` columns name a row and start every block. Columns
 // marked `wide_only` (what the others already say another way) are printed only without
-// a width limit.
+// a width limit. A table told to `fold_repeats()` prints rows that repeat with counting
+// numbers as one row (fold_rows.h), but without a width limit, where it prints them all.
 class TextTable {
  public:
   TextTable(std::vector<std::string> header, std::vector<bool> right, std::size_t n_keys = 1,
@@ -81,17 +82,20 @@ class TextTable {
     wide_only_.resize(header_.size(), false);
   }
   void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void fold_repeats() { fold_ = true; }
 
-  void print(std::ostream& out, const std::string& indent = "  ",
+  // Each returns whether it folded rows.
+  bool print(std::ostream& out, const std::string& indent = "  ",
              std::size_t width = kTextWidth) const {
     Printer p(out);
-    print(p, indent, width);
+    return print(p, indent, width);
   }
-  void print(Printer& out, const std::string& indent = "  ", std::size_t width = kTextWidth) const;
+  bool print(Printer& out, const std::string& indent = "  ", std::size_t width = kTextWidth) const;
 
  private:
   void print_block(Printer& out, const std::string& indent, const std::vector<std::size_t>& columns,
-                   const std::vector<std::size_t>& widths) const;
+                   const std::vector<std::size_t>& widths,
+                   const std::vector<std::vector<std::string>>& rows) const;
   void print_row(Printer& out, const std::string& indent, const std::vector<std::string>& r,
                  const std::vector<std::size_t>& columns,
                  const std::vector<std::size_t>& widths) const;
@@ -100,6 +104,7 @@ class TextTable {
   std::vector<bool> right_;
   std::size_t n_keys_;
   std::vector<bool> wide_only_;
+  bool fold_ = false;
   std::vector<std::vector<std::string>> rows_;
 };
 

@@ -64,11 +64,17 @@ std::string list_text(const std::vector<std::int64_t>& values) {
 }
 
 // The thresholds that shard different sets of variables: each distinct element count of
-// a parameter (a variable is sharded iff nelms >= threshold).
+// a parameter (a variable is sharded iff nelms >= threshold). The config's own threshold
+// stands for the count it shards the same variables as (512 for 1,600 when no parameter
+// has 512 to 1,599 elements), so that the config itself is a candidate.
 std::vector<std::int64_t> thresholds(const Config& c) {
   std::set<std::int64_t> sizes;
   for (const LayerInfo& l : model_layers(c.model))
     for (const std::int64_t n : parameter_elements(l)) sizes.insert(n);
+  if (const auto same = sizes.lower_bound(c.sharding.threshold); same != sizes.end()) {
+    sizes.erase(same);
+    sizes.insert(c.sharding.threshold);
+  }
   return {sizes.begin(), sizes.end()};
 }
 
@@ -241,7 +247,8 @@ class Search {
   }
 
   // Fastest first; ties: less memory, then fewer changes. Candidates within 1% of a
-  // row's fastest are one row (TuneCandidate::row), led by the fewest changes.
+  // row's fastest are one row (TuneCandidate::row), led by the fewest changes; so are
+  // those within 1% of its lead, so the rows' leads are more than 1% apart.
   static void rank(TuneResult& result) {
     auto& fits = result.fits;
     std::stable_sort(fits.begin(), fits.end(), [](const auto& a, const auto& b) {
@@ -272,7 +279,9 @@ class Search {
           fits.begin() + static_cast<std::ptrdiff_t>(first),
           fits.begin() + static_cast<std::ptrdiff_t>(end),
           [](const auto& a, const auto& b) { return a.changes.size() < b.changes.size(); });
+      const double lead_speed = lead->samples_per_second;
       std::rotate(fits.begin() + static_cast<std::ptrdiff_t>(first), lead, lead + 1);
+      while (end < fits.size() && fits[end].samples_per_second >= lead_speed * kAlike) ++end;
       for (std::size_t i = first; i < end; ++i) fits[i].row = row + 1;
       first = end;
     }

@@ -50,9 +50,13 @@ void print_json(std::ostream& out, const TuneResult& r) {
 
 void print_tune(std::ostream& out, const TuneResult& r, bool json) {
   if (json) return print_json(out, r);
-  fmt::print(out, "Ranked for device profile {} at {} per replica: {} of {} candidates fit{}\n",
-             r.device_profile, format_bytes(r.memory_per_replica), r.fits.size(), r.n_planned,
-             r.fits.empty() ? "" : fmt::format(", in {} rows", r.n_rows));
+  const std::vector<std::string> first =
+      wrap({fmt::format("Ranked for device profile {} at {} per replica:", r.device_profile,
+                        format_bytes(r.memory_per_replica)),
+            fmt::format("{} of {} candidates fit{}", r.fits.size(), r.n_planned,
+                        r.fits.empty() ? "" : fmt::format(", in {} rows", r.n_rows))},
+           kWidth);
+  fmt::print(out, "{}\n", fmt::join(first, "\n  "));
   if (r.n_skipped > 0)
     fmt::print(out,
                "  {} more were not planned: each has a larger micro-batch than one that does not "
@@ -66,9 +70,9 @@ void print_tune(std::ostream& out, const TuneResult& r, bool json) {
   }
   if (r.fits.empty()) return;
   fmt::print(out,
-             "  a row is the candidates within 1% of its fastest (Alike), shown by the one with "
-             "the\n  fewest changes to the config; * marks the Pareto front of peak memory "
-             "against samples/s\n");
+             "  a row is the candidates within 1% of its fastest or of the one it is shown by, "
+             "the one\n  with the fewest changes to the config (Alike); * marks the Pareto front "
+             "of peak memory\n  against samples/s\n");
   if (!r.request_changes.empty())
     fmt::print(out, "  every row changes {} as asked; the rows show what else they change\n",
                fmt::join(r.request_changes, " "));
@@ -90,8 +94,9 @@ void print_tune(std::ostream& out, const TuneResult& r, bool json) {
     const std::vector<std::string> lines =
         changes.empty() ? std::vector<std::string>{"(nothing else: the config as it is)"}
                         : wrap(changes, kWidth - head.size());
+    // Slow rows (a GPT-2 XL step on 16 IPUs) with the digits that tell them apart.
     fmt::print(out, "{:>4}  {:>11}  {:>10} {} {:>5}  {}\n", c.row,
-               format_thousands(c.samples_per_second), format_bytes(c.peak_bytes),
+               format_rate(c.samples_per_second), format_bytes(c.peak_bytes),
                c.row_on_front ? " *" : "  ", alike, lines.front());
     for (std::size_t l = 1; l < lines.size(); ++l) fmt::print(out, "{}{}\n", indent, lines[l]);
   }

@@ -27,6 +27,16 @@ BOOST_AUTO_TEST_CASE(thousands_are_separated) {
   BOOST_TEST(format_thousands(-1234567) == "-1,234,567");
 }
 
+// A slow plan's rate keeps three digits (a GPT-2 XL step on 16 IPUs was "2 samples/s").
+BOOST_AUTO_TEST_CASE(rates_keep_three_digits) {
+  using popkit::format_rate;
+  BOOST_TEST(format_rate(85202.4) == "85,202");
+  BOOST_TEST(format_rate(123.4) == "123");
+  BOOST_TEST(format_rate(42.26) == "42.3");
+  BOOST_TEST(format_rate(2.391) == "2.39");
+  BOOST_TEST(format_rate(0.1527) == "0.153");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(units)  // reopened: byte differences, seconds, changes

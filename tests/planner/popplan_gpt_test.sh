@@ -46,6 +46,22 @@ for size in "small 768 12 12 124,439,808" "medium 1024 24 16 354,823,168" \
     fail "gpt2-$name: $(grep -m1 'model parameters' <<<"$text"), want $want"
 done
 
+# examples/gpt2_xl.yaml (phased, a phase a block): the 48 blocks repeat the same rows,
+# and the text folds them into one row each (it was 4,066 lines), every line within 100
+# columns, the host-memory warning included; --format wide lists every row.
+xl=$(popplan plan "$src/examples/gpt2_xl.yaml" 2>&1 || true)
+[ "$(wc -l <<<"$xl")" -lt 400 ] || fail "gpt2-xl plan text is $(wc -l <<<"$xl") lines"
+wide=$(awk 'length($0) > 100' <<<"$xl")
+[ -z "$wide" ] || fail "gpt2-xl: lines over 100 columns: $wide"
+grep -qE '^  h\{0\.\.47\}\.attn\.qkv\.weight +\| \[1600, 4800\] +\| remote inner\.attn\.qkv\.weight\[\{0\.\.47\}\]$' \
+  <<<"$xl" || fail "gpt2-xl: no folded qkv row: $(grep -m3 qkv <<<"$xl")"
+grep -qE '^  \{53\.\.100\}: h\{47\.\.0\} backward\+optimizer +\|' <<<"$xl" ||
+  fail "gpt2-xl: the backward phases are not folded: $(grep -m3 backward <<<"$xl")"
+all=$(popplan plan "$src/examples/gpt2_xl.yaml" --format wide 2>/dev/null || true)
+grep -qF '{' <<<"$(grep -v '^  sync pattern\|^    GS' <<<"$all")" && fail "--format wide folds rows"
+[ "$(grep -c '^  h[0-9]*\.attn\.qkv\.weight ' <<<"$all")" -eq 48 ] ||
+  fail "--format wide lacks a block's qkv row"
+
 # poprun trains it on the fortunes text (scripts/fetch_data.sh): the loss falls from
 # ln 256 = 5.55 nats a byte, and every phase's measured memory is the plan's to the byte.
 (cd "$tmp" && poprun train "$config" --steps 8 --run-dir "$tmp/run" >/dev/null 2>"$tmp/err") ||
