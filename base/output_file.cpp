@@ -13,6 +13,19 @@
 
 namespace popkit {
 
+std::string output_path_problem(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path target(path);
+  if (path.empty()) return "an empty path is not a file name";
+  if (fs::is_directory(target, ec)) return fmt::format("'{}' is a folder, not a file name", path);
+  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (fs::is_directory(folder, ec)) return "";
+  if (fs::exists(folder, ec))
+    return fmt::format("'{}': '{}' is not a folder", path, folder.string());
+  return fmt::format("'{}': the folder '{}' does not exist", path, folder.string());
+}
+
 std::string temporary_path(const std::string& path, TemporaryName naming) {
   if (naming == TemporaryName::kSuffix) return path + ".tmp";
   const std::filesystem::path target(path);
@@ -23,7 +36,7 @@ std::string temporary_path(const std::string& path, TemporaryName naming) {
 AtomicFile::AtomicFile(std::string path, TemporaryName naming)
     : path_(std::move(path)), tmp_(temporary_path(path_, naming)) {
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw Error("{}: cannot open for writing: {}", tmp_, std::strerror(errno));
+  if (fd_ < 0) throw Error("{}: cannot open for writing: {}", path_, std::strerror(errno));
 }
 
 AtomicFile::~AtomicFile() {
@@ -34,7 +47,7 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::fail(const std::string& what) {
-  const std::string why = fmt::format("{}: {}: {}", tmp_, what, std::strerror(errno));
+  const std::string why = fmt::format("{}: {}: {}", path_, what, std::strerror(errno));
   ::close(fd_);
   fd_ = -1;
   ::unlink(tmp_.c_str());
@@ -63,11 +76,11 @@ void AtomicFile::commit() {
   if (::close(fd) != 0) {
     failed = fmt::format("cannot write: {}", std::strerror(errno));
   } else if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
-    failed = fmt::format("cannot rename to {}: {}", path_, std::strerror(errno));
+    failed = fmt::format("cannot move the written file into place: {}", std::strerror(errno));
   }
   if (!failed.empty()) {
     ::unlink(tmp_.c_str());
-    throw Error("{}: {}", tmp_, failed);
+    throw Error("{}: {}", path_, failed);
   }
   // The rename itself, durable.
   const std::filesystem::path dir = std::filesystem::path(path_).parent_path();

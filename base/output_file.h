@@ -2,7 +2,8 @@
 // checkpoints): the bytes go to a temporary in the same folder, are flushed to disk and
 // renamed over the target, and the folder is flushed so the rename survives a crash. A
 // crash or kill at any moment leaves the previous file intact; any failure removes the
-// temporary and throws popkit::Error "TEMPORARY: what failed: strerror".
+// temporary and throws popkit::Error "PATH: what failed: strerror", naming the path the
+// caller gave (the temporary is no name a user knows).
 //
 //   AtomicFile out(path, TemporaryName::kSuffix);
 //   out.write(text.data(), text.size());
@@ -18,6 +19,11 @@ enum class TemporaryName {
   kSuffix,            // "<path>.tmp": one writer per path (a run file)
   kHiddenPerProcess,  // "<dir>/.<name>.tmp-<pid>": processes may write beside each other
 };
+
+// Why no file can be written at `path`, found before any work is done: "'no/such/x.yaml':
+// the folder 'no/such' does not exist", "'.' is a folder, not a file name", or "" when
+// the folder is there (whether it may be written is found by writing).
+std::string output_path_problem(const std::string& path);
 
 // The temporary `path` is written through: what the writer uses and what a later run
 // looks for to remove what a killed one left.

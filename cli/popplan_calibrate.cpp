@@ -31,6 +31,7 @@ struct CalibrateOptions {
 };
 
 int run_calibrate(const CalibrateOptions& o) {
+  if (!input_readable("popplan calibrate", o.table)) return kExitInvalid;
   const config::CalibrationTable table = config::load_calibration_table(o.table);
   config::print_diagnostics(std::cerr, table.diagnostics, table.sources);
   if (!table.ok() || table.entries.empty()) return kExitInvalid;
@@ -111,9 +112,11 @@ void add_calibrate_verbs(Tool& tool) {
                         "Parameters to fit, e.g. overheads.op_seconds (repeatable; default: the "
                         "profile's `fitted` list)");
   calibrate->add_flag("--no-fit", o->no_fit, "Price the cases with the profile as it is");
-  calibrate->add_option("--tolerance", o->tolerance,
-                        "Fail (exit 1) when a residual exceeds this fraction, e.g. 0.15, or the "
-                        "estimates rank the cases differently");
+  calibrate
+      ->add_option("--tolerance", o->tolerance,
+                   "Fail (exit 1) when a residual exceeds this fraction, e.g. 0.15, or the "
+                   "estimates rank the cases differently")
+      ->check(non_negative(Number::kReal));
   add_output_option(calibrate, o->write, "Write the fitted profile (YAML) to this file", "--write");
   calibrate->add_option("--format", o->format, "Report as text or json")
       ->check(CLI::IsMember({"text", "json"}));

@@ -3,8 +3,10 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/output_file.h"
 #include "cli/verbs.h"
 #include "config/yaml/load.h"
 #include "config/yaml/schema.h"
@@ -74,12 +76,23 @@ void add_config_verbs(Tool& tool) {
                    "training.micro_batch_size=4 (repeatable)")
       ->allow_extra_args(false)
       ->take_all();
-  validate->add_option("files", options->files, "Config files (YAML)")->required();
+  validate->add_option("FILES", options->files, "Config files (YAML)")->required();
 
-  tool.add("schema", "Print the JSON Schema (2020-12) of the config", [] {
-    std::cout << config::config_schema_json();
-    return kExitOk;
-  });
+  auto schema_file = std::make_shared<std::string>();
+  CLI::App* schema =
+      tool.add("schema", "Print the JSON Schema (2020-12) of the config, or write it to -o FILE",
+               [schema_file] {
+                 if (schema_file->empty()) {
+                   std::cout << config::config_schema_json();
+                   return kExitOk;
+                 }
+                 const std::string_view text = config::config_schema_json();
+                 AtomicFile file(*schema_file, TemporaryName::kHiddenPerProcess);
+                 file.write(text.data(), text.size());
+                 file.commit();
+                 return kExitOk;
+               });
+  add_output_option(schema, *schema_file, "write the schema to FILE instead of stdout");
 }
 
 }  // namespace popkit::cli

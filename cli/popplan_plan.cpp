@@ -40,6 +40,7 @@ struct PlanOptions {
 };
 
 int run_plan(const PlanOptions& o) {
+  if (!input_readable("popplan plan", o.config)) return kExitInvalid;
   const auto cfg = config::load_config_reporting(o.config, o.overrides, std::cerr);
   if (!cfg) return kExitInvalid;
   planner::Plan plan;
@@ -62,7 +63,7 @@ int run_plan(const PlanOptions& o) {
             planner::describe_advice(a, plan.memory_per_replica));
     }
   } catch (const Error& e) {
-    std::cerr << "popplan: error: " << o.config << ": " << e.what() << '\n';
+    std::cerr << "popplan plan: error: " << o.config << ": " << e.what() << '\n';
     return kExitInvalid;
   }
   std::ofstream file;
@@ -159,6 +160,7 @@ int run_groups(const GroupsOptions& o) {
       planner::print_grouping(std::cout, g);
     return kExitOk;
   }
+  if (!input_readable("popplan groups", o.config)) return kExitInvalid;
   const auto cfg = config::load_config_reporting(o.config, o.overrides, std::cerr);
   if (!cfg) return kExitInvalid;
   const std::int64_t r = cfg->replication.factor;
@@ -209,7 +211,7 @@ void add_plan_verbs(Tool& tool) {
       "Build the phased execution plan of CONFIG: phases, ops, buffers, tensors, memory per "
       "replica. Exit 0 when it fits the device, 1 when it does not, 2 for an invalid config.",
       [plan] { return run_plan(*plan); });
-  p->add_option("config", plan->config, "the config file (YAML), or a run folder")->required();
+  p->add_option("CONFIG", plan->config, "the config file (YAML), or a run folder")->required();
   p->add_option("--format", plan->format,
                 "text (tables within 100 columns, the rows of repeated blocks folded), wide "
                 "(each table in one piece, every row) or json")
@@ -218,9 +220,10 @@ void add_plan_verbs(Tool& tool) {
               "text: also the device tensors and every phase's ops (the schedule), after the "
               "verdict, the memory and the variables");
   add_output_option(p, plan->output, "write the plan to FILE instead of stdout");
-  p->add_option("--chart", plan->chart,
-                "also draw the plan as SVG into FILE.svg: each phase's loads, collectives, "
-                "compute and stores with its device memory, or a pipeline's schedule");
+  add_output_file(p, "--chart", plan->chart,
+                  "also draw the plan as SVG into FILE.svg: each phase's loads, collectives, "
+                  "compute and stores with its device memory, or a pipeline's schedule",
+                  "--chart");
   p->add_flag("--eval", plan->eval,
               "the evaluation plan instead: forward only, eval.micro_batch_size, the weights "
               "where training keeps them, no optimizer state or gradients");
@@ -235,12 +238,12 @@ void add_plan_verbs(Tool& tool) {
   p->add_option("--network-gbps", plan->network_gbps,
                 "each host's network link in Gb/s, each way (with --replicas-per-host)")
       ->capture_default_str()
-      ->check(positive())
+      ->check(positive(Number::kReal))
       ->needs(per_host);
   p->add_option("--network-latency-us", plan->network_latency_us,
                 "microseconds per message across hosts (with --replicas-per-host)")
       ->capture_default_str()
-      ->check(non_negative())
+      ->check(non_negative(Number::kReal))
       ->needs(per_host);
 
   auto groups = std::make_shared<GroupsOptions>();
@@ -249,14 +252,16 @@ void add_plan_verbs(Tool& tool) {
       "Print replica groupings as Group | Replicas tables: those of CONFIG, or the one given "
       "by --factor, --group-size and --stride.",
       [groups] { return run_groups(*groups); });
-  g->add_option("config", groups->config, "the config file (YAML)");
-  g->add_option("--factor", groups->factor, "replication factor R");
-  g->add_option("--group-size", groups->group_size, "replicas per group");
-  g->add_option("--stride", groups->stride, "distance between members (default 1)");
+  g->add_option("CONFIG", groups->config, "the config file (YAML)");
+  g->add_option("--factor", groups->factor, "replication factor R")->check(whole_number());
+  g->add_option("--group-size", groups->group_size, "replicas per group")->check(whole_number());
+  g->add_option("--stride", groups->stride, "distance between members (default 1)")
+      ->check(whole_number());
   g->add_option("--format", groups->format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  g->add_option("--chart", groups->chart,
-                "also draw the groupings as SVG into FILE.svg: a box per replica, coloured by "
-                "its group");
+  add_output_file(g, "--chart", groups->chart,
+                  "also draw the groupings as SVG into FILE.svg: a box per replica, coloured by "
+                  "its group",
+                  "--chart");
   g->add_option("--set", groups->overrides, "override a config key: --set key.path=value")
       ->allow_extra_args(false);
 }

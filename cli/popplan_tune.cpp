@@ -75,6 +75,7 @@ int run_tune(const TuneOptions& o) {
         o.write);
     return kExitInvalid;
   }
+  if (!input_readable("popplan tune", o.config)) return kExitInvalid;
   const auto cfg = config::load_config_reporting(o.config, o.overrides, std::cerr);
   if (!cfg) return kExitInvalid;
   planner::TuneResult r;
@@ -113,12 +114,14 @@ void add_tune_verbs(Tool& tool) {
                "List the execution modes, remote placements, sharding, io modes and micro-batch x "
                "accumulation splits that fit, fastest first; exit 1 when none fits",
                [o] { return run_tune(*o); });
-  tune->add_option("config", o->config, "Config file (YAML)")->required();
+  tune->add_option("CONFIG", o->config, "Config file (YAML)")->required();
   tune->add_option("--memory-per-replica", o->memory, "Device memory per replica, e.g. 900MiB")
       ->required();
-  tune->add_option("--replicas", o->replicas, "Replication factor (default: the config's)");
+  tune->add_option("--replicas", o->replicas, "Replication factor (default: the config's)")
+      ->check(positive());
   tune->add_option("--global-batch", o->global_batch,
-                   "Samples per optimizer step (default: the config's)");
+                   "Samples per optimizer step (default: the config's)")
+      ->check(positive());
   tune->add_option("--format", o->format, "Report as text or json")
       ->check(CLI::IsMember({"text", "json"}));
   add_output_option(tune, o->write,

@@ -37,7 +37,7 @@ void write_to(const std::string& output, const std::function<void(std::ostream&)
 }
 
 void add_common(CLI::App* sub, ReportOptions& o) {
-  sub->add_option("files", o.files,
+  sub->add_option("FILES", o.files,
                   "plan files (popplan plan --format json), run files (poprun) or run folders "
                   "(their run.json)")
       ->required();
@@ -48,12 +48,13 @@ void add_common(CLI::App* sub, ReportOptions& o) {
   add_output_option(sub, o.output, "write the report to FILE instead of stdout");
 }
 
-// Runs `body`; input errors (unreadable files, bad options) exit 2.
-int guarded(const std::string& tool, const std::function<int()>& body) {
+// Runs `body`; input errors (unreadable files, bad options) exit 2. `where`: "popreport
+// memory", what the error starts with.
+int guarded(const std::string& where, const std::function<int()>& body) {
   try {
     return body();
   } catch (const reports::InputError& e) {
-    std::cerr << tool << ": error: " << e.what() << '\n';
+    std::cerr << where << ": error: " << e.what() << '\n';
     return kExitInvalid;
   }
 }
@@ -63,9 +64,9 @@ void add_table_verb(Tool& tool, const std::string& verb, const std::string& help
                     reports::Report (*build)(const std::vector<reports::Source>&),
                     reports::ChartKind chart, const std::string& chart_help) {
   auto o = std::make_shared<ReportOptions>();
-  const std::string name = tool.name();
-  CLI::App* sub = tool.add(verb, help, [o, name, build, chart] {
-    return guarded(name, [&] {
+  const std::string where = tool.name() + " " + verb;
+  CLI::App* sub = tool.add(verb, help, [o, where, build, chart] {
+    return guarded(where, [&] {
       const auto sources = reports::load_sources(o->files);
       write_to(o->output, [&](std::ostream& out) {
         reports::write_report(build(sources), reports::parse_format(o->format), out);
@@ -75,13 +76,13 @@ void add_table_verb(Tool& tool, const std::string& verb, const std::string& help
     });
   });
   add_common(sub, *o);
-  sub->add_option("--chart", o->chart, chart_help);
+  add_output_file(sub, "--chart", o->chart, chart_help, "--chart");
 }
 
 }  // namespace
 
 void add_report_verbs(Tool& tool) {
-  const std::string name = tool.name();
+  const std::string where = tool.name() + " compare";
 
   add_table_verb(tool, "memory", "device memory per phase and replica, planned and measured",
                  reports::memory_report, reports::ChartKind::kMemory,
@@ -99,8 +100,8 @@ void add_report_verbs(Tool& tool) {
   auto fail_if = std::make_shared<std::vector<std::string>>();
   CLI::App* sub =
       tool.add("compare", "one row per file, ratios against a baseline, and a CI gate (--fail-if)",
-               [compare, names, baseline, fail_if, name] {
-                 return guarded(name, [&] {
+               [compare, names, baseline, fail_if, where] {
+                 return guarded(where, [&] {
                    std::vector<reports::Gate> gates;
                    for (const std::string& g : *fail_if) gates.push_back(reports::parse_gate(g));
                    const reports::Format format = reports::parse_format(compare->format);
@@ -116,14 +117,15 @@ void add_report_verbs(Tool& tool) {
                                                compare->chart, row_names);
                    const std::vector<std::string> failures = reports::check_gates(c, gates);
                    for (const std::string& f : failures)
-                     std::cerr << name << ": gate failed: " << f << '\n';
+                     std::cerr << where << ": gate failed: " << f << '\n';
                    return failures.empty() ? kExitOk : kExitFailure;
                  });
                });
   add_common(sub, *compare);
-  sub->add_option("--chart", compare->chart,
+  add_output_file(sub, "--chart", compare->chart,
                   "also write one SVG chart across the files: peak memory per phase, time per "
-                  "phase (like with like) and the loss curves overlaid");
+                  "phase (like with like) and the loss curves overlaid",
+                  "--chart");
   sub->add_option("--names", *names, "row names, one per file, comma separated")->delimiter(',');
   sub->add_option("--baseline", *baseline, "the row the ratios and the gate compare against");
   sub->add_option("--fail-if", *fail_if,

@@ -41,7 +41,7 @@ int here_or_ranks(const Tool& tool, const Launch& launch, const std::function<in
   try {
     ranks = wants_ranks(launch);
   } catch (const Error& e) {
-    std::cerr << "poprun: error: " << e.what() << '\n';
+    std::cerr << tool.where() << ": error: " << e.what() << '\n';
     return kExitInvalid;
   }
   return ranks ? run_ranks(mpirun_command(launch, tool.arguments()),
@@ -71,7 +71,7 @@ void add_train_verb(Tool& tool, const std::shared_ptr<Launch>& launch) {
           return runner::run_train_command(*train, std::cout, std::cerr);
         });
       });
-  t->add_option("config", train->config, "the config file (YAML)")->required();
+  t->add_option("CONFIG", train->config, "the config file (YAML), or a run folder")->required();
   add_set_option(t, train->overrides);
   t->add_option("--steps", *steps,
                 "stop after N optimizer steps of the whole run (a resumed run counts the "
@@ -85,7 +85,8 @@ void add_train_verb(Tool& tool, const std::shared_ptr<Launch>& launch) {
                 "runs/<config name>/<UTC stamp>/, with runs/<config name>/latest pointing at it");
   add_output_option(t, train->options.run_file,
                     "the run file (JSON); default RUN_DIR/run.json. Without --run-dir, the "
-                    "run folder is this file's folder (checkpoints and metrics.jsonl beside it)");
+                    "run folder is this file's folder (checkpoints and metrics.jsonl beside it)",
+                    "", OutputFolder::kCreated);
   t->add_flag("--force", train->options.force,
               "write into a run folder that holds an earlier run: its run file, metrics.jsonl, "
               "config.yaml and checkpoints are removed once this run has started; refused "
@@ -130,13 +131,14 @@ void add_eval_verb(Tool& tool, const std::shared_ptr<Launch>& launch) {
         return here_or_ranks(tool, *launch,
                              [&] { return runner::run_eval_command(*eval, std::cout, std::cerr); });
       });
-  e->add_option("config", eval->config,
+  e->add_option("CONFIG", eval->config,
                 "the config file (YAML), or a run folder: its config.yaml, and its newest "
                 "checkpoint unless --checkpoint names one")
       ->required();
   e->add_option("--checkpoint", eval->options.checkpoint,
                 "the checkpoint (safetensors), or a run folder: its newest checkpoint");
-  add_output_option(e, eval->options.run_file, "also write the result to this run file");
+  add_output_option(e, eval->options.run_file, "also write the result to this run file", "",
+                    OutputFolder::kCreated);
   e->add_option("--format", eval->format, "the result as text or json")
       ->check(CLI::IsMember({"text", "json"}));
   e->add_flag("--force", eval->options.force,
@@ -158,7 +160,7 @@ void add_generate_verb(Tool& tool) {
       "as \\xHH. Exit 0, 1 run-time failure, 2 invalid input (no checkpoint or config "
       "beside it, a config that does not read text, an empty prompt).",
       [generate] { return runner::run_generate_command(*generate, std::cout, std::cerr); });
-  g->add_option("checkpoint", generate->checkpoint,
+  g->add_option("CHECKPOINT", generate->checkpoint,
                 "the checkpoint (safetensors) in its run folder, whose config.yaml gives "
                 "the model; or a run folder: its newest checkpoint")
       ->required();
@@ -170,7 +172,7 @@ void add_generate_verb(Tool& tool) {
       ->check(positive());
   g->add_option("--temperature", generate->sampling.temperature,
                 "sample from softmax(logits / T); 0 takes the largest logit (greedy)")
-      ->check(non_negative())
+      ->check(non_negative(Number::kReal))
       ->default_str("1");
   g->add_option("--seed", generate->sampling.seed,
                 "the sampling generator's seed: the same seed gives the same text")
@@ -191,7 +193,7 @@ void add_calibrate_verb(Tool& tool) {
       "config's device.profile. Exit 0, 1 run-time failure, 2 invalid arguments (e.g. an "
       "output path in a folder that does not exist).",
       [calibrate] { return runner::run_calibrate_command(*calibrate, std::cout, std::cerr); });
-  add_output_option(c, calibrate->output, "the profile file to write (YAML; required)");
+  add_output_option(c, calibrate->output, "the profile file to write (YAML; required)", "--write");
   c->add_option("--threads", calibrate->options.n_threads,
                 "the threads replicas will run on (poprun train --threads); default the "
                 "machine's cores")
@@ -202,7 +204,7 @@ void add_calibrate_verb(Tool& tool) {
                 "every figure the median of N passes, each measuring every figure once "
                 "(default 5); fewer are quicker, and a burst of other work on the machine "
                 "moves them more")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <iostream>
@@ -19,6 +21,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/input_file.h"
+#include "base/output_file.h"
 #include "base/suggest.h"
 #include "popkit/version.h"
 
@@ -47,36 +51,80 @@ inline std::string exit_code_help(const std::string& tool_codes) {
          tool_codes;
 }
 
-// A number option's checks, in words ("--steps: must be > 0, got 0"), where CLI11's own
-// name a range up to 1.8e308.
-inline CLI::Validator positive() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        double v = 0;
-        return CLI::detail::lexical_cast(text, v) && v > 0 ? "" : "must be > 0, got " + text;
-      },
-      "> 0");
+// The kind of number an option takes, for its check's words.
+enum class Number { kWhole, kReal };
+
+// Why `text` is not a number of `kind` ("'abc' is not a whole number"), or "".
+inline std::string number_problem(const std::string& text, Number kind) {
+  if (kind == Number::kWhole) {
+    std::int64_t v = 0;
+    return CLI::detail::lexical_cast(text, v) ? "" : "'" + text + "' is not a whole number";
+  }
+  double v = 0;
+  return CLI::detail::lexical_cast(text, v) && std::isfinite(v) ? ""
+                                                                : "'" + text + "' is not a number";
 }
-inline CLI::Validator non_negative() {
+
+// A number option's check, in words ("--steps: must be > 0, got 0", "--factor: 'abc' is
+// not a whole number"), where CLI11's own say "Could not convert" or name a range up to
+// 1.8e308. `min`: the least value taken; `strict`: min itself is not.
+inline CLI::Validator number_at_least(Number kind, double min, bool strict) {
+  const std::string bound = fmt::format("{} {}", strict ? ">" : ">=", min);
   return CLI::Validator(
-      [](std::string& text) -> std::string {
+      [kind, min, strict, bound](std::string& text) -> std::string {
+        if (std::string why = number_problem(text, kind); !why.empty()) return why;
         double v = 0;
-        return CLI::detail::lexical_cast(text, v) && v >= 0 ? "" : "must be >= 0, got " + text;
+        CLI::detail::lexical_cast(text, v);
+        return (strict ? v > min : v >= min) ? "" : "must be " + bound + ", got " + text;
       },
-      ">= 0");
+      bound);
+}
+inline CLI::Validator positive(Number kind = Number::kWhole) {
+  return number_at_least(kind, 0, true);
+}
+inline CLI::Validator non_negative(Number kind = Number::kWhole) {
+  return number_at_least(kind, 0, false);
+}
+inline CLI::Validator whole_number() {
+  return CLI::Validator([](std::string& text) { return number_problem(text, Number::kWhole); }, "");
 }
 
 // -o/--output FILE wherever a verb writes a file, the same in every tool. --out (poprun's
 // first spelling) and a verb's own older spelling (`older`, e.g. popplan tune's --write)
 // still work, left out of --help so that it shows one way.
-inline void add_output_option(CLI::App* app, std::string& file, const std::string& help,
-                              const std::string& older = "") {
-  app->add_option("-o,--output", file, help);
-  app->add_option("--out", file, help)->group("");
-  if (!older.empty()) app->add_option(older, file, help)->group("");
+// An option naming a FILE the verb writes, checked before the verb does any work: its
+// folder must exist and the path must not be a folder ("--output: 'no/such/x.yaml': the
+// folder 'no/such' does not exist", exit 2). `flag` names it in that message (CLI11's own
+// name for a hidden spelling is empty). The verbs write the file themselves.
+inline CLI::Option* add_output_file(CLI::App* app, const std::string& names, std::string& file,
+                                    const std::string& help, const std::string& flag) {
+  return app->add_option_function<std::string>(
+      names,
+      [&file, flag](const std::string& path) {
+        if (std::string why = output_path_problem(path); !why.empty())
+          throw CLI::ValidationError(flag, why);
+        file = path;
+      },
+      help);
 }
 
-// "popplan plan: unknown flag '--fromat'; did you mean '--format'?", one line per
+// Where -o FILE goes: into a folder that must exist (checked as add_output_file does), or
+// a run folder the verb creates (poprun train and eval).
+enum class OutputFolder { kMustExist, kCreated };
+
+inline void add_output_option(CLI::App* app, std::string& file, const std::string& help,
+                              const std::string& older = "",
+                              OutputFolder folder = OutputFolder::kMustExist) {
+  const auto add = [&](const std::string& names, const std::string& flag) {
+    return folder == OutputFolder::kMustExist ? add_output_file(app, names, file, help, flag)
+                                              : app->add_option(names, file, help);
+  };
+  add("-o,--output", "--output");
+  add("--out", "--out")->group("");
+  if (!older.empty()) add(older, older)->group("");
+}
+
+// "popplan plan: error: unknown flag '--fromat'; did you mean '--format'?", one line per
 // argument in the order the user typed them (CLI11's own message lists them reversed
 // and suggests nothing). Unknown verbs get the same treatment against the verb table.
 inline std::string unknown_arguments_message(const CLI::App& app,
@@ -96,19 +144,30 @@ inline std::string unknown_arguments_message(const CLI::App& app,
   for (const std::string& arg : extras) {
     if (arg.size() > 1 && arg[0] == '-') {
       const std::string flag = arg.substr(0, arg.find('='));
-      out += fmt::format("{}: unknown flag '{}'{}\n", where, flag, did_you_mean(flag, flags));
+      out +=
+          fmt::format("{}: error: unknown flag '{}'{}\n", where, flag, did_you_mean(flag, flags));
     } else if (!verbs.empty() && !named_verbs) {
       const std::string hint = did_you_mean(arg, verbs);
       std::string known;
       for (const std::string& v : verbs) known += (known.empty() ? "" : ", ") + v;
-      out += fmt::format("{}: unknown verb '{}'{}\n", where, arg,
+      out += fmt::format("{}: error: unknown verb '{}'{}\n", where, arg,
                          hint.empty() ? " (verbs: " + known + ")" : hint);
       named_verbs = true;  // what follows an unknown verb is its arguments
     } else if (!named_verbs) {
-      out += fmt::format("{}: unexpected argument '{}'\n", where, arg);
+      out += fmt::format("{}: error: unexpected argument '{}'\n", where, arg);
     }
   }
   return out + fmt::format("Run '{} --help' for more information.\n", where);
+}
+
+// A FILE argument that cannot be read is the tool's error, as gcc says "gcc: error: x.c:
+// No such file": "popplan plan: error: x.yaml: no such file"; what is wrong inside a file
+// keeps the compiler form, file:line:column: error:. False after saying so (exit 2).
+inline bool input_readable(const std::string& where, const std::string& path) {
+  const std::string why = input_file_problem(path);
+  if (why.empty()) return true;
+  std::cerr << fmt::format("{}: error: {}: {}\n", where, path, why);
+  return false;
 }
 
 // A stream buffer that takes everything and keeps nothing: std::cout under --quiet, so
@@ -138,6 +197,13 @@ class Tool {
     });
   }
   const std::string& name() const { return name_; }
+  // "popplan plan": the tool and the verb given, what every error starts with; the tool
+  // alone before a verb is parsed.
+  [[nodiscard]] std::string where() const {
+    for (const auto& verb : verbs_)
+      if (verb.first->parsed()) return name_ + " " + verb.first->get_name();
+    return name_;
+  }
 
   // poprun under mpirun: `prefix` goes before every error message ("rank 1: "), `before`
   // runs before a failure is printed and `after` after it, with the exit code (it ends
@@ -185,10 +251,7 @@ class Tool {
       return kExitInvalid;
     } catch (const CLI::ParseError& e) {
       // CLI11's message, prefixed like every error with the tool (and the verb).
-      std::string where = name_;
-      for (const auto& verb : verbs_)
-        if (verb.first->parsed()) where = name_ + " " + verb.first->get_name();
-      std::cerr << where << ": error: " << e.what() << "\nRun '" << where
+      std::cerr << where() << ": error: " << e.what() << "\nRun '" << where()
                 << " --help' for more information.\n";
       return kExitInvalid;
     }
@@ -204,20 +267,20 @@ class Tool {
       try {
         return run();
       } catch (const AgreedError& e) {  // every rank knows; one prints
-        if (e.print()) std::cerr << name_ << ": error: " << e.what() << '\n';
+        if (e.print()) std::cerr << where() << ": error: " << e.what() << '\n';
         return e.exit_code();
       } catch (const std::bad_alloc&) {
         if (before_failure_) before_failure_();
         // The last resort: poprun estimates the host memory a run needs and refuses
         // it up front (planner/host_memory.h), so this is an estimate that fell short.
-        std::cerr << name_ << ": error: " << prefix()
+        std::cerr << where() << ": error: " << prefix()
                   << "out of host memory: an allocation failed (std::bad_alloc); "
                      "make the run smaller (datasets, model, replication.factor) or use a "
                      "machine with more memory\n";
         return failed(kExitFailure);
       } catch (const std::exception& e) {  // popkit::Error among them
         if (before_failure_) before_failure_();
-        std::cerr << name_ << ": error: " << prefix() << e.what() << '\n';
+        std::cerr << where() << ": error: " << prefix() << e.what() << '\n';
         return failed(kExitFailure);
       }
     }

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <thread>
 #include <utility>
 
@@ -268,24 +267,15 @@ void print_machine_calibration(std::ostream& out, const MachineCalibration& c) {
 }
 
 int run_calibrate_command(const CalibrateCommand& command, std::ostream& out, std::ostream& err) {
-  namespace fs = std::filesystem;
-  // A path that cannot be written is refused before the measurements, not after.
-  const fs::path path(command.output);
-  const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  std::error_code ec;
+  // A path that cannot be written is refused before the measurements, not after (the
+  // same check as every tool's -o, base/output_file.h).
   if (command.output.empty()) {
     err << "poprun calibrate: error: --output is required: give the profile file to write, "
            "e.g. -o my-cpu.yaml\n";
     return 2;
   }
-  if (fs::is_directory(path, ec)) {
-    err << "poprun calibrate: error: --output '" << command.output
-        << "' is not a file name; give the profile file to write, e.g. -o my-cpu.yaml\n";
-    return 2;
-  }
-  if (!fs::is_directory(folder, ec)) {
-    err << "poprun calibrate: error: --output '" << command.output << "': the folder '"
-        << folder.string() << "' does not exist\n";
+  if (const std::string why = output_path_problem(command.output); !why.empty()) {
+    err << "poprun calibrate: error: --output: " << why << '\n';
     return 2;
   }
   const MachineCalibration c = calibrate_machine(command.options);

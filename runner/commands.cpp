@@ -9,6 +9,7 @@
 #include <sstream>
 #include <utility>
 
+#include "base/input_file.h"
 #include "base/units.h"
 #include "config/yaml/load.h"
 #include "reports/json_reader.h"
@@ -35,11 +36,27 @@ struct RankStreams {
   std::ostream& diagnostics(std::ostream& real) { return speaks ? real : captured; }
 };
 
+// Input refused before any rank depends on another: every rank finds it, rank 0 says it.
+template <typename... Args>
+[[noreturn]] void refuse(fmt::format_string<Args...> format, Args&&... args) {
+  throw AgreedError(fmt::format(format, std::forward<Args>(args)...),
+                    engine::process_world().rank() == 0, kExitInvalid);
+}
+
+// A file the user named that is not there is refused input (exit 2), the tool's error as
+// gcc's "gcc: error: x.c: No such file" is: "poprun train: error: x.yaml: no such file".
+// What is wrong inside a config is said as file:line:column: error: by the loader.
+void refuse_missing(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) refuse("{}: no such file", path);
+}
+
 // The config on every rank; when it is invalid on any, the lowest such rank's
 // diagnostics are printed once and every rank returns false.
 std::optional<config::Config> load_config_on_every_rank(const std::string& path,
                                                         const std::vector<std::string>& overrides,
                                                         RankStreams& streams, std::ostream& err) {
+  if (const std::string why = input_file_problem(path); !why.empty()) refuse("{}: {}", path, why);
   auto config = config::load_config_reporting(path, overrides, streams.diagnostics(err));
   engine::World& world = engine::process_world();
   if (world.size() == 1) return config;
@@ -66,13 +83,6 @@ std::optional<config::Config> load_config_on_every_rank(const std::string& path,
   return config;
 }
 
-// Input refused before any rank depends on another: every rank finds it, rank 0 says it.
-template <typename... Args>
-[[noreturn]] void refuse(fmt::format_string<Args...> format, Args&&... args) {
-  throw AgreedError(fmt::format(format, std::forward<Args>(args)...),
-                    engine::process_world().rank() == 0, kExitInvalid);
-}
-
 // `poprun eval RUN_DIR` and `--checkpoint RUN_DIR`: a run folder stands for its
 // config.yaml and its newest checkpoint (else the last its run file lists).
 EvalCommand with_run_folder(EvalCommand command) {
@@ -87,6 +97,8 @@ EvalCommand with_run_folder(EvalCommand command) {
           "the config file, and the checkpoint with --checkpoint",
           folder, kConfigFileName);
     if (command.options.checkpoint.empty()) command.options.checkpoint = folder;
+  } else if (const std::string why = input_file_problem(command.config); !why.empty()) {
+    refuse("{}: {}", command.config, why);
   }
   std::string& checkpoint = command.options.checkpoint;
   if (checkpoint.empty())
@@ -94,6 +106,7 @@ EvalCommand with_run_folder(EvalCommand command) {
         "no checkpoint to evaluate: give --checkpoint CHECKPOINT, or a run folder instead of "
         "{}",
         command.config);
+  refuse_missing(checkpoint);
   if (fs::is_directory(checkpoint, ec)) {
     if (const auto newest = newest_checkpoint(checkpoint)) {
       checkpoint = newest->string();
@@ -199,6 +212,8 @@ int run_train_command(const TrainCommand& command, std::ostream& out_stream,
   const auto config =
       load_config_on_every_rank(command.config, command.overrides, streams, err_stream);
   if (!config) return kExitInvalid;
+  if (!command.options.resume.empty() && command.options.resume != kLatestName)
+    refuse_missing(command.options.resume);
   TrainOptions options = command.options;
   options.io_overlap = command.io_thread == "on"    ? engine::IoOverlap::kThread
                        : command.io_thread == "off" ? engine::IoOverlap::kInline

@@ -16,6 +16,7 @@ namespace fs = std::filesystem;
 using popkit::Error;
 using popkit::input_file_problem;
 using popkit::open_input_file;
+using popkit::output_path_problem;
 
 namespace {
 
@@ -125,9 +126,34 @@ BOOST_AUTO_TEST_CASE(a_failed_rename_says_why_and_removes_the_temporary) {
   out.write("x", 1);
   BOOST_CHECK_EXCEPTION(out.commit(), Error, [&](const Error& e) {
     return std::string(e.what()) ==
-           target.string() + ".tmp: cannot rename to " + target.string() + ": Is a directory";
+           target.string() + ": cannot move the written file into place: Is a directory";
   });
   BOOST_TEST(!fs::exists(target.string() + ".tmp"));
+}
+
+// The path the caller gave is named, never the temporary (no name a user knows).
+BOOST_AUTO_TEST_CASE(a_failed_open_names_the_path_not_the_temporary) {
+  TempDir dir;
+  const std::string path = (dir.path / "no" / "such" / "x.yaml").string();
+  BOOST_CHECK_EXCEPTION(AtomicFile(path, TemporaryName::kHiddenPerProcess), Error,
+                        [&](const Error& e) {
+                          return std::string(e.what()) ==
+                                 path + ": cannot open for writing: No such file or directory";
+                        });
+}
+
+BOOST_AUTO_TEST_CASE(an_output_path_in_a_missing_folder_is_found_before_writing) {
+  TempDir dir;
+  const std::string folder = (dir.path / "no" / "such").string();
+  BOOST_TEST(output_path_problem(folder + "/x.yaml") ==
+             "'" + folder + "/x.yaml': the folder '" + folder + "' does not exist");
+  BOOST_TEST(output_path_problem(dir.path.string()) ==
+             "'" + dir.path.string() + "' is a folder, not a file name");
+  BOOST_TEST(output_path_problem((dir.path / "x.yaml").string()).empty());
+  std::ofstream((dir.path / "file").string()) << "x";
+  BOOST_TEST(output_path_problem((dir.path / "file" / "x.yaml").string()) ==
+             "'" + (dir.path / "file" / "x.yaml").string() + "': '" + (dir.path / "file").string() +
+                 "' is not a folder");
 }
 
 BOOST_AUTO_TEST_CASE(a_link_at_the_temporary_is_not_written_through) {

@@ -19,15 +19,15 @@ expect_once() {
   local rc=$? took=$((SECONDS - start))
   echo "$rc" >"$name.rc"
   local errors
-  errors=$(grep -c '^poprun: error:' "$name.err")
+  errors=$(grep -c '^poprun[a-z ]*: error:' "$name.err")
   if [ "$rc" = 0 ] || [ "$rc" = 124 ]; then
     fail "$name: exit code $rc (0 = not stopped, 124 = hung); stderr: $(cat "$name.err")"
   elif [ "$errors" != 1 ]; then
-    fail "$name: $errors error lines, want 1: $(grep '^poprun: error:' "$name.err")"
-  elif ! grep -q "^poprun: error: .*$want" "$name.err"; then
-    fail "$name: the error is '$(grep '^poprun: error:' "$name.err")', want it to contain '$want'"
+    fail "$name: $errors error lines, want 1: $(grep '^poprun[a-z ]*: error:' "$name.err")"
+  elif ! grep -q "^poprun[a-z ]*: error: .*$want" "$name.err"; then
+    fail "$name: the error is '$(grep '^poprun[a-z ]*: error:' "$name.err")', want it to contain '$want'"
   else
-    echo "$name: exit $rc after ${took} s: $(grep '^poprun: error:' "$name.err")"
+    echo "$name: exit $rc after ${took} s: $(grep '^poprun[a-z ]*: error:' "$name.err")"
   fi
 }
 
@@ -93,7 +93,7 @@ expect_once unreachable "mpirun could not run the ranks (exit code" -- \
   poprun train "$config" "${synthetic[@]}" --steps 2 -q --processes 2 --hostfile unreachable
 [ "$(cat unreachable.rc)" = 1 ] || fail "unreachable host: exit $(cat unreachable.rc), want 1"
 grep -q "signal" unreachable.err && fail "unreachable host named a signal: $(cat unreachable.err)"
-[ "$(grep -vc '^poprun: error:' unreachable.err)" -ge 1 ] || fail "unreachable host: mpirun's own message was not passed on: $(cat unreachable.err)"
+[ "$(grep -vc '^poprun[a-z ]*: error:' unreachable.err)" -ge 1 ] || fail "unreachable host: mpirun's own message was not passed on: $(cat unreachable.err)"
 
 # A failure in the middle of training on rank 0 (writing a checkpoint whose path a folder
 # took after the run began), while rank 1 waits for it in the next step's collectives.
@@ -106,10 +106,10 @@ mkdir d/checkpoint-step250.safetensors
 start=$SECONDS
 wait $pid
 rc=$?
-errors=$(grep -c '^poprun: error:' d.err)
-if [ "$rc" = 0 ] || [ "$errors" != 1 ] || ! grep -q '^poprun: error: rank 0: .*checkpoint-step250' d.err; then
+errors=$(grep -c '^poprun[a-z ]*: error:' d.err)
+if [ "$rc" = 0 ] || [ "$errors" != 1 ] || ! grep -q '^poprun[a-z ]*: error: rank 0: .*checkpoint-step250' d.err; then
   fail "mid-run failure: exit $rc, $errors error lines: $(cat d.err)"
 else
-  echo "mid_run: exit $rc $((SECONDS - start)) s after step 50: $(grep '^poprun: error:' d.err)"
+  echo "mid_run: exit $rc $((SECONDS - start)) s after step 50: $(grep '^poprun[a-z ]*: error:' d.err)"
 fi
 finish mpi.failure

@@ -18,7 +18,7 @@ grep -q "calibrate" <<<"$(poprun --help)" || fail "poprun --help does not list c
 
 # Bad output paths: exit 2, said at once, nothing written.
 expect 2 "the folder 'no/such' does not exist" -- poprun calibrate -o no/such/cpu.yaml
-expect 2 "is not a file name" -- poprun calibrate -o .
+expect 2 "poprun calibrate: error: --output: '.' is a folder, not a file name" -- poprun calibrate -o .
 expect 2 "--output is required" -- poprun calibrate
 expect 2 "--passes" -- poprun calibrate -o cpu.yaml --passes 0
 [ ! -e no ] || fail "a bad path left something behind"

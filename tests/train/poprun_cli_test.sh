@@ -40,7 +40,7 @@ grep -qE "^r/checkpoint-step3.safetensors on the 128 test samples: loss [0-9.]+,
 # hashes and the key that differs, unless --force.
 out=$(poprun eval "$config" --checkpoint r/checkpoint-step3.safetensors --set training.seed=8 2>&1)
 [ $? = 1 ] || fail "eval of another config's checkpoint did not exit 1: $out"
-grep -qE "^poprun: error: r/checkpoint-step3.safetensors was trained under config 'tiny' \(hash [0-9a-f]{16}\), not this one, 'tiny' \(hash [0-9a-f]{16}\), which differs in training.seed \(7 there, 8 here\): .* give --force to evaluate anyway$" <<<"$out" \
+grep -qE "^poprun eval: error: r/checkpoint-step3.safetensors was trained under config 'tiny' \(hash [0-9a-f]{16}\), not this one, 'tiny' \(hash [0-9a-f]{16}\), which differs in training.seed \(7 there, 8 here\): .* give --force to evaluate anyway$" <<<"$out" \
   || fail "eval refusal message: $out"
 poprun eval "$config" --checkpoint r/checkpoint-step3.safetensors --set training.seed=8 --force >/dev/null \
   || fail "eval --force refused"
@@ -62,24 +62,26 @@ PY
 # Invalid config: diagnostics, exit 2.
 expect 2 "training.micro_batch_size" -- poprun train "$config" --set training.micro_batch_size=0
 expect 2 "" -- poprun train "$config" --steps 0
+# A checkpoint that is not there is refused input (exit 2), said before any work.
+expect 2 "poprun eval: error: nope.safetensors: no such file" -- poprun eval "$config" --checkpoint nope.safetensors
+expect 2 "poprun train: error: nope.safetensors: no such file" -- poprun train "$config" --resume nope.safetensors
+expect 2 "poprun train: error: no/such/run: no such file" -- poprun train "$config" --resume no/such/run
 # Bad checkpoints: exit 1, the file named and what is wrong.
-expect 1 "poprun: error: nope.safetensors: no such file" -- poprun eval "$config" --checkpoint nope.safetensors
-expect 1 "poprun: error: nope.safetensors: no such file" -- poprun train "$config" --resume nope.safetensors
 cp r/checkpoint-step3.safetensors tampered.safetensors
 printf '\x55' | dd of=tampered.safetensors bs=1 seek=$(( $(stat -c %s tampered.safetensors) - 5 )) conv=notrunc status=none
-expect 1 "poprun: error: tampered.safetensors: checksum mismatch" -- poprun eval "$config" --checkpoint tampered.safetensors
+expect 1 "poprun eval: error: tampered.safetensors: checksum mismatch" -- poprun eval "$config" --checkpoint tampered.safetensors
 head -c 3000 r/checkpoint-step3.safetensors >truncated.safetensors
-expect 1 "poprun: error: truncated.safetensors: " -- poprun train "$config" --resume truncated.safetensors
-expect 1 "poprun: error: r/checkpoint-step3.safetensors: does not match the model: tensor fc1.bias has shape [32], the model's fc1.bias is [16]" \
+expect 1 "poprun train: error: truncated.safetensors: " -- poprun train "$config" --resume truncated.safetensors
+expect 1 "poprun eval: error: r/checkpoint-step3.safetensors: does not match the model: tensor fc1.bias has shape [32], the model's fc1.bias is [16]" \
   -- poprun eval "$POPKIT_SOURCE_DIR/tests/train/data/narrow.yaml" --checkpoint r/checkpoint-step3.safetensors
 # Files that are not regular files: refused at once, exit 1 (no hang on a FIFO, no
 # endless read of /dev/zero).
-expect 1 "poprun: error: /dev/zero: is not a regular file (a character device); expected a safetensors checkpoint" \
+expect 1 "poprun eval: error: /dev/zero: is not a regular file (a character device); expected a safetensors checkpoint" \
   -- poprun eval "$config" --checkpoint /dev/zero
 mkfifo fifo.safetensors
-expect 1 "poprun: error: fifo.safetensors: is not a regular file (a FIFO); expected a safetensors checkpoint" \
+expect 1 "poprun train: error: fifo.safetensors: is not a regular file (a FIFO); expected a safetensors checkpoint" \
   -- timeout 60 poprun train "$config" --resume fifo.safetensors
-expect 1 "poprun: error: /dev/zero: is not a regular file (a character device); expected an IDX file (raw or .gz)" \
+expect 1 "poprun train: error: /dev/zero: is not a regular file (a character device); expected an IDX file (raw or .gz)" \
   -- poprun train "$config" --out z/run.json --set data.dataset=idx \
   --set data.train_images=/dev/zero --set data.train_labels=/dev/zero \
   --set data.test_images=/dev/zero --set data.test_labels=/dev/zero
@@ -110,16 +112,16 @@ text = json.dumps(out).encode()
 open(dst, "wb").write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 PY
 done
-expect 1 "poprun: error: inf.safetensors: tensor fc1.weight: 1 of 2048 values are not finite (NaN or Inf)" \
+expect 1 "poprun eval: error: inf.safetensors: tensor fc1.weight: 1 of 2048 values are not finite (NaN or Inf)" \
   -- poprun eval "$config" --checkpoint inf.safetensors
-expect 1 "poprun: error: nan.safetensors: tensor fc1.weight: 2048 of 2048 values are not finite (NaN or Inf)" \
+expect 1 "poprun eval: error: nan.safetensors: tensor fc1.weight: 2048 of 2048 values are not finite (NaN or Inf)" \
   -- poprun eval "$config" --checkpoint nan.safetensors
-expect 1 "poprun: error: nan.safetensors: tensor fc1.weight: 2048 of 2048 values are not finite (NaN or Inf)" \
+expect 1 "poprun train: error: nan.safetensors: tensor fc1.weight: 2048 of 2048 values are not finite (NaN or Inf)" \
   -- poprun train "$config" --steps 1 --init-from nan.safetensors --out n/run.json
 # Unwritable output and missing data: exit 1 before training, nothing written.
 touch blocker
-expect 1 "poprun: error: blocker: cannot create the run file folder" -- poprun train "$config" --out blocker/run.json
-expect 1 "poprun: error: blocker/ckpt: cannot create the checkpoint folder" -- poprun train "$config" --checkpoint-dir blocker/ckpt
+expect 1 "poprun train: error: blocker: cannot create the run file folder" -- poprun train "$config" --out blocker/run.json
+expect 1 "poprun train: error: blocker/ckpt: cannot create the checkpoint folder" -- poprun train "$config" --checkpoint-dir blocker/ckpt
 expect 1 "missing-images.idx" -- poprun train "$config" --out m/run.json --set data.dataset=idx \
   --set data.train_images=missing-images.idx --set data.train_labels=missing-labels.idx \
   --set data.test_images=missing-images.idx --set data.test_labels=missing-labels.idx
@@ -138,10 +140,10 @@ PY
 idx_set=(--set data.dataset=idx --set data.train_images=train-images.idx
   --set data.train_labels=train-labels.idx --set data.test_images=empty-test-images.idx
   --set data.test_labels=empty-test-labels.idx)
-expect 1 "poprun: error: empty-test-images.idx: 0 test samples: evaluating the model needs at least one" \
+expect 1 "poprun train: error: empty-test-images.idx: 0 test samples: evaluating the model needs at least one" \
   -- poprun train "$config" --steps 1 --out z/run.json "${idx_set[@]}"
 [ ! -e z/checkpoint-step1.safetensors ] || fail "an empty test set was found only after training"
-expect 1 "poprun: error: empty-test-images.idx: 0 test samples: evaluating the model needs at least one" \
+expect 1 "poprun eval: error: empty-test-images.idx: 0 test samples: evaluating the model needs at least one" \
   -- poprun eval "$config" --checkpoint r/checkpoint-step3.safetensors "${idx_set[@]}"
 expect 2 "data.synthetic_test: must be >= 1, got 0" -- poprun train "$config" --set data.synthetic_test=0
 

@@ -26,17 +26,17 @@ nothing_written() {
 
 # -o naming an existing folder.
 mkdir -p o1/dir
-expect 1 "poprun: error: o1/dir: is a directory, not a run file: give a file path such as o1/dir/run.json" \
+expect 1 "poprun train: error: o1/dir: is a directory, not a run file: give a file path such as o1/dir/run.json" \
   -- poprun train "$config" --steps 1 --out o1/dir
 nothing_written o1 "--out o1/dir"
 # -o ending in a slash.
 mkdir -p o2
-expect 1 "poprun: error: o2/: names a folder, not a run file: give a file path such as o2/run.json" \
+expect 1 "poprun train: error: o2/: names a folder, not a run file: give a file path such as o2/run.json" \
   -- poprun train "$config" --steps 1 --out o2/
 nothing_written o2 "--out o2/"
 # -o naming a FIFO: rename would replace it; it stays a FIFO.
 mkdir -p o3 && mkfifo o3/run.json
-expect 1 "poprun: error: o3/run.json: is not a regular file (a FIFO): the run file replaces what is at its path, so that must be a regular file or nothing" \
+expect 1 "poprun train: error: o3/run.json: is not a regular file (a FIFO): the run file replaces what is at its path, so that must be a regular file or nothing" \
   -- poprun train "$config" --steps 1 --out o3/run.json
 [ -p o3/run.json ] || fail "--out FIFO: the FIFO was replaced"
 nothing_written o3 "--out o3/run.json (a FIFO)"
@@ -47,13 +47,13 @@ poprun train "$config" --steps 1 --out o4/run.json -q 2>o4.err || fail "o4: $(ca
 [ -f o4/run.json ] && [ -d o4/run.json.tmp ] && [ -d o4/.run.json.tmp-1 ] || fail "o4: $(ls -a o4)"
 # A checkpoint the run will write is a folder.
 mkdir -p o5/checkpoint-step2.safetensors
-expect 1 "poprun: error: o5/checkpoint-step2.safetensors: is a directory, but this run may write its checkpoint of step 2 there: remove it or choose another --checkpoint-dir" \
+expect 1 "poprun train: error: o5/checkpoint-step2.safetensors: is a directory, but this run may write its checkpoint of step 2 there: remove it or choose another --checkpoint-dir" \
   -- poprun train "$config" --steps 2 --out o5/run.json
 [ ! -e o5/run.json ] || fail "o5: a run file was written"
 # poprun eval -o a folder.
 poprun train "$config" --steps 1 --out good/run.json -q >/dev/null 2>&1 || fail "train good/"
 mkdir -p o6/dir
-expect 1 "poprun: error: o6/dir: is a directory, not a run file: give a file path such as o6/dir/run.json" \
+expect 1 "poprun eval: error: o6/dir: is a directory, not a run file: give a file path such as o6/dir/run.json" \
   -- poprun eval "$config" --checkpoint good/checkpoint-step1.safetensors --out o6/dir
 nothing_written o6 "eval --out o6/dir"
 

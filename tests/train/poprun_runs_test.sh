@@ -61,12 +61,12 @@ out=$(poprun eval "$run1" 2>&1) || fail "poprun eval RUN_DIR: $out"
 grep -qE "^$run1/checkpoint-step6.safetensors on the 128 test samples: loss" <<<"$out" || fail "eval RUN_DIR: $out"
 out=$(poprun eval "$config" --checkpoint "$run1" 2>&1) || fail "poprun eval --checkpoint RUN_DIR: $out"
 grep -qF "$run1/checkpoint-step6.safetensors on the 128 test samples" <<<"$out" || fail "eval --checkpoint RUN_DIR: $out"
-expect 2 "poprun: error: no checkpoint to evaluate: give --checkpoint CHECKPOINT, or a run folder instead of $config" \
+expect 2 "poprun eval: error: no checkpoint to evaluate: give --checkpoint CHECKPOINT, or a run folder instead of $config" \
   -- poprun eval "$config"
 for verb in memory throughput; do
   popreport "$verb" "$run1" >/dev/null || fail "popreport $verb RUN_DIR"
 done
-expect 2 "popreport: error: runs: a folder without run.json" -- popreport memory runs
+expect 2 "popreport memory: error: runs: a folder without run.json" -- popreport memory runs
 
 # The same command again: a second folder, the first untouched.
 sum=$(md5sum "runs/tiny/$first/run.json")
@@ -95,9 +95,9 @@ check_metrics "runs/tiny/$third" 6
 # the checkpoint's step, is refused (exit 2) with latest and the folders as they were; at
 # the run's end nothing is trained, and no folder is made.
 folders=$(ls runs/tiny)
-expect 2 "poprun: error: runs/tiny/$third/checkpoint-step10.safetensors was written under another config: training.optimizer.lr (0.01 there, 0.5 here)" \
+expect 2 "poprun train: error: runs/tiny/$third/checkpoint-step10.safetensors was written under another config: training.optimizer.lr (0.01 there, 0.5 here)" \
   -- poprun train "$config" --steps 12 --resume latest --set training.optimizer.lr=0.5
-expect 2 "poprun: error: runs/tiny/$third/checkpoint-step10.safetensors is at step 10, past this run's end (--steps 2)" \
+expect 2 "poprun train: error: runs/tiny/$third/checkpoint-step10.safetensors is at step 10, past this run's end (--steps 2)" \
   -- poprun train "$config" --steps 2 --resume latest
 out=$(poprun train "$config" --steps 10 --resume latest 2>&1) || fail "resume at the end: $out"
 grep -qxF "nothing to train: runs/tiny/$third/checkpoint-step10.safetensors is at step 10, the end of this run (--steps 10); no run folder was made. Give more steps or epochs to train on" <<<"$out" \
@@ -122,7 +122,7 @@ poprun train "$config" --steps 8 --resume "runs/tiny/$first/checkpoint-step6.saf
 cmp -s from-dir/checkpoint-step8.safetensors from-ckpt/checkpoint-step8.safetensors || fail "RUN_DIR and CKPT differ"
 
 # Nothing overwritten without --force: exit 2, the message names it.
-expect 2 "poprun: error: --run-dir from-dir holds an earlier run (run.json, metrics.jsonl, 1 checkpoint); poprun does not overwrite a run: give another --run-dir, leave out --run-dir and -o for a new folder under runs/tiny/, or give --force to write over it" \
+expect 2 "poprun train: error: --run-dir from-dir holds an earlier run (run.json, metrics.jsonl, 1 checkpoint); poprun does not overwrite a run: give another --run-dir, leave out --run-dir and -o for a new folder under runs/tiny/, or give --force to write over it" \
   -- poprun train "$config" --steps 2 --run-dir from-dir
 expect 2 "or give --force" -- poprun train "$config" --steps 2 -o from-dir/run.json
 poprun train "$config" --steps 2 --run-dir from-dir --force -q || fail "--force"
@@ -136,7 +136,7 @@ out=$(poprun train "$config" --steps 5 --resume from-dir --set training.optimize
 grep -qF "resuming from from-dir/checkpoint-step3.safetensors at step 3" <<<"$out" || fail "after --force: $out"
 expect 2 "from-dir/checkpoint-step3.safetensors was written under another config: training.optimizer.lr (0.5 there, 0.01 here)" \
   -- poprun train "$config" --steps 5 --resume from-dir --run-dir after-force-2
-expect 1 "poprun: error: --resume latest: runs/other/latest does not exist" \
+expect 1 "poprun train: error: --resume latest: runs/other/latest does not exist" \
   -- poprun train "$config" --set name=other --resume latest
 
 # One run per folder: a run on a folder that another run writes is refused at once (exit 2),
@@ -146,7 +146,7 @@ pid=$!
 for _ in $(seq 100); do [ -s busy/metrics.jsonl ] && break; sleep 0.1; done
 start=$SECONDS
 for force in "" --force; do
-  expect 2 "poprun: error: busy is in use by another run: pid $pid on host $(hostname) since " \
+  expect 2 "poprun train: error: busy is in use by another run: pid $pid on host $(hostname) since " \
     -- poprun train "$config" --steps 2 --run-dir busy $force
   expect 2 " UTC: poprun train $config --steps 100000000 --run-dir busy -q; two runs in one folder would mix their checkpoints and metrics" \
     -- poprun train "$config" --steps 2 --run-dir busy $force
