@@ -20,6 +20,7 @@
 #include "config/yaml/load.h"
 #include "planner/fit_advice.h"
 #include "planner/plan_text.h"
+#include "planner/text_table.h"
 #include "planner/tune.h"
 
 namespace popkit::cli {
@@ -35,6 +36,7 @@ struct TuneOptions {
   std::string write;  // the winner's config file
   bool force = false;
   std::size_t max_combinations = planner::kMaxTuneCombinations;
+  std::int64_t top = 20;  // rows listed; 0: all
 };
 
 // The user's file with their --set overrides and then the winner's changes: the config
@@ -60,8 +62,9 @@ int write_winner(const TuneOptions& o, const planner::TuneCandidate& winner) {
 
 int run_tune(const TuneOptions& o) {
   std::string why;
-  const auto memory = parse_bytes(o.memory, why);
-  if (!memory || *memory == 0) {
+  std::optional<std::uint64_t> memory;
+  if (!o.memory.empty()) memory = parse_bytes(o.memory, why);
+  if (!o.memory.empty() && (!memory || *memory == 0)) {
     std::cerr << fmt::format("popplan tune: error: --memory-per-replica '{}': {}\n", o.memory,
                              why.empty() ? "must be > 0" : why);
     return kExitInvalid;
@@ -78,6 +81,7 @@ int run_tune(const TuneOptions& o) {
   if (!input_readable("popplan tune", o.config)) return kExitInvalid;
   const auto cfg = config::load_config_reporting(o.config, o.overrides, std::cerr);
   if (!cfg) return kExitInvalid;
+  if (!memory) memory = planner::memory_per_replica(*cfg);  // the config's, or its profile's
   planner::TuneResult r;
   const planner::TuneRequest request{*memory, o.replicas, o.global_batch, o.max_combinations};
   try {
@@ -86,18 +90,19 @@ int run_tune(const TuneOptions& o) {
     std::cerr << "popplan tune: error: " << o.config << ": " << e.what() << '\n';
     return kExitInvalid;
   }
-  planner::print_tune(std::cout, r, o.format == "json");
+  planner::print_tune(std::cout, r, o.format == "json", static_cast<std::size_t>(o.top));
   if (r.fits.empty()) {
     // Advice only where planning shows a fit: with more replicas, if any.
     std::size_t n_planned = r.n_planned;
     const std::optional<planner::FitAdvice> more =
         planner::advise_more_replicas(*cfg, request, n_planned);
-    std::cerr << "popplan tune: nothing fits; "
-              << (more ? planner::describe_advice(*more, *memory)
-                       : fmt::format("nor with up to {} times the replicas ({} candidates "
-                                     "planned in all)",
-                                     planner::kMoreReplicas, n_planned))
-              << '\n';
+    planner::Printer err(std::cerr);
+    planner::print_wrapped(err, "popplan tune: nothing fits; ", "  ",
+                           more ? planner::describe_advice(*more, *memory)
+                                : fmt::format("nor with up to {} times the replicas ({} "
+                                              "candidates planned in all)",
+                                              planner::kMoreReplicas, n_planned));
+    err.flush();
     if (!o.write.empty()) std::cerr << "popplan tune: " << o.write << " not written\n";
     return kExitFailure;
   }
@@ -115,8 +120,11 @@ void add_tune_verbs(Tool& tool) {
                "accumulation splits that fit, fastest first; exit 1 when none fits",
                [o] { return run_tune(*o); });
   tune->add_option("CONFIG", o->config, "Config file (YAML)")->required();
-  tune->add_option("--memory-per-replica", o->memory, "Device memory per replica, e.g. 900MiB")
-      ->required();
+  tune->add_option("--memory-per-replica", o->memory,
+                   "Device memory per replica, e.g. 900MiB (default: the config's "
+                   "device.memory_per_replica, else its profile's)");
+  tune->add_option("--top", o->top, "Rows to list, fastest first; 0 lists them all (default 20)")
+      ->check(non_negative());
   tune->add_option("--replicas", o->replicas, "Replication factor (default: the config's)")
       ->check(positive());
   tune->add_option("--global-batch", o->global_batch,

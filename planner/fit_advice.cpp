@@ -47,10 +47,12 @@ std::vector<FitAdvice> advise_training(const config::Config& config) {
                                   "tune planned",
                                   r.n_planned))};
   std::size_t n_planned = r.n_planned;
-  if (auto more = advise_more_replicas(config, request, n_planned)) return {*more};
+  constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t least = r.smallest ? r.smallest->peak_bytes : kNone;
+  if (auto more = advise_more_replicas(config, request, n_planned, &least)) return {*more};
   FitAdvice none;
   none.n_planned = n_planned;
-  if (r.smallest) none.peak_bytes = r.smallest->peak_bytes;
+  none.peak_bytes = least == kNone ? 0 : least;  // over every replica count planned
   none.found = fmt::format("with up to {} times the replicas", kMoreReplicas);
   return {none};
 }
@@ -118,7 +120,8 @@ std::vector<FitAdvice> advise_fit(const config::Config& config, Program program)
 }
 
 std::optional<FitAdvice> advise_more_replicas(const config::Config& config,
-                                              const TuneRequest& request, std::size_t& n_planned) {
+                                              const TuneRequest& request, std::size_t& n_planned,
+                                              std::uint64_t* least_peak) {
   const std::int64_t replicas = request.replicas > 0 ? request.replicas : config.replication.factor;
   const std::int64_t global = request.global_batch > 0 ? request.global_batch
                                                        : config.training.micro_batch_size *
@@ -135,6 +138,8 @@ std::optional<FitAdvice> advise_more_replicas(const config::Config& config,
       break;  // a search past its bound: more replicas only grow it
     }
     n_planned += found.n_planned;
+    if (least_peak && found.smallest)
+      *least_peak = std::min(*least_peak, found.smallest->peak_bytes);
     if (const TuneCandidate* best = fewest_changes(found))
       return advice_of(*best, n_planned,
                        fmt::format("the fewest replicas that fit, and the fewest changes there, "

@@ -31,9 +31,11 @@ std::vector<FitAdvice> advise_fit(const config::Config& config, Program program 
 
 // For popplan tune when nothing fits `request`: the fewest of 2, 4, ... 64 times its
 // replicas (over which its global batch splits) at which a candidate fits, with the
-// fewest changes of those. nullopt when none does; `n_planned` counts what was planned.
+// fewest changes of those. nullopt when none does; `n_planned` counts what was planned,
+// and `least_peak`, when given, is lowered to the least peak planned.
 std::optional<FitAdvice> advise_more_replicas(const config::Config& config,
-                                              const TuneRequest& request, std::size_t& n_planned);
+                                              const TuneRequest& request, std::size_t& n_planned,
+                                              std::uint64_t* least_peak = nullptr);
 
 // The advice as lines: "fits with: --set a=b (peak 812.00 MiB of 900.00 MiB, est. 41,200
 // samples/s; the fewest changes that fit of the 658 candidates popplan tune planned)",

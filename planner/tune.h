@@ -85,7 +85,8 @@ std::uint64_t memory_per_replica(const config::Config& config);
 // Pareto mark, how many candidates the row stands for, the changes to the config),
 // wrapped to 100 columns; JSON: {"device_profile", "memory_per_replica", "planned",
 // "skipped", "combinations", "thinned", "candidates": [{"rank" (the row), "samples_per_second",
-// "peak_bytes", "pareto", "settings", "changes"}]}.
-void print_tune(std::ostream& out, const TuneResult& result, bool json);
+// "peak_bytes", "pareto", "settings", "changes"}]}. Text shows the first `top` rows (0:
+// all) and says how many more there are; JSON has every candidate.
+void print_tune(std::ostream& out, const TuneResult& result, bool json, std::size_t top = 0);
 
 }  // namespace popkit::planner

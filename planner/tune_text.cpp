@@ -48,7 +48,7 @@ void print_json(std::ostream& out, const TuneResult& r) {
 
 }  // namespace
 
-void print_tune(std::ostream& out, const TuneResult& r, bool json) {
+void print_tune(std::ostream& out, const TuneResult& r, bool json, std::size_t top) {
   if (json) return print_json(out, r);
   const std::vector<std::string> first =
       wrap({fmt::format("Ranked for device profile {} at {} per replica:", r.device_profile,
@@ -83,6 +83,11 @@ void print_tune(std::ostream& out, const TuneResult& r, bool json) {
   const std::string indent(head.size(), ' ');
   for (std::size_t i = 0; i < r.fits.size();) {
     const TuneCandidate& c = r.fits[i];
+    if (top > 0 && c.row > top) {
+      const std::size_t more = r.n_rows - top;
+      fmt::print(out, "  {} more row{}: --top 0 lists them all\n", more, more == 1 ? "" : "s");
+      break;
+    }
     std::size_t alike = 0;
     while (i + alike < r.fits.size() && r.fits[i + alike].row == c.row) ++alike;
     i += alike;

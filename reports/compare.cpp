@@ -85,7 +85,10 @@ std::vector<std::string> default_names(const std::vector<Source>& sources) {
   namespace fs = std::filesystem;
   std::vector<std::string> names;
   for (const Source& s : sources) {
-    const fs::path file = fs::absolute(fs::path(s.file)).lexically_normal();
+    // runs/quick/latest/run.json is named by the stamp latest points at.
+    std::error_code ec;
+    fs::path file = fs::weakly_canonical(fs::absolute(fs::path(s.file)), ec);
+    if (ec) file = fs::absolute(fs::path(s.file)).lexically_normal();
     const std::string folder = file.parent_path().filename();
     const bool in_run_folder = s.kind == SourceKind::kRun && file.filename() == "run.json" &&
                                !s.record.name.empty() && !folder.empty();

@@ -53,10 +53,25 @@ PY
 
 expect 1 "popplan tune: nothing fits; nor with up to 64 times the replicas" -- \
   popplan tune examples/mnist.yaml --memory-per-replica 1KiB
+# The config's own memory when --memory-per-replica is not given (mnist.yaml: ipu-mk2's
+# 900 MiB); the first 20 rows by default, then how many more (86 rows were 206 lines),
+# every row with --top 0.
+top=$(popplan tune examples/mnist.yaml)
+rows=$(head -1 <<<"$top" | grep -oE 'in [0-9]+ rows' | grep -oE '[0-9]+')
+grep -qF "Ranked for device profile ipu-mk2 at 900.00 MiB per replica:" <<<"$top" || fail "tune's default memory: $(head -1 <<<"$top")"
+[ -n "$rows" ] && [ "$rows" -gt 20 ] || fail "tune of mnist.yaml: $rows rows"
+grep -qxF "  $((rows - 20)) more rows: --top 0 lists them all" <<<"$top" || fail "tune's top 20: $(tail -2 <<<"$top")"
+[ "$(grep -cE '^ +[0-9]+ +[0-9,.]+ +[0-9.]+ [KMG]?i?B' <<<"$top")" = 20 ] || fail "tune lists not 20 rows"
+all=$(popplan tune examples/mnist.yaml --top 0)
+[ "$(grep -cE '^ +[0-9]+ +[0-9,.]+ +[0-9.]+ [KMG]?i?B' <<<"$all")" = "$rows" ] || fail "--top 0 lists not $rows rows"
 # Nothing fits at 3 MiB on 2 replicas; on 4 it does, which is the advice (it was an empty
-# table and nothing else).
-expect 1 "popplan tune: nothing fits; fits with: --set device.memory_per_replica=3MiB --set replication.factor=4 --set training.gradient_accumulation=2 (peak 2.31 MiB of 3.00 MiB" -- \
-  popplan tune examples/mnist.yaml --memory-per-replica 3MiB
+# table and nothing else), wrapped within 100 columns (it was one line of 299).
+err=$(popplan tune examples/mnist.yaml --memory-per-replica 3MiB 2>&1 >/dev/null)
+rc=$?
+[ "$rc" = 1 ] || fail "tune at 3 MiB exited $rc, want 1"
+[ -z "$(awk 'length($0) > 100' <<<"$err")" ] || fail "tune's advice is wider than 100 columns: $err"
+grep -qF "popplan tune: nothing fits; fits with: --set device.memory_per_replica=3MiB --set replication.factor=4 --set training.gradient_accumulation=2 (peak 2.31 MiB of 3.00 MiB" \
+  <<<"$(tr '\n' ' ' <<<"$err" | sed 's/  */ /g')" || fail "tune's advice at 3 MiB: $err"
 # 256 replicas and a global batch of 2^18: 23,148 combinations (minutes of planning) are
 # thinned to what --max-combinations allows, and the output says which values it tried.
 out=$(timeout 300 popplan tune examples/mnist.yaml --memory-per-replica 900MiB --replicas 256 \

@@ -114,6 +114,10 @@ grep -qF "the mean per step over this process's 4 steps" <<<"$flat" || fail "pha
 popreport compare "runs/tiny/$second/run.json" "runs/tiny/$third/run.json" --chart both.svg >/dev/null \
   || fail "popreport compare --chart"
 grep -qF "resumed at step 6, the earlier steps from runs/tiny/$second/run.json" both.svg || fail "chart: no resume note"
+# A row given through latest is named by the stamp latest points at, not "tiny/latest".
+rows=$(popreport compare "runs/tiny/$second" runs/tiny/latest 2>&1) || fail "compare: $rows"
+grep -qE "^ *tiny/$third " <<<"$rows" || fail "compare names latest's row: $rows"
+grep -q "tiny/latest" <<<"$rows" && fail "compare names a row tiny/latest: $rows"
 # --resume RUN_DIR and --resume CHECKPOINT
 poprun train "$config" --steps 8 --resume "runs/tiny/$first" --run-dir from-dir -q || fail "--resume RUN_DIR"
 grep -q '"step": 6' from-dir/run.json || fail "--resume RUN_DIR: $(cat from-dir/run.json | head -5)"
