@@ -61,6 +61,12 @@ void MpirunStderr::line(const std::string& text) {
     box_ = text;
     return;
   }
+  // mpirun says "Forwarding signal 10 to job" each time the launcher passes its stop on,
+  // which it repeats until mpirun exits: once is news.
+  if (bare.find("Forwarding signal") != std::string::npos) {
+    if (forwarded_) return;
+    forwarded_ = true;
+  }
   if (!holds_any(bare, kRepeatingLines)) write(text);
 }
 

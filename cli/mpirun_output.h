@@ -2,7 +2,8 @@
 // the boxes OpenMPI prints when a rank exits non-zero, aborts or is killed, which only
 // repeat what poprun's rank printed (its error, with its rank) or the launcher says (the
 // signal). So mpirun's own messages -- a hostfile it cannot read, a host it cannot reach,
-// a daemon it cannot start -- reach the user, and a failed rank's error shows once.
+// a daemon it cannot start -- reach the user, and a failed rank's error shows once; so
+// does mpirun's "Forwarding signal", which the launcher's repeated stop would repeat.
 //
 //   MpirunStderr filter(STDERR_FILENO);
 //   while ((n = read(pipe, buffer, size)) > 0) filter.feed({buffer, n});
@@ -35,6 +36,7 @@ class MpirunStderr {
   std::string box_;      // the lines of a box not yet closed
   bool in_box_ = false;
   bool said_ = false;
+  bool forwarded_ = false;  // mpirun said it forwarded a signal
 };
 
 }  // namespace popkit::cli

@@ -37,10 +37,9 @@ struct Engine::Impl {
       dev->losses.assign(static_cast<std::size_t>(plan.gradient_accumulation), 0.0);
     {
       // Over several processes the ranks abandon a step together (EngineState::
-      // agree_on_stop): the gate is open, but its ops poll nothing.
-      static const std::function<bool()> kNever = [] { return false; };
-      const bool ranks = state.world->size() > 1 && state.options.stop_requested;
-      const StepGate::Step step(state.gate, ranks ? &kNever : &state.options.stop_requested);
+      // agree_on_stop): a rank asked to stop skips its ops until they agree.
+      const bool ranks = state.world->size() > 1;
+      const StepGate::Step step(state.gate, &state.options.stop_requested, ranks);
       program.run_step(source);
     }
     ++state.steps_done;

@@ -101,7 +101,7 @@ void OpRunner::in_column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols,
 }
 
 void OpRunner::run_on(Device& dev, const Op& op, std::int64_t r, std::int64_t s) const {
-  m_.gate.before(op.kind, m_.steps_done + 1);
+  if (!m_.gate.before(op.kind, m_.steps_done + 1)) return;
   switch (op.kind) {
     case OpKind::kAlloc:
       return allocate(dev, op);
@@ -295,7 +295,7 @@ Collectives* OpRunner::collectives_of(const Op& op) const {
 }
 
 void OpRunner::run_collective(const Op& op, std::int64_t s) const {
-  m_.gate.before(op.kind, m_.steps_done + 1);
+  (void)m_.gate.before(op.kind, m_.steps_done + 1, /*may_skip=*/false);
   namespace so = planner::shard_operand;
   Collectives* group = collectives_of(op);
   switch (op.kind) {

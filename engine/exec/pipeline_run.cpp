@@ -173,7 +173,8 @@ StagePipeline::StageRun StagePipeline::run_stage(std::size_t p, std::int64_t r) 
       if (r == m_.hosted.first) ops_.run_collective(op, mb);
       if (!barrier.arrive_and_wait(abort_)) aborted();
     } else if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
-      m_.gate.before(op.kind, m_.steps_done + 1);  // run_on and run_collective ask themselves
+      // run_on and run_collective ask themselves; a pipeline runs in one process.
+      (void)m_.gate.before(op.kind, m_.steps_done + 1, /*may_skip=*/false);
       if (op.kind == OpKind::kSend)
         send(op, r, stage);
       else

@@ -24,7 +24,7 @@ void Segments::run_list(const std::vector<Op>& ops, const planner::OpsSchedule& 
     const auto items = std::span(ops).subspan(item.first, item.end - item.first);
     if (std::any_of(items.begin(), items.end(),
                     [](const Op& op) { return op.kind == OpKind::kOptimizerStep; }))
-      m_.agree_on_stop();
+      m_.agree_on_stop(/*before_update=*/true);
     run_segment(items, item, from, to, sample);
   };
   if (schedule.across_steps) {

@@ -88,9 +88,10 @@ EngineState::EngineState(planner::Plan p, EngineOptions o)
     stage_collectives.push_back(world->make_collectives(n_replicas, nullptr));
 }
 
-void EngineState::agree_on_stop() {
+void EngineState::agree_on_stop(bool before_update) {
   if (world->size() == 1 || !options.stop_requested || !gate.open()) return;
   if (any_rank(*world, options.stop_requested())) gate.abandon(steps_done + 1);
+  if (before_update) gate.commit();
 }
 
 Device& EngineState::replica(std::int64_t r) const {

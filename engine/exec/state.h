@@ -111,8 +111,9 @@ struct EngineState {
   // (EngineOptions::stop_requested), and if so every rank abandons the step there
   // (throws StepAbandoned). Every rank reaches these points in the same order and with
   // its gate alike (the same plan's ops came before), so the ranks call any_rank
-  // together. In one process, or without stop_requested, it does nothing.
-  void agree_on_stop();
+  // together. In one process, or without stop_requested, it does nothing. Agreed to go
+  // on `before_update`, the step's ops all run from there (StepGate::commit()).
+  void agree_on_stop(bool before_update = false);
   std::int64_t image_size = 1;
   // The input is token ids (the first layer's kind reads tokens: dataset text), fed as
   // ids rather than normalised pixels.

@@ -6,8 +6,11 @@
 // atomic decides between "abandoned" and "updating", so no replica updates while
 // another abandons, and a thread that runs no op of the step waits on no one.
 // Over several processes a rank never abandons a step on its own (the others would wait
-// for it in the step's next collective): its threads poll nothing, and the ranks abandon
-// the step together where they agree to (EngineState::agree_on_stop, abandon()).
+// for it in the step's next collective): asked to stop, it skips the step's ops but its
+// collectives until the next point where the ranks agree (EngineState::agree_on_stop),
+// which abandons the step, as this rank asks; so the stop waits for no more compute
+// than it would in one process. Once the ranks agree to go on into the update
+// (commit()), every op runs.
 #pragma once
 
 #include <atomic>
@@ -22,10 +25,17 @@ namespace popkit::engine {
 class StepGate {
  public:
   // A step begins: `stop` (may be null or empty: the step runs to its end) is polled
-  // before each of its ops until its update begins.
-  void open(const std::function<bool()>* stop) {
+  // before each of its ops until its update begins. `skip`: over several processes, a
+  // stop skips ops (before() returns false) instead of abandoning the step.
+  void open(const std::function<bool()>* stop, bool skip = false) {
     stop_ = stop != nullptr && *stop ? stop : nullptr;
+    skip_ = skip;
     state_.store(stop_ != nullptr ? kOpen : kIdle, std::memory_order_relaxed);
+  }
+  // The ranks agreed to go on into the update: no op is skipped from here.
+  void commit() {
+    int state = kOpen;
+    state_.compare_exchange_strong(state, kUpdating, std::memory_order_acq_rel);
   }
   // Outside a step (set-up, evaluation) every op runs.
   void close() { state_.store(kIdle, std::memory_order_relaxed); }
@@ -33,7 +43,9 @@ class StepGate {
   // Open for one step's scope, closed when it ends, by its last op or by a throw.
   class Step {
    public:
-    Step(StepGate& gate, const std::function<bool()>* stop) : gate_(gate) { gate_.open(stop); }
+    Step(StepGate& gate, const std::function<bool()>* stop, bool skip = false) : gate_(gate) {
+      gate_.open(stop, skip);
+    }
     ~Step() { gate_.close(); }
     Step(const Step&) = delete;
     Step& operator=(const Step&) = delete;
@@ -54,20 +66,22 @@ class StepGate {
       throw StepAbandoned(step);
   }
 
-  // Before an op of kind `kind`: throws StepAbandoned when the step is abandoned, which
-  // an optimizer op decides against for good (the update began) and a stop request
-  // before it decides for.
-  void before(planner::OpKind kind, std::int64_t step) {
+  // Before an op of kind `kind`: whether it runs (false: skipped, over several processes
+  // after a stop; never a collective, `may_skip` false, which the other ranks join);
+  // throws StepAbandoned when the step is abandoned, which an optimizer op decides
+  // against for good (the update began) and a stop request before it decides for.
+  [[nodiscard]] bool before(planner::OpKind kind, std::int64_t step, bool may_skip = true) {
     int state = state_.load(std::memory_order_acquire);
-    if (state == kIdle || state == kUpdating) return;
+    if (state == kIdle || state == kUpdating) return true;
     if (state == kOpen) {
       const bool update = kind == planner::OpKind::kOptimizerStep;
-      if (!update && !(*stop_)()) return;
+      if (!update && !(*stop_)()) return true;
+      if (skip_ && !update) return !may_skip;
       if (state_.compare_exchange_strong(state, update ? kUpdating : kAbandoned,
                                          std::memory_order_acq_rel)) {
-        if (update) return;
+        if (update) return true;
       } else if (state == kUpdating) {
-        return;
+        return true;
       }
     }
     throw StepAbandoned(step);
@@ -77,6 +91,7 @@ class StepGate {
   enum : int { kIdle, kOpen, kUpdating, kAbandoned };
   std::atomic<int> state_{kIdle};
   const std::function<bool()>* stop_ = nullptr;
+  bool skip_ = false;
 };
 
 }  // namespace popkit::engine

@@ -184,6 +184,8 @@ for delay in 0.1 0.3 0.6 1.2; do
     fail "SIGTERM $delay s after the launcher's start: exit $rc, want 130: $(cat early.err)"
   elif [ -n "$left" ] || [ "$(readlink runs/quick/latest)" != "$earlier" ]; then
     fail "SIGTERM $delay s after the launcher's start: left $left"
+  elif [ "$(grep -c 'Forwarding signal' early.err)" -gt 1 ]; then
+    fail "SIGTERM $delay s after the launcher's start: mpirun's forwarding said more than once: $(cat early.err)"
   else
     echo "SIGTERM $delay s after the launcher's start: exit 130, nothing left"
   fi
