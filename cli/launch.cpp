@@ -158,9 +158,9 @@ pid_t pass_on_until_exit(pid_t pid, int local_ranks, int fd, MpirunStderr& err, 
 // The launcher's exit code: mpirun's when it is one of poprun's (0, 1, 2, 130); a rank
 // killed by a signal, or mpirun failing on its own (its message passed on above), is a
 // run-time failure, said here.
-int exit_code_of(int status, bool mpirun_said_something) {
+int exit_code_of(int status, bool mpirun_said_something, const std::string& where) {
   if (WIFSIGNALED(status)) {
-    std::cerr << fmt::format("poprun: error: mpirun was killed by signal {} ({})\n",
+    std::cerr << fmt::format("{}: error: mpirun was killed by signal {} ({})\n", where,
                              WTERMSIG(status), strsignal(WTERMSIG(status)));
     return 1;
   }
@@ -168,10 +168,10 @@ int exit_code_of(int status, bool mpirun_said_something) {
   if (code == 0 || code == 1 || code == 2 || code == 130) return code;
   // mpirun reports a rank killed by a signal as 128 + the signal.
   if (code > 128 && code - 128 <= SIGRTMAX)
-    std::cerr << fmt::format("poprun: error: a rank was killed by signal {} ({})\n", code - 128,
+    std::cerr << fmt::format("{}: error: a rank was killed by signal {} ({})\n", where, code - 128,
                              strsignal(code - 128));
   else
-    std::cerr << fmt::format("poprun: error: mpirun could not run the ranks (exit code {}){}\n",
+    std::cerr << fmt::format("{}: error: mpirun could not run the ranks (exit code {}){}\n", where,
                              code, mpirun_said_something ? "; its message is above" : "");
   return 1;
 }
@@ -253,7 +253,7 @@ std::vector<std::string> launch_arguments(const std::vector<std::string>& own) {
   return arguments;
 }
 
-int run_ranks(const std::vector<std::string>& command, int local_ranks) {
+int run_ranks(const std::vector<std::string>& command, int local_ranks, const std::string& where) {
   // Watched from here: a stop before mpirun starts ends the launch with nothing run.
   const LauncherSignals signals;
   std::vector<char*> argv;
@@ -265,7 +265,7 @@ int run_ranks(const std::vector<std::string>& command, int local_ranks) {
   if (pipe2(status_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
     throw Error("pipe: {}", std::strerror(errno));
   if (g_signals != 0) {
-    std::cerr << "poprun: stopped before the ranks started: nothing was run\n";
+    std::cerr << where << ": stopped before the ranks started: nothing was run\n";
     return kExitInterrupted;
   }
   const pid_t parent = getpid();
@@ -306,7 +306,7 @@ int run_ranks(const std::vector<std::string>& command, int local_ranks) {
   const pid_t done = pass_on_until_exit(pid, local_ranks, err_pipe[0], err, status);
   close(err_pipe[0]);
   if (done < 0) throw Error("waiting for {}: {}", command[0], std::strerror(errno));
-  return exit_code_of(status, err.said_anything());
+  return exit_code_of(status, err.said_anything(), where);
 }
 
 }  // namespace popkit::cli

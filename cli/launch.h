@@ -40,6 +40,7 @@ struct Launch {
 // 1, 2, 130); else 1, saying why (a rank killed by a signal, mpirun failing on its own).
 // `local_ranks`: how many ranks run on this host (0 when a hostfile places them): a stop
 // is passed on once those have their handlers in; without any, 2 s after mpirun starts.
-int run_ranks(const std::vector<std::string>& command, int local_ranks);
+// `where` ("poprun train") opens the launcher's own errors.
+int run_ranks(const std::vector<std::string>& command, int local_ranks, const std::string& where);
 
 }  // namespace popkit::cli

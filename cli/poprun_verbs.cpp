@@ -45,7 +45,7 @@ int here_or_ranks(const Tool& tool, const Launch& launch, const std::function<in
     return kExitInvalid;
   }
   return ranks ? run_ranks(mpirun_command(launch, tool.arguments()),
-                           launch.hostfile.empty() ? launch.processes : 0)
+                           launch.hostfile.empty() ? launch.processes : 0, tool.where())
                : here();
 }
 

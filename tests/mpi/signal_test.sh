@@ -69,7 +69,7 @@ want="mpirun: cannot reach host h1
 --------------------------------------------------------------------------
 ORTE was unable to start a daemon.
 --------------------------------------------------------------------------
-poprun: error: mpirun could not run the ranks (exit code 3); its message is above"
+poprun train: error: mpirun could not run the ranks (exit code 3); its message is above"
 [ "$rc" = 1 ] && [ "$(cat fake.err)" = "$want" ] || fail "mpirun's stream: exit $rc, stderr
 $(cat fake.err)
 want
