@@ -1,6 +1,7 @@
 #include "runner/commands.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <csignal>
@@ -14,6 +15,7 @@
 #include "config/yaml/load.h"
 #include "reports/json_reader.h"
 #include "runner/agreement.h"
+#include "runner/config_match.h"
 #include "runner/resolved_config.h"
 #include "runner/run_dir.h"
 #include "runner/stop_signal.h"
@@ -67,18 +69,25 @@ std::optional<config::Config> load_config_on_every_rank(const std::string& path,
   agreement.agree(failure, streams.speaks, kExitInvalid);
   // Every rank must run the same program: the same config file and --set values (a
   // rank's own environment, such as POPKIT_DATA_DIR, may differ).
-  const std::string hash = config_hash(*config);
-  const auto hashes = world.all_gather(std::as_bytes(std::span(hash.data(), hash.size())));
+  const std::string mine = resolved_config_json(*config).dump();
+  const auto all = world.all_gather(std::as_bytes(std::span(mine.data(), mine.size())));
+  const auto text_of = [&](std::size_t k) {
+    return std::string(reinterpret_cast<const char*>(all[k].data()), all[k].size());
+  };
   std::string differing;
-  for (std::size_t k = 1; k < hashes.size(); ++k)
-    if (hashes[k] != hashes[0]) {
-      differing = fmt::format(
-          "the config of rank {} differs from rank 0's (hash {} against {}): every rank "
-          "must run the same config with the same --set values",
-          k, std::string(reinterpret_cast<const char*>(hashes[k].data()), hashes[k].size()),
-          std::string(reinterpret_cast<const char*>(hashes[0].data()), hashes[0].size()));
-      break;
-    }
+  for (std::size_t k = 1; k < all.size() && differing.empty(); ++k) {
+    if (all[k] == all[0]) continue;
+    std::vector<std::string> keys;
+    for (const ConfigDifference& d :
+         config_differences(nlohmann::json::parse(text_of(0)), nlohmann::json::parse(text_of(k))))
+      if (!d.derived)
+        keys.push_back(
+            fmt::format("{} ({} on rank 0, {} on rank {})", d.key, d.checkpoint_value, d.value, k));
+    differing = fmt::format(
+        "the config of rank {} differs from rank 0's{}: every rank must run the same config "
+        "with the same --set values",
+        k, keys.empty() ? std::string() : fmt::format(" in {}", fmt::join(keys, ", ")));
+  }
   if (!differing.empty()) throw AgreedError(differing, world.rank() == 0, kExitInvalid);
   return config;
 }

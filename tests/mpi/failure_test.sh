@@ -50,8 +50,9 @@ expect_once bad_checkpoint "rank 0: bad.safetensors: truncated or not safetensor
   "${mpirun[@]}" -np 2 poprun train "$config" "${synthetic[@]}" --steps 2 -q -o b/run.json \
   --resume bad.safetensors
 
-# Ranks that disagree on the config are refused before they start.
-expect_once different_configs "the config of rank 1 differs from rank 0's" -- \
+# Ranks that disagree on the config are refused before they start, naming the key (it
+# was named by hash only).
+expect_once different_configs "the config of rank 1 differs from rank 0's in training.optimizer.lr (0.0003 on rank 0, 0.1 on rank 1)" -- \
   "${mpirun[@]}" -np 1 poprun train "$config" "${synthetic[@]}" --steps 2 -q -o c/run.json \
   : -np 1 poprun train "$config" "${synthetic[@]}" --steps 2 -q -o c/run.json \
   --set training.optimizer.lr=0.1
