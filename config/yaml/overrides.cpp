@@ -73,6 +73,37 @@ YamlNodePtr with_override(const YamlNodePtr& node, const std::vector<OverrideKey
   return copy;
 }
 
+// The value of `name` in map `node`, or nullptr.
+YamlNodePtr value_of(const YamlNodePtr& node, const std::string& name) {
+  if (!node || node->kind != NodeKind::kMap) return nullptr;
+  for (const auto& [k_node, v_node] : node->pairs)
+    if (k_node->kind == NodeKind::kScalar && k_node->value == name) return v_node;
+  return nullptr;
+}
+
+// --set training.steps=N replaces the file's run length, as poprun's --steps does:
+// the file's training.epochs goes (and --set training.epochs the file's steps), where
+// both would be refused ("give training.epochs or training.steps, not both"). Two --set
+// arguments that give both are still refused.
+YamlNodePtr without_other_run_length(const YamlNodePtr& root,
+                                     const std::vector<OverrideKey>& keys) {
+  if (keys.size() != 2 || keys[0].name != "training" ||
+      (keys[1].name != "steps" && keys[1].name != "epochs"))
+    return root;
+  const std::string other = keys[1].name == "steps" ? "epochs" : "steps";
+  const YamlNodePtr training = value_of(root, "training");
+  const YamlNodePtr given = value_of(training, other);
+  if (!given || given->location.file == kSetSource) return root;
+  auto lean = std::make_shared<YamlNode>(*training);
+  std::erase_if(lean->pairs, [&](const auto& pair) {
+    return pair.first->kind == NodeKind::kScalar && pair.first->value == other;
+  });
+  auto copy = std::make_shared<YamlNode>(*root);
+  for (auto& [k_node, v_node] : copy->pairs)
+    if (k_node->kind == NodeKind::kScalar && k_node->value == "training") v_node = lean;
+  return copy;
+}
+
 }  // namespace
 
 YamlNodePtr apply_override(const YamlNodePtr& root, const std::string& argument, int line,
@@ -108,7 +139,7 @@ YamlNodePtr apply_override(const YamlNodePtr& root, const std::string& argument,
       return YamlNodePtr(empty);
     }();
   auto updated = with_override(root, keys, 0, value, line, diagnostics);
-  return updated ? updated : root;
+  return updated ? without_other_run_length(updated, keys) : root;
 }
 
 std::int64_t file_factor(const YamlNode& root) {

@@ -34,6 +34,21 @@ BOOST_AUTO_TEST_CASE(later_overrides_win_and_replace_file_values) {
   BOOST_TEST(result.config->training.micro_batch_size == 5);
 }
 
+// A run length set with --set replaces the file's other one, as poprun's --steps does
+// (it was refused: "give training.epochs or training.steps, not both"); two --set
+// arguments that give both are still refused.
+BOOST_AUTO_TEST_CASE(a_run_length_replaces_the_files_other_one) {
+  const auto steps = load(kBase + "training: {epochs: 2}\n", {"training.steps=5"});
+  BOOST_REQUIRE_MESSAGE(steps.ok(), text(steps));
+  BOOST_TEST(*steps.config->training.steps == 5);
+  BOOST_TEST(!steps.config->training.epochs.has_value());
+  const auto epochs = load(kBase + "training: {steps: 9}\n", {"training.epochs=3"});
+  BOOST_REQUIRE_MESSAGE(epochs.ok(), text(epochs));
+  BOOST_TEST(*epochs.config->training.epochs == 3);
+  BOOST_TEST(!epochs.config->training.steps.has_value());
+  BOOST_TEST(!load(kBase, {"training.steps=5", "training.epochs=2"}).ok());
+}
+
 BOOST_AUTO_TEST_CASE(errors_point_at_the_argument) {
   const auto result = load(kBase, {"training.seed=1", "training.micro_batch_size=0"});
   BOOST_REQUIRE(result.diagnostics.size() == 1u);
