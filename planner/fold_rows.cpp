@@ -63,10 +63,14 @@ Parsed parse(const TextRow& row) {
   return p;
 }
 
+bool same_words(const Parsed& a, const Parsed& b) {
+  return a.hash == b.hash && a.skeleton == b.skeleton;
+}
+
 // Row `b`'s numbers less row `a`'s, each -1, 0 or 1, into `step`; false when the words
 // differ or a number does not count by one.
 bool counts_from(const Parsed& a, const Parsed& b, std::vector<std::int64_t>& step) {
-  if (a.hash != b.hash || a.skeleton != b.skeleton) return false;
+  if (!same_words(a, b)) return false;
   step.resize(a.values.size());
   for (std::size_t k = 0; k < a.values.size(); ++k) {
     step[k] = b.values[k] - a.values[k];
@@ -78,7 +82,7 @@ bool counts_from(const Parsed& a, const Parsed& b, std::vector<std::int64_t>& st
 // Row `b` is row `a` with each number `times` steps on.
 bool repeats(const Parsed& a, const Parsed& b, const std::vector<std::int64_t>& step,
              std::int64_t times) {
-  if (a.hash != b.hash || a.skeleton != b.skeleton) return false;
+  if (!same_words(a, b)) return false;
   for (std::size_t k = 0; k < a.values.size(); ++k)
     if (b.values[k] != a.values[k] + step[k] * times) return false;
   return true;

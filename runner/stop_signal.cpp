@@ -30,6 +30,14 @@ extern "C" void on_stop_signal(int signal) {
   }
 }
 
+// SIGUSR1 blocked or unblocked (`how`) for this thread and the threads it starts.
+void mask_usr1(int how) {
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(how, &usr1, nullptr);
+}
+
 const char* signal_name(int signal) {
   return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "SIGUSR1";
 }
@@ -50,17 +58,11 @@ StopSignals::StopSignals() {
   sigaction(SIGUSR1, &action, nullptr);
   // A rank blocks it from its start (block_until_handled()): one that came since is
   // delivered now, to the handler.
-  sigset_t usr1;
-  sigemptyset(&usr1);
-  sigaddset(&usr1, SIGUSR1);
-  pthread_sigmask(SIG_UNBLOCK, &usr1, nullptr);
+  mask_usr1(SIG_UNBLOCK);
 }
 
 void StopSignals::block_until_handled() {
-  sigset_t usr1;
-  sigemptyset(&usr1);
-  sigaddset(&usr1, SIGUSR1);
-  pthread_sigmask(SIG_BLOCK, &usr1, nullptr);
+  mask_usr1(SIG_BLOCK);
 }
 
 StopSignals::~StopSignals() {
