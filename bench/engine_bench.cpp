@@ -55,7 +55,8 @@ std::vector<float> random_vector(std::int64_t n, std::uint64_t key) {
 
 double g_machine_sgemm_flops = 0.0;  // set by BM_SgemmMachine
 
-// One thread, Eigen's GEMM on row-major n x n matrices.
+// One thread, Eigen's GEMM on row-major n x n matrices, inlined at this file's level (the
+// baseline's in a portable build; BM_SgemmMachine calls the level in use).
 void BM_Sgemm(benchmark::State& state) {
   const auto n = static_cast<Eigen::Index>(state.range(0));
   const RowMatrixF a = RowMatrixF::Random(n, n), b = RowMatrixF::Random(n, n);
@@ -69,63 +70,6 @@ void BM_Sgemm(benchmark::State& state) {
 }
 BENCHMARK(BM_Sgemm)->Arg(512)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
 
-// Every core at once, each its own single-threaded GEMM (as replicas run): the rate of
-// the whole machine, the bound of a training step.
-void BM_SgemmMachine(benchmark::State& state) {
-  const auto n = static_cast<Eigen::Index>(state.range(0));
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<RowMatrixF> a, b, c;
-  for (int i = 0; i < cores; ++i) {
-    a.push_back(RowMatrixF::Random(n, n));
-    b.push_back(RowMatrixF::Random(n, n));
-    c.emplace_back(n, n);
-  }
-  for (auto _ : state) {
-    std::vector<std::thread> threads;
-    for (int i = 1; i < cores; ++i) threads.emplace_back([&, i] { c[i].noalias() = a[i] * b[i]; });
-    c[0].noalias() = a[0] * b[0];
-    for (auto& t : threads) t.join();
-    benchmark::DoNotOptimize(c[0].data());
-  }
-  const double flops = 2.0 * double(n) * double(n) * double(n) * cores;
-  state.counters["FLOP/s"] =
-      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["cores"] = cores;
-}
-BENCHMARK(BM_SgemmMachine)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
-
-// Measures the machine rate once, outside Google Benchmark's timing, for gemm_bound.
-double machine_sgemm_flops() {
-  if (g_machine_sgemm_flops > 0.0) return g_machine_sgemm_flops;
-  constexpr Eigen::Index n = 1024;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<RowMatrixF> a, b, c;
-  for (int i = 0; i < cores; ++i) {
-    a.push_back(RowMatrixF::Random(n, n));
-    b.push_back(RowMatrixF::Random(n, n));
-    c.emplace_back(n, n);
-  }
-  auto once = [&] {
-    std::vector<std::thread> threads;
-    for (int i = 1; i < cores; ++i) threads.emplace_back([&, i] { c[i].noalias() = a[i] * b[i]; });
-    c[0].noalias() = a[0] * b[0];
-    for (auto& t : threads) t.join();
-  };
-  once();
-  std::vector<double> rates;
-  for (int rep = 0; rep < 7; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    once();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    rates.push_back(2.0 * double(n) * double(n) * double(n) * cores / s);
-  }
-  std::sort(rates.begin(), rates.end());
-  g_machine_sgemm_flops = rates[rates.size() / 2];
-  return g_machine_sgemm_flops;
-}
-
-// ---- layers --------------------------------------------------------------------------
-
 // A kernel call's workspace, as the engine gives it: 64-byte aligned, of the planned size.
 struct Workspace {
   explicit Workspace(std::uint64_t n) : bytes(n), floats(n / sizeof(float) + 16) {}
@@ -136,6 +80,73 @@ struct Workspace {
   std::uint64_t bytes;
   std::vector<float> floats;
 };
+
+// Every core at once, each its own single-threaded n x n x n GEMM through the engine's
+// linear kernel at the level in use (as replicas run; Eigen inlined here would be this
+// file's own level, the baseline's in a portable build): the rate of the whole machine,
+// the bound of a training step.
+class MachineGemm {
+ public:
+  explicit MachineGemm(std::int64_t n)
+      : n_(n), cores_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {
+    for (int i = 0; i < cores_; ++i) {
+      a_.push_back(random_vector(n * n, 10 + static_cast<std::uint64_t>(i)));
+      b_.push_back(random_vector(n * n, 100 + static_cast<std::uint64_t>(i)));
+      c_.emplace_back(static_cast<std::size_t>(n * n));
+      ws_.emplace_back(planner::linear_forward_call_workspace(n, n, 0, n));
+    }
+    bias_.assign(static_cast<std::size_t>(n), 0.0f);
+  }
+  void run() {
+    std::vector<std::thread> threads;
+    for (int i = 1; i < cores_; ++i) threads.emplace_back([this, i] { gemm(i); });
+    gemm(0);
+    for (auto& t : threads) t.join();
+  }
+  [[nodiscard]] double flops() const { return 2.0 * double(n_) * double(n_) * double(n_) * cores_; }
+  [[nodiscard]] int cores() const { return cores_; }
+
+ private:
+  void gemm(int i) {
+    const auto k = static_cast<std::size_t>(i);
+    engine::kernels_of<engine::LinearKernels>().forward_columns(
+        config::Activation::kNone, a_[k].data(), b_[k].data(), bias_.data(), c_[k].data(),
+        c_[k].data(), n_, n_, n_, 0, n_, ws_[k].data(), ws_[k].bytes);
+  }
+  std::int64_t n_;
+  int cores_;
+  std::vector<std::vector<float>> a_, b_, c_;
+  std::vector<Workspace> ws_;
+  std::vector<float> bias_;
+};
+
+void BM_SgemmMachine(benchmark::State& state) {
+  MachineGemm gemm(state.range(0));
+  for (auto _ : state) gemm.run();
+  state.counters["FLOP/s"] =
+      benchmark::Counter(gemm.flops(), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["cores"] = gemm.cores();
+}
+BENCHMARK(BM_SgemmMachine)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Measures the machine rate once, outside Google Benchmark's timing, for gemm_bound.
+double machine_sgemm_flops() {
+  if (g_machine_sgemm_flops > 0.0) return g_machine_sgemm_flops;
+  MachineGemm gemm(1024);
+  gemm.run();
+  std::vector<double> rates;
+  for (int rep = 0; rep < 7; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    gemm.run();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rates.push_back(gemm.flops() / s);
+  }
+  std::sort(rates.begin(), rates.end());
+  g_machine_sgemm_flops = rates[rates.size() / 2];
+  return g_machine_sgemm_flops;
+}
+
+// ---- layers --------------------------------------------------------------------------
 
 // A 512 -> 512 GELU layer (fc2, fc3), forward: pre = x W + b, out = gelu(pre).
 void BM_LayerForward(benchmark::State& state) {

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Training tokens/s of examples/gpt_tiny.yaml (2 blocks, width 128, 4 heads, sequence
 # 128, micro-batch 16, tied head, Adam) against PyTorch with the same model and shapes
-# (bench/torch_gpt.py), side by side: each round runs popkit, then PyTorch on one thread
-# and on every core (its better figure is PyTorch's), so load from other processes hits
-# both alike. Prints each round's rates, then popkit / PyTorch as min / median / max
-# over the rounds, and the GEMM-bound fraction: the model's training FLOPs a token times
-# popkit's tokens/s over the machine's sgemm rate measured in the same round.
+# (bench/torch_gpt.py), side by side: each round runs popkit, then PyTorch on one thread,
+# on every core, and on every core with one OpenBLAS thread (its best figure is
+# PyTorch's), so load from other processes hits both alike. Prints each round's rates,
+# then popkit / PyTorch as min / median / max over the rounds, and the GEMM-bound
+# fraction: the model's training FLOPs a token times popkit's tokens/s over the
+# machine's sgemm rate (the engine's GEMM on every core) measured in the same round.
 #
 #   bench/gpt_throughput.sh [--build DIR] [--bench FILE] [--rounds N] [--steps N]
 #
@@ -15,8 +16,8 @@
 #   --steps   popkit's steps a round (default 80; its figure is the run file's median
 #             over the steps after warm-up), PyTorch's 5 repeats of 10 steps after 3
 #
-# PyTorch is /usr/bin/python3's (Debian's python3-torch on OpenBLAS; OPENBLAS_NUM_THREADS
-# set to the threads it is given), or $PYTHON's.
+# PyTorch is /usr/bin/python3's (Debian's python3-torch on OpenBLAS, with
+# OMP_WAIT_POLICY=passive), or $PYTHON's.
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -55,14 +56,16 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 print("popkit -", sys.argv[2], r["throughput"]["median"] * 128)' \
     "$work/popkit-$round/run.json" "$round" >>"$results"
-  for threads in 1 "$cores"; do
-    OPENBLAS_NUM_THREADS=$threads "$python" "$here/torch_gpt.py" --threads "$threads" \
+  # PyTorch's settings: torch threads / OpenBLAS threads (its GEMMs thread in OpenBLAS,
+  # the rest in torch's own pool; both at every core may oversubscribe).
+  for setting in 1/1 "$cores/$cores" "$cores/1"; do
+    OPENBLAS_NUM_THREADS=${setting#*/} "$python" "$here/torch_gpt.py" --threads "${setting%/*}" \
       --batch 16 --seq 128 >"$work/torch.json"
     "$python" -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
 print("torch", sys.argv[2], sys.argv[3], r["tokens_per_second"]["median"])' \
-      "$work/torch.json" "$threads" "$round" >>"$results"
+      "$work/torch.json" "$setting" "$round" >>"$results"
   done
   [[ -n "$bench" ]] && echo "sgemm - $round $(bench_sgemm_rate "$bench" "$python" "$work")" >>"$results"
 done
@@ -78,12 +81,14 @@ rounds, cores = range(1, int(sys.argv[2]) + 1), sys.argv[3]
 def mmm(xs):
     return f"{min(xs):8.3f} {statistics.median(xs):8.3f} {max(xs):8.3f}"
 popkit = [v[("popkit", "-")][r] for r in rounds]
-torch = {t: [v[("torch", t)][r] for r in rounds] for t in ("1", cores)}
-best = [max(torch["1"][i], torch[cores][i]) for i in range(len(popkit))]
+settings = ("1/1", f"{cores}/{cores}", f"{cores}/1")
+torch = {t: [v[("torch", t)][r] for r in rounds] for t in settings}
+best = [max(torch[t][i] for t in settings) for i in range(len(popkit))]
 print(f"{'tokens/s a round':34s} " + " ".join(f"{'round ' + str(r):>10s}" for r in rounds))
 print(f"{'popkit':34s} " + " ".join(f"{x:10.0f}" for x in popkit))
-for t in ("1", cores):
-    print(f"{'PyTorch, ' + t + ' thread(s)':34s} " + " ".join(f"{x:10.0f}" for x in torch[t]))
+for t in settings:
+    label = f"PyTorch, threads {t.replace('/', ', OpenBLAS ')}"
+    print(f"{label:34s} " + " ".join(f"{x:10.0f}" for x in torch[t]))
 print()
 print(f"{'ratio (per round)':34s} {'min':>8s} {'median':>8s} {'max':>8s}  target")
 xs = [p / b for p, b in zip(popkit, best)]
