@@ -43,13 +43,17 @@ volatile std::sig_atomic_t g_signals = 0;  // SIGINT/SIGTERM received so far
 // The first signal asks the ranks to stop after their step: pass_on_until_exit sends
 // mpirun SIGUSR1, which it passes on, until mpirun exits (mpirun drops one that comes
 // before it has started the ranks). The second is mpirun's own abort.
-extern "C" void on_launcher_signal(int) {
+extern "C" void on_launcher_signal(int signal) {
   const bool first = g_signals == 0;
   g_signals = first ? 1 : 2;
-  static constexpr char kStop[] = "poprun: stopping the ranks (signal again to abort)\n";
+  static constexpr char kStopInt[] = "poprun: SIGINT: stopping the ranks (signal again to abort)\n";
+  static constexpr char kStopTerm[] =
+      "poprun: SIGTERM: stopping the ranks (signal again to abort)\n";
   static constexpr char kAbort[] = "poprun: aborting the ranks\n";
   if (first) {
-    [[maybe_unused]] const auto n = write(STDERR_FILENO, kStop, sizeof kStop - 1);
+    const bool sigint = signal == SIGINT;
+    [[maybe_unused]] const auto n = write(STDERR_FILENO, sigint ? kStopInt : kStopTerm,
+                                          (sigint ? sizeof kStopInt : sizeof kStopTerm) - 1);
     return;
   }
   [[maybe_unused]] const auto n = write(STDERR_FILENO, kAbort, sizeof kAbort - 1);
@@ -240,10 +244,14 @@ std::vector<std::string> mpirun_command(const Launch& launch,
   return command;
 }
 
-std::vector<std::string> launch_arguments(const std::vector<std::string>& own) {
+bool started_by_launcher() {
   const char* joined = std::getenv(kLaunchArguments);
-  if (joined == nullptr || *joined == '\0' || std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr)
-    return own;
+  return joined != nullptr && *joined != '\0' && std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+}
+
+std::vector<std::string> launch_arguments(const std::vector<std::string>& own) {
+  if (!started_by_launcher()) return own;
+  const char* joined = std::getenv(kLaunchArguments);
   std::vector<std::string> arguments;
   for (std::string_view rest = joined; !rest.empty();) {
     const std::size_t end = std::min(rest.find('\x1f'), rest.size());

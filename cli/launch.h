@@ -34,6 +34,8 @@ struct Launch {
 // In a rank the launcher started: the launcher's arguments (argv without argv[0],
 // --processes included); else `own`.
 [[nodiscard]] std::vector<std::string> launch_arguments(const std::vector<std::string>& own);
+// Whether this process is a rank that `poprun --processes N` started.
+[[nodiscard]] bool started_by_launcher();
 
 // Runs the command, its error stream passed on without OpenMPI's boxes that repeat a
 // rank's error (cli/mpirun_output.h), and returns its exit code when it is poprun's (0,

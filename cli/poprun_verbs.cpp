@@ -63,6 +63,7 @@ void add_train_verb(Tool& tool, const std::shared_ptr<Launch>& launch) {
       [train, steps, epochs, launch, &tool] {
         return here_or_ranks(tool, *launch, [&] {
           train->quiet = tool.quiet();
+          train->launched = started_by_launcher();
           train->options.command = {tool.name()};
           const std::vector<std::string> given = launch_arguments(tool.arguments());
           train->options.command.insert(train->options.command.end(), given.begin(), given.end());

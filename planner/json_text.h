@@ -109,6 +109,13 @@ class SplitArrays {
     }
   }
 
+  // An element the split converted itself (a fast path for plain values: no path is
+  // built); dropped, as add's are, after the array's first bad element.
+  void push(std::uint64_t array, T item) {
+    Array& a = at(array);
+    if (!a.error) a.items.push_back(std::move(item));
+  }
+
   // The array whose placeholder is `placeholder`, read at `path`: the path it was parsed
   // at, since the split and the reader agree on where the arrays are.
   std::vector<T> take(const nlohmann::json& placeholder, const std::string& path) {

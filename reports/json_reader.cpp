@@ -105,16 +105,20 @@ bool JsonReader::boolean(const std::string& key) const {
   return j.get<bool>();
 }
 
+double JsonReader::as_number() const {
+  if (!json_.is_number()) fail("", fmt::format("expected a number, got {}", type_phrase(json_)));
+  return json_.get<double>();
+}
+
+double JsonReader::as_non_negative() const {
+  const double v = as_number();
+  if (v < 0) fail("", fmt::format("{} is negative; a time or a rate is >= 0", v));
+  return v;
+}
+
 std::vector<double> JsonReader::numbers(const std::string& key) const {
   std::vector<double> out;
-  for (std::size_t i = 0; const JsonReader& item : array(key)) {
-    if (!item.json().is_number()) {
-      fail(fmt::format("{}[{}]", key, i),
-           fmt::format("expected a number, got {}", type_phrase(item.json())));
-    }
-    out.push_back(item.json().get<double>());
-    ++i;
-  }
+  for (const JsonReader& item : array(key)) out.push_back(item.as_number());
   return out;
 }
 
@@ -125,11 +129,8 @@ double JsonReader::non_negative(const std::string& key) const {
 }
 
 std::vector<double> JsonReader::non_negatives(const std::string& key) const {
-  std::vector<double> out = numbers(key);
-  for (std::size_t i = 0; i < out.size(); ++i)
-    if (out[i] < 0)
-      fail(fmt::format("{}[{}]", key, i),
-           fmt::format("{} is negative; a time or a rate is >= 0", out[i]));
+  std::vector<double> out;
+  for (const JsonReader& item : array(key)) out.push_back(item.as_non_negative());
   return out;
 }
 

@@ -35,6 +35,9 @@ class JsonReader {
   [[nodiscard]] double non_negative(const std::string& key) const;
   [[nodiscard]] std::vector<double> non_negatives(const std::string& key) const;
   [[nodiscard]] std::vector<std::uint64_t> bytes_list(const std::string& key) const;
+  // This value itself, as an element of numbers() and non_negatives() is read.
+  [[nodiscard]] double as_number() const;
+  [[nodiscard]] double as_non_negative() const;
 
   // "FILE: PATH.KEY: MESSAGE"
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
@@ -52,8 +55,10 @@ class JsonReader {
 
 // The most a plan or run file may hold, as configs are bounded: above the plan of the
 // largest config (1 MiB of YAML, 14,000 phased layers: a 282 MB plan, reported in 11 s and
-// 0.75 GB), far above a run file's (tens of MB at 1,000 replicas). A report needs about
-// three times the file in memory and 40 ms a MB.
+// 0.75 GB), far above a run file's (tens of MB at 1,000 replicas, 50 bytes a step). A
+// report needs 1.5 to 3 times the file in memory and 30 to 40 ms a MB: the big arrays
+// are read as they are parsed (planner/json_text.h's splits), never into a DOM
+// (bench/report_size.sh).
 inline constexpr std::uint64_t kMaxInputFileBytes = std::uint64_t{512} << 20;
 
 // The text of a plan or run file. Throws InputError: "FILE: no such file", "FILE: is a

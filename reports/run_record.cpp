@@ -432,14 +432,44 @@ std::optional<std::uint64_t> RunSplit::begin_array(const planner::JsonPath& path
   if (path.matches({"phases", "[]", "measured_memory"}) ||
       path.matches({"eval", "phases", "[]", "measured_memory"}))
     return measured_memory_.begin(path);
+  if (path.matches({"step_seconds"})) return step_seconds_.begin(path);
+  if (path.matches({"loss"})) return loss_.begin(path);
   return std::nullopt;
 }
 
 void RunSplit::element(std::uint64_t array, std::size_t index, nlohmann::json&& value) {
-  measured_memory_.add(array, index, value, [&](const json& e, const std::string& path) {
-    return memory_from_json(JsonReader(e, filename_, path));
+  if (measured_memory_.owns(array)) {
+    measured_memory_.add(array, index, value, [&](const json& e, const std::string& path) {
+      return memory_from_json(JsonReader(e, filename_, path));
+    });
+    return;
+  }
+  // Each element as JsonReader's non_negatives and numbers read it, with their errors.
+  const bool time = step_seconds_.owns(array);
+  planner::SplitArrays<double>& numbers = time ? step_seconds_ : loss_;
+  if (value.is_number() && (!time || value.get<double>() >= 0)) {
+    numbers.push(array, value.get<double>());
+    return;
+  }
+  numbers.add(array, index, value, [&](const json& e, const std::string& path) {
+    const JsonReader element(e, filename_, path);
+    return time ? element.as_non_negative() : element.as_number();
   });
 }
+
+namespace {
+
+// A top-level array of numbers: the split's, when it read the array, else from the DOM.
+std::vector<double> split_or_read(const JsonReader& top, const std::string& key,
+                                  planner::SplitArrays<double>* split,
+                                  std::vector<double> (JsonReader::*read)(const std::string&)
+                                      const) {
+  const nlohmann::json& j = top.value(key);
+  if (split != nullptr && planner::is_placeholder(j)) return split->take(j, top.field(key));
+  return (top.*read)(key);
+}
+
+}  // namespace
 
 RunRecord run_record_from_json(const nlohmann::json& json, const std::string& filename,
                                RunSplit* split) {
@@ -474,8 +504,9 @@ RunRecord run_record_from_json(const nlohmann::json& json, const std::string& fi
   const JsonReader streaming = top.object("streaming_memory");
   r.streaming_planned = streaming.bytes("planned");
   r.streaming_measured = streaming.bytes_list("measured");
-  r.step_seconds = top.non_negatives("step_seconds");
-  r.loss = top.numbers("loss");
+  r.step_seconds = split_or_read(top, "step_seconds", split ? &split->step_seconds() : nullptr,
+                                 &JsonReader::non_negatives);
+  r.loss = split_or_read(top, "loss", split ? &split->loss() : nullptr, &JsonReader::numbers);
   if (top.has("run_dir")) r.run_dir = top.string("run_dir");
   if (top.has("command"))
     for (const JsonReader& arg : top.array("command")) {

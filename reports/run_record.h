@@ -247,18 +247,23 @@ Environment current_environment(std::int64_t n_threads);
 
 nlohmann::json run_record_to_json(const RunRecord& record);
 
-// Reads the big array of a run file (each phase's measured memory, one per replica)
-// element by element while the text is parsed (planner/json_text.h).
+// Reads the big arrays of a run file element by element while the text is parsed
+// (planner/json_text.h): each phase's measured memory (one per replica), and the loss
+// and step time of every step (a float each, where a JSON value takes 16 bytes and more).
 class RunSplit final : public planner::JsonSplit {
  public:
   explicit RunSplit(std::string filename) : filename_(std::move(filename)) {}
   std::optional<std::uint64_t> begin_array(const planner::JsonPath& path) override;
   void element(std::uint64_t array, std::size_t index, nlohmann::json&& value) override;
   planner::SplitArrays<Memory>& measured_memory() { return measured_memory_; }
+  planner::SplitArrays<double>& step_seconds() { return step_seconds_; }
+  planner::SplitArrays<double>& loss() { return loss_; }
 
  private:
   std::string filename_;
-  planner::SplitArrays<Memory> measured_memory_;
+  planner::SplitArrays<Memory> measured_memory_{0, 3};
+  planner::SplitArrays<double> step_seconds_{1, 3};
+  planner::SplitArrays<double> loss_{2, 3};
 };
 
 // Throws InputError naming `filename` and the field: a missing or ill-typed field,

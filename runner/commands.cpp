@@ -244,10 +244,11 @@ int run_train_command(const TrainCommand& command, std::ostream& out_stream,
     const int signal = StopSignals::received();
     err << fmt::format(
         "poprun: {} at step {}: checkpoint written to {}; continue with --resume {}\n",
-        signal == SIGINT    ? "stopped by SIGINT"
-        : signal == SIGTERM ? "stopped by SIGTERM"
-        : signal == SIGUSR1 ? "stopped by SIGUSR1"
-                            : "stopped",
+        signal == SIGINT                        ? "stopped by SIGINT"
+        : signal == SIGTERM                     ? "stopped by SIGTERM"
+        : signal == SIGUSR1 && command.launched ? "stopped by the launcher"
+        : signal == SIGUSR1                     ? "stopped by SIGUSR1"
+                                                : "stopped",
         result.steps, result.checkpoint, result.checkpoint);
     return kExitInterrupted;
   }

@@ -96,9 +96,11 @@ for signal in INT TERM; do
   last=$(last_checkpoint "launcher-$signal")
   if [ "$rc" != 130 ]; then
     fail "SIG$signal to poprun --processes 2: exit $rc, want 130: $(cat "launcher-$signal.err")"
-  elif ! grep -q "stopped by SIGUSR1 at step [0-9]*: checkpoint written to .*${last##*/}" \
+  elif ! grep -q "stopped by the launcher at step [0-9]*: checkpoint written to .*${last##*/}" \
     "launcher-$signal.err"; then
     fail "SIG$signal to poprun --processes 2: no checkpoint at the stop (last: $last): $(cat "launcher-$signal.err")"
+  elif ! grep -q "^poprun: SIG$signal: stopping the ranks" "launcher-$signal.err"; then
+    fail "SIG$signal to poprun --processes 2: the launcher does not name the signal: $(cat "launcher-$signal.err")"
   else
     echo "SIG$signal to poprun --processes 2: exit 130, checkpoint $last"
   fi

@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "reports/input_error.h"
 #include "reports/source.h"
@@ -286,16 +289,27 @@ BOOST_AUTO_TEST_CASE(reading_the_text_gives_the_same_record) {
 
 BOOST_AUTO_TEST_CASE(reading_the_text_gives_the_same_errors) {
   const nlohmann::json good = r::read_json_file(data_dir() + "/nosharding.json");
-  std::vector<nlohmann::json> bad(4, good);
-  bad[0]["phases"][1]["measured_memory"][1].erase("peak");
-  bad[1]["phases"][0]["measured_memory"][0]["by_class"]["weights"] = -1;
-  bad[2]["phases"][2]["measured_memory"] = {1, 2};
+  BOOST_TEST_REQUIRE(good["step_seconds"].size() >= 2u);
+  BOOST_TEST_REQUIRE(good["loss"].size() >= 2u);
+  std::vector<std::pair<nlohmann::json, std::string>> bad(7, {good, "phases["});
+  bad[0].first["phases"][1]["measured_memory"][1].erase("peak");
+  bad[1].first["phases"][0]["measured_memory"][0]["by_class"]["weights"] = -1;
+  bad[2].first["phases"][2]["measured_memory"] = {1, 2};
   // The reader's order decides: the phase's name is read before its measured memory.
-  bad[3]["phases"][0]["measured_memory"] = nlohmann::json::array({nullptr});
-  bad[3]["phases"][0]["name"] = 3;
-  for (const nlohmann::json& j : bad) {
+  bad[3].first["phases"][0]["measured_memory"] = nlohmann::json::array({nullptr});
+  bad[3].first["phases"][0]["name"] = 3;
+  // Every step's time and loss, read as the text is parsed: the first bad element.
+  bad[4] = {good, "loss[1]: expected a number, got a string"};
+  bad[4].first["loss"][1] = "2.3";
+  bad[5] = {good, "step_seconds[0]: -0.5 is negative"};
+  bad[5].first["step_seconds"][0] = -0.5;
+  bad[5].first["step_seconds"][1] = nullptr;
+  bad[6] = {good, "step_seconds[1]: expected a number, got null"};
+  bad[6].first["step_seconds"][1] = nullptr;
+  bad[6].first["loss"][0] = true;
+  for (const auto& [j, field] : bad) {
     const std::string dom = error_of_run(j);
-    BOOST_TEST(dom.rfind("x.json: phases[", 0) == 0u, dom);
+    BOOST_TEST(dom.rfind("x.json: " + field, 0) == 0u, dom);
     std::string text;
     try {
       r::run_record_from_text(j.dump(2), "x.json");
