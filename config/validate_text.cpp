@@ -139,13 +139,6 @@ void Checker::check_tie(std::size_t i) {
   }
   kind.check_tie(layer, layer_inputs_.size() > i ? layer_inputs_[i] : SampleShape{}, *target,
                  fmt::format("model.layers[{}]", i), *this);
-  // One variable, its gradient the sum of both layers' (in phased execution the later
-  // layer's waits in streaming memory for the earlier one's backward phase).
-  if (c_.pipeline.enabled() && ok("pipeline.stages"))
-    error(key, fmt::format("'{}' shares '{}''s variable and gradient, which pipelining would "
-                           "place on two stages; popkit ties layers without pipelining (leave "
-                           "{} out to give '{}' a weight of its own)",
-                           layer.name, name, kind.tie_key, layer.name));
 }
 
 }  // namespace popkit::config

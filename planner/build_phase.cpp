@@ -321,11 +321,7 @@ void PhaseProgram::add_contributions(std::vector<Op>& ops, int k, int param, int
       b_.alloc(ops, c.tensor);
       b_.remote_load(ops, c.buffer, -1, 0, c.tensor);
     }
-    Op add =
-        BuildState::op(OpKind::kAdd, fmt::format("{} += {}", b_.tname(grad), b_.tname(c.tensor)));
-    add.inputs = {c.tensor};
-    add.state = {grad};
-    ops.push_back(std::move(add));
+    b_.add(ops, grad, c.tensor);
     b_.free(ops, c.tensor);
   }
   waiting_.erase(found);

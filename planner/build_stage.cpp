@@ -4,7 +4,9 @@
 // the forward or backward of the stage's layers on one micro-batch, between receive and
 // send), then, after the flush, the gradients reduced over the same stage of every
 // replica and the optimizer. Every tensor is allocated at the start and freed at the
-// end: the device's memory through the step is static, as on the IPU.
+// end: the device's memory through the step is static, as on the IPU. A parameter tied
+// across stages (a head on the last stage tied to the token table on the first) is its
+// owner stage's variable; the tied layer's stage reads a copy of it (TiedCopy).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -21,12 +23,55 @@ std::int64_t n_stages(const BuildState& b) {
   return static_cast<std::int64_t>(b.p.pipeline->stages.size());
 }
 
+// A parameter tied to a layer on another stage, as Graphcore's pipelined GPT ties its
+// head on the last stage to the embedding on the first: one variable, with its optimizer
+// state, on the owner's stage. At the step's start the owner's stage sends the weight
+// (gathered where sharded) into `copy` on the tied layer's stage, which its forward and
+// backward read; after the flush that stage sends the gradient it accumulated into
+// `grad` on the owner's stage, which adds it to the owner's before the update, as
+// build_phase.cpp's update_all does in one program: the same sum in the same order.
+struct TiedCopy {
+  int layer = -1, param = -1;  // the tied layer's parameter
+  int owner_stage = -1, stage = -1;
+  int copy = -1;  // the weight's copy on `stage`
+  int grad = -1;  // training: the gradient's receive buffer on `owner_stage`
+};
+
 // Each stage's receive buffers, always live on its device (a send from a neighbour may
 // come at any moment of the step): the activation from the stage before, and, when
-// training, the gradient from the stage after (when that stage computes one).
+// training, the gradient from the stage after (when that stage computes one); and the
+// tied parameters' copies and gradients.
 struct ReceiveBuffers {
   std::vector<int> activation, gradient;  // per stage, -1: none
+  std::vector<TiedCopy> tied;             // by tied layer, then parameter
 };
+
+// The parameters tied to a layer on another stage, their copies and receive buffers.
+void add_tied_copies(BuildState& b, ReceiveBuffers& r) {
+  for (int k = 0; k < b.n; ++k)
+    for (std::size_t param = 0; param < b.kind(k).params.size(); ++param) {
+      const auto [owner, owner_param] = b.owner(k, static_cast<int>(param));
+      const int owner_stage = b.stage_of_layer[static_cast<std::size_t>(owner)];
+      const int stage = b.stage_of_layer[static_cast<std::size_t>(k)];
+      if (owner_stage == stage) continue;  // the owner's own tensors serve both
+      TiedCopy t{k, static_cast<int>(param), owner_stage, stage};
+      const Variable& v = b.var(b.param_vars(k, t.param).value);
+      b.stage = stage;
+      t.copy = b.tensor(v.name + ".copy", TensorClass::kWeights, v.dtype, v.meta_shape,
+                        /*always_live=*/true);
+      b.alloc(b.p.setup, t.copy);
+      if (!b.eval) {
+        const ParamSpec& spec = b.kind(k).params[param];
+        b.stage = owner_stage;
+        t.grad = b.tensor(fmt::format("recv.{}.{}.grad", b.layer(k).name, spec.suffix),
+                          TensorClass::kGradAccumulators, DType::kFloat32, v.meta_shape,
+                          /*always_live=*/true);
+        b.alloc(b.p.setup, t.grad);
+      }
+      r.tied.push_back(t);
+    }
+  b.stage = -1;
+}
 
 ReceiveBuffers add_receive_buffers(BuildState& b) {
   const std::int64_t S = n_stages(b);
@@ -51,6 +96,7 @@ ReceiveBuffers add_receive_buffers(BuildState& b) {
     }
   }
   b.stage = -1;
+  add_tied_copies(b, r);
   return r;
 }
 
@@ -69,10 +115,21 @@ class StageProgram final : public OperandSource {
   }
   int output_grad(int) override { return dy_; }
   int input_grad(int k) override { return dx_of_[index(k)]; }
-  int param(int k, int param) override { return forms_.full(k, param); }
+  int param(int k, int param) override {
+    const TiedCopy* t = tied_copy(k, param);
+    return t != nullptr ? t->copy : forms_.full(k, param);
+  }
   int grad(int k, int param) override { return grads_[index(k)][static_cast<std::size_t>(param)]; }
 
  private:
+  // The tie of layer k's parameter to a layer on another stage (null: none, or both on
+  // one stage, where the owner's tensors serve both).
+  const TiedCopy* tied_copy(int k, int param) const;
+  // The tied weights this stage sends and receives at the step's start.
+  void send_tied_weights();
+  // After the flush: the tied gradients this stage sends to their owners' stages; then
+  // each owned parameter's update, the tied gradients added first.
+  void update_all();
   std::size_t index(int k) const { return static_cast<std::size_t>(k - first_); }
   // The tensor of the slot's micro-batch among a stash's copies.
   int pick(const std::vector<int>& ts) const { return ts.size() == 1 ? ts[0] : ts[copy_]; }
@@ -223,7 +280,9 @@ void StageProgram::build() {
   b_.begin_scope(items);
   for (int k = first_; k < end_; ++k)
     for (std::size_t param = 0; param < b_.kind(k).params.size(); ++param)
-      forms_.ensure_full(pre_, k, static_cast<int>(param));
+      if (tied_copy(k, static_cast<int>(param)) == nullptr)
+        forms_.ensure_full(pre_, k, static_cast<int>(param));
+  send_tied_weights();
   st.stash_depth = b_.eval ? 1 : std::min<std::int64_t>(S - s_, b_.steps);
   depth_ = static_cast<std::size_t>(st.stash_depth);
   make_tensors();
@@ -254,20 +313,66 @@ void StageProgram::build() {
   finish(ph);
 }
 
+const TiedCopy* StageProgram::tied_copy(int k, int param) const {
+  for (const TiedCopy& t : recv_.tied)
+    if (t.layer == k && t.param == param) return &t;
+  return nullptr;
+}
+
+void StageProgram::send_tied_weights() {
+  for (const TiedCopy& t : recv_.tied) {
+    if (t.owner_stage == s_) {
+      const auto [owner, owner_param] = b_.owner(t.layer, t.param);
+      b_.transfer(pre_, OpKind::kSend, forms_.full(owner, owner_param), t.copy, t.stage);
+    } else if (t.stage == s_) {
+      b_.transfer(pre_, OpKind::kRecv, t.copy, t.copy, t.owner_stage);  // read in place
+    }
+  }
+}
+
+// The tied gradients leave first, so that their owners' stages wait the least. An
+// owner adds its tied layers' gradients from the last layer back, the order in which
+// build_phase.cpp's update_all meets their backwards.
+void StageProgram::update_all() {
+  for (const TiedCopy& t : recv_.tied)
+    if (t.stage == s_) {
+      const int g = grads_[index(t.layer)][static_cast<std::size_t>(t.param)];
+      b_.transfer(post_, OpKind::kSend, g, t.grad, t.owner_stage);
+      b_.free(post_, g);
+    }
+  for (int k = first_; k < end_; ++k) {
+    const std::vector<int>& g = grads_[index(k)];
+    for (std::size_t param = 0; param < g.size(); ++param) {
+      if (!b_.owns(k, static_cast<int>(param))) continue;  // added to its owner's below
+      const std::pair<int, int> owner{k, static_cast<int>(param)};
+      for (int j = b_.n - 1; j > k; --j)
+        for (std::size_t q = 0; q < b_.kind(j).params.size(); ++q) {
+          if (b_.owner(j, static_cast<int>(q)) != owner) continue;
+          const TiedCopy* t = tied_copy(j, static_cast<int>(q));
+          int addend = -1;
+          if (t != nullptr) {
+            addend = t->grad;
+            b_.transfer(post_, OpKind::kRecv, addend, addend, t->stage);  // read in place
+          } else {
+            addend = grads_[index(j)][q];
+          }
+          b_.add(post_, g[param], addend);
+          if (t == nullptr) b_.free(post_, addend);
+        }
+      forms_.update(post_, k, static_cast<int>(param), g[param]);
+    }
+  }
+}
+
 // The flush is behind us: every backward of the step has run on this stage. Then one
 // kWorkspace tensor, as large as its largest op needs, live through the program (the
 // slots' ops follow each other closely; one region serves them all).
 void StageProgram::finish(Phase& ph) {
   for (const int t : working_) b_.free(post_, t);
-  for (int k = first_; k < end_; ++k) {
-    if (b_.eval) {
-      forms_.release_layer(post_, k);
-      continue;
-    }
-    const std::vector<int>& g = grads_[index(k)];
-    for (std::size_t param = 0; param < g.size(); ++param)
-      forms_.update(post_, k, static_cast<int>(param), g[param]);
-  }
+  if (b_.eval)
+    for (int k = first_; k < end_; ++k) forms_.release_layer(post_, k);
+  else
+    update_all();
   BuildState::move_ops(post_, ph.ops);
   std::uint64_t bytes = 0;
   for (const Op& o : ph.ops) bytes = std::max(bytes, op_workspace_bytes(o, b_.p));

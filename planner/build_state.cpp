@@ -140,11 +140,21 @@ void BuildState::slice_shard(std::vector<Op>& ops, int src, int dst) {
 }
 
 void BuildState::transfer(std::vector<Op>& ops, OpKind kind, int src, int dst, int peer) {
-  Op o = op(kind, fmt::format("{} -> {} ({} stage {})", tname(src), tname(dst),
-                              kind == OpKind::kSend ? "to" : "from", peer));
+  // A receive in place (src == dst) waits for the send and copies nothing.
+  const std::string what =
+      src == dst ? tname(dst) : fmt::format("{} -> {}", tname(src), tname(dst));
+  Op o =
+      op(kind, fmt::format("{} ({} stage {})", what, kind == OpKind::kSend ? "to" : "from", peer));
   o.inputs = {src};
   o.outputs = {dst};
   o.peer = peer;
+  ops.push_back(std::move(o));
+}
+
+void BuildState::add(std::vector<Op>& ops, int sum, int addend) {
+  Op o = op(OpKind::kAdd, fmt::format("{} += {}", tname(sum), tname(addend)));
+  o.inputs = {addend};
+  o.state = {sum};
   ops.push_back(std::move(o));
 }
 

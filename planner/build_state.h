@@ -121,6 +121,8 @@ struct BuildState {
   void slice_shard(std::vector<Op>& ops, int src, int dst);
   // kSend or kRecv between stages.
   void transfer(std::vector<Op>& ops, OpKind kind, int src, int dst, int peer);
+  // sum += addend: a tied parameter's gradient into its owner's.
+  void add(std::vector<Op>& ops, int sum, int addend);
 
   // Appends `from`'s ops to `to` and empties `from`, which keeps its capacity: a program's
   // ops are built in vectors reused from program to program, and moved once into vectors

@@ -133,10 +133,8 @@ void add_variables(BuildState& b) {
       auto& owners = b.owners[static_cast<std::size_t>(k)];
       if (const int j = tied_layer(b, k, param); j >= 0) {
         // One variable: the other layer's, of the same shape. Each layer accumulates its
-        // own gradient; the owner's update adds them (build_phase.cpp: update_all).
-        if (b.p.pipeline)
-          throw Error("layer {}: {} ties it to {}, which popkit plans without pipelining only",
-                      l.name, param.tie_key, b.layer(j).name);
+        // own gradient; the owner's update adds them (build_phase.cpp: update_all; on
+        // another pipeline stage, build_stage.cpp: TiedCopy).
         const ParamVars& theirs = b.param_vars(j, param.tied_param);
         if (b.var(theirs.value).meta_shape != meta)
           throw Error("layer {}: its {} is tied to {}, of another shape", l.name, param.suffix,

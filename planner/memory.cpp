@@ -134,12 +134,14 @@ class Walker {
   }
 
   // A stage's program touches its own device's tensors; a send writes the receive
-  // buffer of the neighbouring stage it names, and only sends and receives have a peer.
+  // buffer of the stage it names (a neighbour, or a tied parameter's other stage), and
+  // only sends and receives have a peer.
   void check_stages(const Op& op) const {
     const bool transfer = op.kind == OpKind::kSend || op.kind == OpKind::kRecv;
-    if (transfer && (op.peer < 0 || std::abs(op.peer - static_cast<int>(stage_)) != 1))
-      fail(op, fmt::format("a {} on stage {} names stage {}, not a neighbour",
-                           op_kind_name(op.kind), stage_, op.peer));
+    if (transfer && (op.peer < 0 || static_cast<std::size_t>(op.peer) >= n_devices_ ||
+                     static_cast<std::size_t>(op.peer) == stage_))
+      fail(op, fmt::format("a {} on stage {} names stage {}, not another of the {} stages",
+                           op_kind_name(op.kind), stage_, op.peer, n_devices_));
     auto expect = [&](int t, std::size_t stage) {
       const DeviceTensor& d = tensor(t, op);
       if (d.stage != static_cast<int>(stage))

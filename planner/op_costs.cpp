@@ -30,7 +30,7 @@ class Costs {
       case OpKind::kRemoteStore:
         op.remote_bytes = bytes(the_tensor(op));
         break;
-      case OpKind::kSend:  // to the next or the previous pipeline stage
+      case OpKind::kSend:  // to another pipeline stage (a neighbour, or a tied weight's)
         op.pipeline_bytes = bytes(op.inputs[shard_operand::kSrc]);
         break;
       // Collectives, as the engine's backends run them: direct exchanges within a group of

@@ -227,7 +227,9 @@ enum class OpKind {
 //    in every mode: the gradients of a step are added in one place, in one order).
 //  kSend: dst (on stage `peer` of the same replica) = src; the send waits until the
 //    receiver has taken the buffer's previous contents. kRecv: waits for the matching
-//    send, then dst = src (its own receive buffer), which frees the buffer for the next.
+//    send, then dst = src (its own receive buffer), which frees the buffer for the next;
+//    with dst == src (a tied weight's copy, a tied gradient) it only waits. Each ordered
+//    pair of stages has one such hand-over, its sends and receives in the same order.
 //  In a pipelined stage program the micro-batch (what a repeat step s selects elsewhere)
 //  is the enclosing slot's (Phase::slots).
 //  Sums in collectives always run in replica order, so results never depend on timing.
@@ -279,7 +281,7 @@ struct Op {
   // over the group's members rounded down (members of a group whose size does not
   // divide the tensor move a chunk more or less than the mean).
   std::uint64_t collective_bytes = 0;
-  std::uint64_t pipeline_bytes = 0;  // kSend: to the neighbouring stage
+  std::uint64_t pipeline_bytes = 0;  // kSend: to another stage
 
   bool operator==(const Op&) const = default;
 };

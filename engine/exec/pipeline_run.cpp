@@ -14,7 +14,10 @@ namespace popkit::engine {
 using planner::Op;
 using planner::OpKind;
 
-// A receive buffer's hand-over between two stage workers of one replica. The sender
+// A receive buffer's hand-over between two stage workers of one replica, one per ordered
+// pair of stages (a tied weight goes from the first stage to the last, its gradient
+// back, past the stages between), so each carries one sender's transfers in the order
+// both programs hold them. The sender
 // waits until the receiver has taken the previous contents, copies into the buffer and
 // marks it full; the receiver waits until it is full, copies out and marks it empty. The
 // copies happen under the lock, so the data is ordered with the flag. `abort_` ends
@@ -74,7 +77,7 @@ struct StoppedByAnother {};
 }  // namespace
 
 StagePipeline::StagePipeline(EngineState& state, const OpRunner& ops) : m_(state), ops_(ops) {
-  for (std::size_t i = 0; i < m_.devices.size() * 2; ++i)
+  for (std::size_t i = 0; i < m_.devices.size() * static_cast<std::size_t>(m_.n_stages); ++i)
     mailboxes_.push_back(std::make_unique<Mailbox>());
   for (std::int64_t s = 0; s < m_.n_stages; ++s)
     stage_barriers_.push_back(std::make_unique<StageBarrier>(m_.hosted.n));
@@ -90,7 +93,7 @@ StagePipeline::~StagePipeline() = default;
 
 StagePipeline::Mailbox& StagePipeline::mailbox(std::int64_t r, std::int64_t to,
                                                std::int64_t from) const {
-  const std::int64_t i = (m_.local(r) * m_.n_stages + to) * 2 + (from < to ? 0 : 1);
+  const std::int64_t i = (m_.local(r) * m_.n_stages + to) * m_.n_stages + from;
   return *mailboxes_[static_cast<std::size_t>(i)];
 }
 
@@ -124,7 +127,8 @@ void StagePipeline::receive(const Op& op, std::int64_t r, std::int64_t stage) {
   std::unique_lock lock(m.mutex);
   m.changed.wait(lock, [&] { return m.full || abort_.load(); });
   if (abort_.load()) aborted();
-  std::memcpy(ops_.raw(dev, dst, 0, op), ops_.raw(dev, src, 0, op), m_.tensor(src).nbytes);
+  if (dst != src)  // else read in place
+    std::memcpy(ops_.raw(dev, dst, 0, op), ops_.raw(dev, src, 0, op), m_.tensor(src).nbytes);
   m.full = false;
   m.changed.notify_all();
 }

@@ -4,9 +4,9 @@
 // IO modes and pipelining with stages of blocks train to the bits of the standard,
 // unsharded run (losses, weights, optimizer state, validation loss), with memory measured
 // as planned; R replicas x B equal 1 x R B to rounding. Every config passes validation
-// first: a tied head is refused in pipelined configs (config/validate_text.cpp,
-// check_tie), so those variants run untied; phased, the tied head's gradient waits in a
-// remote buffer for the embedding's backward phase.
+// first. Phased, the tied head's gradient waits in a remote buffer for the embedding's
+// backward phase; pipelined, the head's stage reads a copy of the token table and sends
+// its gradient to the embedding's stage (planner/build_stage.cpp, TiedCopy).
 #include <boost/test/unit_test.hpp>
 #include <cstring>
 #include <functional>
@@ -236,8 +236,10 @@ BOOST_AUTO_TEST_CASE(other_optimizers_are_bitwise_identical_across_modes) {
 
 // Stages of blocks: the embedding with the first block, the second block alone where
 // there are three stages, the final layer norm with the head; and 4 stages placed by the
-// planner (balanced FLOPs); R 1 and 2, sharded or not. Losses, weights, optimizer state
-// and evaluation are bitwise those without pipelining.
+// planner (balanced FLOPs); R 1 and 2, sharded or not; the head tied to the embedding
+// (the table sent to the last stage, past the stages between, and its gradient back) or
+// not. Losses, weights, optimizer state and evaluation are bitwise those without
+// pipelining, with memory measured as planned on every stage.
 BOOST_AUTO_TEST_CASE(stages_of_blocks_are_bitwise_identical_to_no_pipelining) {
   struct Stages {
     std::int64_t n;
@@ -248,20 +250,22 @@ BOOST_AUTO_TEST_CASE(stages_of_blocks_are_bitwise_identical_to_no_pipelining) {
       {3, {{"wte", "h0"}, {"h1"}, {"ln_f", "head"}}},
       {4, {}},
   };
-  for (const Stages& stages : cases)
-    for (const std::int64_t replicas : {1, 2})
-      for (const bool sharded : {false, true}) {
-        if (sharded && replicas == 1) continue;
-        BOOST_TEST_CONTEXT("S " << stages.n << " R " << replicas << (sharded ? " sharded" : "")) {
-          config::Config plain = gpt_config(replicas, 2, 2 * stages.n, false);
-          if (sharded) shard(plain, kThresholds.some);
-          config::Config piped = plain;
-          piped.pipeline.stages = stages.n;
-          piped.pipeline.placement_auto = stages.placement.empty();
-          piped.pipeline.placement = stages.placement;
-          BOOST_TEST(same_bits(run(piped, kSteps, poisoned()), run(plain)));
+  for (const bool tied : {true, false})
+    for (const Stages& stages : cases)
+      for (const std::int64_t replicas : {1, 2})
+        for (const bool sharded : {false, true}) {
+          if (sharded && replicas == 1) continue;
+          BOOST_TEST_CONTEXT("S " << stages.n << " R " << replicas << (sharded ? " sharded" : "")
+                                  << (tied ? " tied" : " untied")) {
+            config::Config plain = gpt_config(replicas, 2, 2 * stages.n, tied);
+            if (sharded) shard(plain, kThresholds.some);
+            config::Config piped = plain;
+            piped.pipeline.stages = stages.n;
+            piped.pipeline.placement_auto = stages.placement.empty();
+            piped.pipeline.placement = stages.placement;
+            BOOST_TEST(same_bits(run(piped, kSteps, poisoned()), run(plain)));
+          }
         }
-      }
 }
 
 // 4 replicas x micro-batch 2 x accumulation 3 against 1 replica x micro-batch 24: the
