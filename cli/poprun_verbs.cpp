@@ -11,6 +11,7 @@
 #include "runner/calibrate.h"
 #include "runner/commands.h"
 #include "runner/generate.h"
+#include "runner/stop_signal.h"
 
 namespace popkit::cli {
 namespace {
@@ -63,7 +64,7 @@ void add_train_verb(Tool& tool, const std::shared_ptr<Launch>& launch) {
       [train, steps, epochs, launch, &tool] {
         return here_or_ranks(tool, *launch, [&] {
           train->quiet = tool.quiet();
-          train->launched = started_by_launcher();
+          if (started_by_launcher()) runner::StopSignals::launched_by_poprun();
           train->options.command = {tool.name()};
           const std::vector<std::string> given = launch_arguments(tool.arguments());
           train->options.command.insert(train->options.command.end(), given.begin(), given.end());

@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <csignal>
 #include <filesystem>
 #include <optional>
 #include <sstream>
@@ -241,14 +240,10 @@ int run_train_command(const TrainCommand& command, std::ostream& out_stream,
   else
     print_train_summary(out, result);
   if (result.interrupted) {
-    const int signal = StopSignals::received();
     err << fmt::format(
         "poprun: {} at step {}: checkpoint written to {}; continue with --resume {}\n",
-        signal == SIGINT                        ? "stopped by SIGINT"
-        : signal == SIGTERM                     ? "stopped by SIGTERM"
-        : signal == SIGUSR1 && command.launched ? "stopped by the launcher"
-        : signal == SIGUSR1                     ? "stopped by SIGUSR1"
-                                                : "stopped",
+        StopSignals::received() == 0 ? std::string("stopped")
+                                     : std::string("stopped by ") + StopSignals::stopped_by(),
         result.steps, result.checkpoint, result.checkpoint);
     return kExitInterrupted;
   }

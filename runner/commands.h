@@ -22,7 +22,6 @@ struct TrainCommand {
   std::string io_thread = "auto";  // --io-thread: auto, on or off (options.io_overlap)
   bool quiet = false;
   bool verbose = false;         // under mpirun: every rank prints, not rank 0 alone
-  bool launched = false;        // a rank of `poprun --processes N`: its SIGUSR1 is the launcher's
   std::string format = "text";  // the summary: text or json (train_summary_json)
 };
 

@@ -19,6 +19,8 @@ std::atomic<int> g_received{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 // The write end of the watching SetupWatch's pipe, or -1.
 std::atomic<int> g_wake{-1};
+// Set once, before any handler is installed: SIGUSR1 is the launcher's stop.
+bool g_launched = false;
 
 extern "C" void on_stop_signal(int signal) {
   g_received = signal;
@@ -39,7 +41,10 @@ void mask_usr1(int how) {
 }
 
 const char* signal_name(int signal) {
-  return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "SIGUSR1";
+  return signal == SIGINT    ? "SIGINT"
+         : signal == SIGTERM ? "SIGTERM"
+         : g_launched        ? "the launcher"
+                             : "SIGUSR1";
 }
 
 }  // namespace
@@ -78,6 +83,14 @@ StopSignals::~StopSignals() {
 
 int StopSignals::received() {
   return g_received;
+}
+
+const char* StopSignals::stopped_by() {
+  return signal_name(g_received);
+}
+
+void StopSignals::launched_by_poprun() {
+  g_launched = true;
 }
 
 void StopSignals::clear() {

@@ -30,6 +30,11 @@ class StopSignals {
 
   // The signal received (SIGINT, SIGTERM or SIGUSR1), or 0.
   [[nodiscard]] static int received();
+  // What the stop came from, for "stopped by ...": "SIGINT", "SIGTERM", "SIGUSR1", or in
+  // a rank of `poprun --processes N` (launched_by_poprun()) "the launcher", whose SIGINT
+  // or SIGTERM mpirun passed on as SIGUSR1.
+  [[nodiscard]] static const char* stopped_by();
+  static void launched_by_poprun();
   static void clear();
   // For a process mpirun starts, first thing: SIGUSR1, the stop mpirun passes on, waits
   // (blocked) for the handlers instead of ending the rank in its start-up; StopSignals()

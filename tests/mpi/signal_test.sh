@@ -147,7 +147,7 @@ stop_setup() {
   wait "$pid"
   local rc=$?
   local said left
-  said=$(grep -c "^poprun: stopped by SIG[A-Z0-9]* during set-up" "setup-$target.err")
+  said=$(grep -c "^poprun: stopped by \(SIG[A-Z0-9]*\|the launcher\) during set-up" "setup-$target.err")
   left=$(find runs/quick -mindepth 1 -maxdepth 1 ! -name "$earlier" ! -name latest)
   if [ "$rc" != 130 ]; then
     fail "set-up, $target: exit $rc, want 130: $(cat "setup-$target.err")"

@@ -35,14 +35,16 @@ stopped() {
   took=$(awk -v a="$sent" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
   wait "$pid"
   rc=$?
-  said=$(grep -m1 -o "stopped by SIG[A-Z0-9]* at step [0-9]*" "$dir.err")
+  said=$(grep -m1 -o "stopped by the launcher at step [0-9]*" "$dir.err")
   abandon=$(grep -m1 -o "step [0-9]* stopped before its update" "$dir.err")
   echo "signal $delay s after step 1: exit $rc after $took s, $said${abandon:+ ($abandon)}"
   [ -n "$abandon" ] && abandoned=$((abandoned + 1))
   step=$(grep -o "[0-9]*$" <<<"$said")
-  if [ "$rc" != 130 ] || [ -z "$step" ]; then
+  if [ "$rc" != 130 ]; then
     fail "signal $delay s after step 1: exit $rc, want 130: $(cat "$dir.err")"
     step=
+  elif [ -z "$step" ]; then
+    fail "signal $delay s after step 1: no 'stopped by the launcher at step N': $(cat "$dir.err")"
   fi
 }
 
