@@ -1,11 +1,13 @@
 // Parsing JSON text with positions in errors and arrays split off as they are parsed
-// (see json_text.h). nlohmann's lexer and parser do the reading; the DOM is built here, by
-// SAX events, so that claimed arrays never enter it.
+// (see json_text.h). nlohmann's lexer and parser do the reading, but for the plain numbers
+// of a claimed array (Builder::skim); the DOM is built here, by SAX events, so that
+// claimed arrays never enter it.
 #include "planner/json_text.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <iterator>
 #include <utility>
 
@@ -91,9 +93,11 @@ std::string parse_message(const nlohmann::detail::exception& e, const std::strin
   return m;
 }
 
-// The lexer reads through this iterator, so the builder knows how far it has read when
-// it refuses a value (nlohmann reports positions only for its own errors).
-class TrackedChar {
+// The lexer reads through this iterator. Every copy reads at one shared position (the end
+// iterator stands at the text's end), so the builder knows how far the lexer has read when
+// it refuses a value (nlohmann reports positions only for its own errors), and can move
+// the lexer past the numbers of a claimed array that it read itself (Builder::skim).
+class SharedCursor {
  public:
   using iterator_category = std::forward_iterator_tag;
   using value_type = char;
@@ -101,30 +105,93 @@ class TrackedChar {
   using pointer = const char*;
   using reference = const char&;
 
-  TrackedChar(const char* p, const char** read) : p_(p), read_(read) {}
-  reference operator*() const { return *p_; }
-  TrackedChar& operator++() {
-    *read_ = ++p_;
+  explicit SharedCursor(const char** at) : at_(at) {}
+  explicit SharedCursor(const char* end) : end_(end) {}
+  reference operator*() const { return **at_; }
+  SharedCursor& operator++() {
+    ++*at_;
     return *this;
   }
-  TrackedChar operator++(int) {
-    TrackedChar old = *this;
+  SharedCursor operator++(int) {
+    SharedCursor old = *this;
     ++*this;
     return old;
   }
-  bool operator==(const TrackedChar& other) const { return p_ == other.p_; }
+  bool operator==(const SharedCursor& other) const { return where() == other.where(); }
 
  private:
-  const char* p_;
-  const char** read_;
+  [[nodiscard]] const char* where() const { return at_ != nullptr ? *at_ : end_; }
+
+  const char** at_ = nullptr;
+  const char* end_ = nullptr;
 };
+
+[[nodiscard]] bool json_space(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+[[nodiscard]] const char* skip_space(const char* p, const char* end) {
+  while (p != end && json_space(*p)) ++p;
+  return p;
+}
+
+[[nodiscard]] bool digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+// The JSON number at p (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?) as
+// nlohmann's lexer makes it (an integer >= 0 unsigned, < 0 signed, else a double), and
+// where it ends; nullopt where there is none, or where nlohmann's reading differs (an
+// integer beyond 64 bits becomes a double, a double beyond its range an error, one too
+// small for a double zero): the lexer reads those itself.
+std::optional<json> plain_number(const char* p, const char* end, const char*& after) {
+  const char* q = p;
+  if (q != end && *q == '-') ++q;
+  if (q == end || !digit(*q)) return std::nullopt;
+  if (*q == '0') {
+    ++q;
+  } else {
+    while (q != end && digit(*q)) ++q;
+  }
+  bool integer = true;
+  if (q != end && *q == '.') {
+    ++q;
+    if (q == end || !digit(*q)) return std::nullopt;
+    while (q != end && digit(*q)) ++q;
+    integer = false;
+  }
+  if (q != end && (*q == 'e' || *q == 'E')) {
+    ++q;
+    if (q != end && (*q == '+' || *q == '-')) ++q;
+    if (q == end || !digit(*q)) return std::nullopt;
+    while (q != end && digit(*q)) ++q;
+    integer = false;
+  }
+  after = q;
+  if (integer && *p == '-') {
+    std::int64_t v = 0;
+    const auto r = std::from_chars(p, q, v);
+    if (r.ec != std::errc() || r.ptr != q) return std::nullopt;
+    return json(v);
+  }
+  if (integer) {
+    std::uint64_t v = 0;
+    const auto r = std::from_chars(p, q, v);
+    if (r.ec != std::errc() || r.ptr != q) return std::nullopt;
+    return json(v);
+  }
+  double v = 0;
+  const auto r = std::from_chars(p, q, v);
+  if (r.ec != std::errc() || r.ptr != q) return std::nullopt;
+  return json(v);
+}
 
 // SAX events -> DOM, as nlohmann's own DOM parser builds it (a repeated key keeps its
 // last value), except that arrays a split claims go to the split element by element.
 class Builder {
  public:
-  Builder(std::initializer_list<JsonSplit*> splits, const char* begin, const char* const* read)
-      : splits_(splits), begin_(begin), read_(read) {}
+  Builder(std::initializer_list<JsonSplit*> splits, std::string_view text, const char** read)
+      : splits_(splits), begin_(text.data()), end_(text.data() + text.size()), read_(read) {}
 
   bool null() { return value(json(nullptr)); }
   bool boolean(bool v) { return value(json(v)); }
@@ -152,7 +219,9 @@ class Builder {
       prepare_path();
       for (JsonSplit* split : splits_) {
         if (const auto id = split->begin_array(path_)) {
-          return open(json::binary(json::binary_t::container_type{}, *id), split, *id);
+          open(json::binary(json::binary_t::container_type{}, *id), split, *id);
+          skim();
+          return true;
         }
       }
     }
@@ -162,7 +231,8 @@ class Builder {
 
   bool parse_error(std::size_t position, const std::string& token,
                    const nlohmann::detail::exception& e) {
-    if (e.id == 406) {  // a number beyond a double's range: point at its first byte
+    position += skimmed_;  // the lexer did not read what skim() did
+    if (e.id == 406) {     // a number beyond a double's range: point at its first byte
       error_offset_ = position >= token.size() ? position - token.size() : 0;
       error_ = "number out of range: " + clipped(token);
     } else {  // nlohmann's position is just past the offending byte
@@ -187,6 +257,35 @@ class Builder {
     std::size_t n = 0;          // elements handed over so far (claimed arrays)
     bool element_root = false;  // the root of an element of a claimed array
   };
+
+  // Just after a claimed array's '[': its numbers read here, straight to the split, and the
+  // lexer moved past them (nlohmann's lexer and strtod take ten times as long; a run file
+  // is mostly its steps' numbers). Only numbers that the lexer would read as the same
+  // value, each followed by a ',' and another such number: the last element, and
+  // anything else, the lexer reads as before, so the same text is accepted or refused as
+  // before, with the same message at the same place.
+  void skim() {
+    Frame& f = stack_.back();
+    const char* start = *read_;
+    const char* next = skip_space(start, end_);
+    const char* committed = start;
+    std::optional<json> pending;
+    while (true) {
+      const char* after = nullptr;
+      std::optional<json> v = plain_number(next, end_, after);
+      if (!v) break;
+      if (pending) {
+        f.split->element(f.id, f.n++, std::move(*pending));
+        committed = next;
+      }
+      const char* comma = skip_space(after, end_);
+      if (comma == end_ || *comma != ',') break;
+      pending = std::move(v);
+      next = skip_space(comma + 1, end_);
+    }
+    skimmed_ += static_cast<std::size_t>(committed - start);
+    *read_ = committed;
+  }
 
   [[nodiscard]] bool depth_ok() const { return stack_.size() < kMaxJsonDepth; }
 
@@ -282,7 +381,9 @@ class Builder {
 
   std::initializer_list<JsonSplit*> splits_;
   const char* begin_;
-  const char* const* read_;  // how far the lexer has read
+  const char* end_;
+  const char** read_;        // how far the lexer has read
+  std::size_t skimmed_ = 0;  // bytes skim() read, which the lexer's positions leave out
   json root_;
   json element_;  // the element of a claimed array being built
   std::vector<Frame> stack_;
@@ -320,9 +421,9 @@ bool JsonPath::matches(std::initializer_list<std::string_view> pattern) const {
 nlohmann::json parse_json(std::string_view text, const std::string& filename,
                           std::initializer_list<JsonSplit*> splits) {
   const char* read = text.data();
-  Builder builder(splits, text.data(), &read);
-  const TrackedChar first(text.data(), &read);
-  const TrackedChar last(text.data() + text.size(), &read);
+  Builder builder(splits, text, &read);
+  const SharedCursor first(&read);
+  const SharedCursor last(text.data() + text.size());
   if (!json::sax_parse(first, last, &builder)) {
     throw Error("{}", located(text, filename, builder.error_offset(), builder.error()));
   }

@@ -6,8 +6,9 @@
 // The DOM need not hold the whole file (nlohmann's DOM costs about ten times the text): a
 // JsonSplit claims arrays by their path, gets each element as soon as it is parsed, keeps
 // what it needs (a reader converts the element to its struct at once), and the DOM holds
-// a placeholder where the array was. The reader then takes the converted array from the
-// split where it would have read the array:
+// a placeholder where the array was (a claimed array's plain numbers are read without
+// nlohmann's lexer, with the same values and errors). The reader then
+// takes the converted array from the split where it would have read the array:
 //
 //   PlanSplit split("plan.json");                      // claims "phases[].ops", ...
 //   const nlohmann::json dom = parse_json(text, "plan.json", {&split});

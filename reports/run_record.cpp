@@ -247,12 +247,20 @@ Throughput throughput_from_steps(const std::vector<double>& step_seconds,
     rates.push_back(static_cast<double>(global_batch_size) /
                     step_seconds[static_cast<std::size_t>(i)]);
   }
-  std::sort(rates.begin(), rates.end());
-  const std::size_t m = rates.size();
-  t.median = m % 2 == 1 ? rates[m / 2] : (rates[m / 2 - 1] + rates[m / 2]) / 2.0;
-  t.min = rates.front();
-  t.max = rates.back();
+  const auto [min, max] = std::minmax_element(rates.begin(), rates.end());
+  t.min = *min;
+  t.max = *max;
+  t.median = median(std::move(rates));
   return t;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  const std::size_t n = values.size();
+  const auto mid = values.begin() + static_cast<std::ptrdiff_t>(n / 2);
+  std::nth_element(values.begin(), mid, values.end());
+  if (n % 2 == 1) return *mid;
+  return (*std::max_element(values.begin(), mid) + *mid) / 2.0;
 }
 
 Environment current_environment(std::int64_t n_threads) {

@@ -236,6 +236,10 @@ EvalRecord eval_record_from_plan(const planner::Plan& plan);
 // Bytes moved per replica per optimizer step as the plan counts them (its phases' ops).
 BytesMoved planned_bytes_moved(const planner::Plan& plan);
 
+// The median of `values` (the mean of the middle two when even; 0 when empty), in linear
+// time: a run file's step times number millions.
+double median(std::vector<double> values);
+
 // median / min / max of global_batch_size / step_seconds[i] over i >= warmup_steps;
 // warm-up shrinks so that at least one step counts. Empty input gives zeros.
 Throughput throughput_from_steps(const std::vector<double>& step_seconds,

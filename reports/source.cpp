@@ -113,11 +113,8 @@ double step_seconds(const Source& source) {
   const auto warmup =
       static_cast<std::size_t>(std::max<std::int64_t>(r.throughput.warmup_steps, 0));
   if (r.step_seconds.size() <= warmup) return 0.0;
-  std::vector<double> steps(r.step_seconds.begin() + static_cast<std::ptrdiff_t>(warmup),
-                            r.step_seconds.end());
-  std::sort(steps.begin(), steps.end());
-  const std::size_t n = steps.size();
-  return n % 2 == 1 ? steps[n / 2] : (steps[n / 2 - 1] + steps[n / 2]) / 2.0;
+  return median(std::vector<double>(r.step_seconds.begin() + static_cast<std::ptrdiff_t>(warmup),
+                                    r.step_seconds.end()));
 }
 
 std::string timed_device(const Source& source) {

@@ -4,7 +4,9 @@
 #include "planner/json_text.h"
 
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,30 @@ class Recorder : public JsonSplit {
  private:
   std::vector<std::string_view> pattern_;
 };
+
+// Claims the array at key "a" and keeps its elements as parsed.
+class Keeper : public JsonSplit {
+ public:
+  std::optional<std::uint64_t> begin_array(const JsonPath& path) override {
+    if (!path.matches({"a"})) return std::nullopt;
+    return 0;
+  }
+  void element(std::uint64_t /*array*/, std::size_t index, json&& value) override {
+    BOOST_TEST(index == elements.size());
+    elements.push_back(std::move(value));
+  }
+  std::vector<json> elements;
+};
+
+std::string claimed_error_of(const std::string& text) {
+  Keeper keeper;
+  try {
+    parse_json(text, "f.json", {&keeper});
+  } catch (const popkit::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 }  // namespace
 
@@ -179,6 +205,65 @@ BOOST_AUTO_TEST_CASE(split_arrays_keep_the_first_error_for_the_reader) {
     BOOST_FAIL("no error");
   } catch (const popkit::Error& e) {
     BOOST_TEST(std::string(e.what()) == "f.json: xs[1]: expected an integer");
+  }
+}
+
+// A claimed array's plain numbers are read without nlohmann's lexer (Builder::skim): the
+// same values of the same types as nlohmann's, and the same errors at the same places.
+BOOST_AUTO_TEST_CASE(claimed_numbers_read_as_nlohmann_reads_them) {
+  const std::string numbers =
+      "[0, -0, 7, -7, 18446744073709551615, 18446744073709551616, -9223372036854775808,\n"
+      " -9223372036854775809, 1.0, -2.5e-3, 6.02E23, 1e+2, 0.1, 2.2250738585072014e-308,\n"
+      " 4.9e-324, 1e-400, 1.7976931348623157e308, 0.30000000000000004, 123456789012345678901,\n"
+      " \"x\", 3, {\"k\": [1, 2]}, 4 , 5\t,\r\n6, [7], 8]";
+  Keeper keeper;
+  const json dom = parse_json(R"({"a": )" + numbers + R"(, "b": [1, 2]})", "f.json", {&keeper});
+  const json want = json::parse(numbers);
+  BOOST_TEST_REQUIRE(keeper.elements.size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    BOOST_TEST(keeper.elements[i] == want[i], "element " << i);
+    BOOST_TEST(keeper.elements[i].type_name() == want[i].type_name(), "element " << i);
+    BOOST_TEST((keeper.elements[i].type() == json::value_t::number_unsigned) ==
+                   (want[i].type() == json::value_t::number_unsigned),
+               "element " << i);
+  }
+  BOOST_TEST(dom["b"] == json::parse("[1, 2]"));
+  // Many plain numbers, as a run file's losses: each the double strtod gives.
+  std::mt19937_64 rng(3);
+  std::string text = "{\"a\": [";
+  std::vector<double> values;
+  for (int i = 0; i < 2000; ++i) {
+    const double v =
+        std::ldexp(static_cast<double>(rng() >> 11), static_cast<int>(rng() % 80) - 90);
+    values.push_back(v);
+    text += fmt::format("{}{}", i == 0 ? "" : ",\n  ", v);
+  }
+  text += "]}";
+  Keeper many;
+  parse_json(text, "f.json", {&many});
+  BOOST_TEST_REQUIRE(many.elements.size() == values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    BOOST_TEST(many.elements[i].get<double>() == values[i], "element " << i);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(claimed_numbers_keep_errors_where_they_were) {
+  for (const std::string bad : {
+           R"({"a": [1, 2, 3, ]})",
+           R"({"a": [1, 2, 3,, 4]})",
+           R"({"a": [1, 2, tru, 4]})",
+           R"({"a": [1, 2, 01, 4]})",
+           R"({"a": [1, 2, 1., 4]})",
+           R"({"a": [1, 2, -, 4]})",
+           R"({"a": [1, 2 3, 4]})",
+           "{\"a\": [1,\n 2,\n 1e999,\n 4]}",
+           "{\"a\": [1,\n 2,\n 3,\n 4]",
+           R"({"a": [1, 2, 3, 4]] })",
+           R"({"a": [1, 2, 3, 4], "b": [1, 2, ]})",
+       }) {
+    const std::string plain = error_of(bad);
+    BOOST_TEST(plain != "(no error)", bad);
+    BOOST_TEST(claimed_error_of(bad) == plain, bad);
   }
 }
 

@@ -1,10 +1,12 @@
 // The run file: round trips, the schema, and the errors a bad file gets (exact text).
 #include "reports/run_record.h"
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -344,6 +346,22 @@ BOOST_AUTO_TEST_CASE(throughput_is_the_median_after_warmup) {
   BOOST_TEST(one.warmup_steps == 0);
   BOOST_TEST(one.median == 128.0);
   BOOST_TEST(r::throughput_from_steps({}, 64, 1).median == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(median_is_the_sorted_middle) {
+  BOOST_TEST(r::median({}) == 0.0);
+  BOOST_TEST(r::median({3.0}) == 3.0);
+  BOOST_TEST(r::median({4.0, 1.0}) == 2.5);
+  // Against the sorted vector's middle, odd and even counts, repeated values among them.
+  std::mt19937 rng(7);
+  for (std::size_t n = 1; n < 60; ++n) {
+    std::vector<double> v(n);
+    for (double& x : v) x = static_cast<double>(rng() % 20) / 4.0;
+    std::vector<double> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    const double want = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+    BOOST_TEST(r::median(v) == want, "n " << n);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(environment_names_this_build) {
