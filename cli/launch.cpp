@@ -36,15 +36,19 @@ namespace {
 
 // The launcher's arguments, joined by the unit separator, for the ranks to record.
 constexpr const char* kLaunchArguments = "POPKIT_LAUNCH_ARGUMENTS";
+// The launcher's pid, for a rank on its host to pass on a signal sent to it alone.
+constexpr const char* kLauncherPid = "POPKIT_LAUNCHER_PID";
 
 volatile std::sig_atomic_t g_mpirun = 0;   // its pid, once started
-volatile std::sig_atomic_t g_signals = 0;  // SIGINT/SIGTERM received so far
+volatile std::sig_atomic_t g_signals = 0;  // 1: stopping the ranks, 2: aborting them
+volatile std::sig_atomic_t g_direct = 0;   // SIGINT/SIGTERM to the launcher itself so far
 
 // The first signal asks the ranks to stop after their step: pass_on_until_exit sends
 // mpirun SIGUSR1, which it passes on, until mpirun exits (mpirun drops one that comes
 // before it has started the ranks). The second is mpirun's own abort.
 extern "C" void on_launcher_signal(int signal) {
-  const bool first = g_signals == 0;
+  const bool first = g_direct == 0;
+  g_direct = 1;
   g_signals = first ? 1 : 2;
   static constexpr char kStopInt[] = "poprun: SIGINT: stopping the ranks (signal again to abort)\n";
   static constexpr char kStopTerm[] =
@@ -60,21 +64,36 @@ extern "C" void on_launcher_signal(int signal) {
   if (const pid_t pid = g_mpirun; pid > 0) kill(pid, SIGTERM);
 }
 
+// SIGUSR2: a rank on this host was sent SIGINT or SIGTERM alone (runner/stop_signal.h)
+// and passed it on, so that every rank stops, as after a signal to the launcher. Only a
+// signal to the launcher itself counts towards the abort: a scheduler that signals every
+// process of the job may reach the ranks first.
+extern "C" void on_rank_signal(int /*signal*/) {
+  if (g_signals != 0) return;
+  g_signals = 1;
+  static constexpr char kStop[] = "poprun: a rank was signalled: stopping the ranks\n";
+  [[maybe_unused]] const auto n = write(STDERR_FILENO, kStop, sizeof kStop - 1);
+}
+
 // The launcher's handlers while it runs mpirun; the earlier ones restored after.
 class LauncherSignals {
  public:
   LauncherSignals() {
     g_signals = 0;
+    g_direct = 0;
     struct sigaction action {};
     action.sa_handler = on_launcher_signal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;
     sigaction(SIGINT, &action, &old_int_);
     sigaction(SIGTERM, &action, &old_term_);
+    action.sa_handler = on_rank_signal;
+    sigaction(SIGUSR2, &action, &old_usr2_);
   }
   ~LauncherSignals() {
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGUSR2, &old_usr2_, nullptr);
     g_mpirun = 0;
   }
   LauncherSignals(const LauncherSignals&) = delete;
@@ -83,6 +102,7 @@ class LauncherSignals {
  private:
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
+  struct sigaction old_usr2_ {};
 };
 
 // --processes and --hostfile with their values, in either spelling (`--x v`, `--x=v`).
@@ -228,7 +248,8 @@ std::vector<std::string> mpirun_command(const Launch& launch,
   command.insert(command.end(), {"--mca", "odls_base_sigkill_timeout", "0"});
   std::string joined;
   for (const std::string& arg : arguments) joined += (joined.empty() ? "" : "\x1f") + arg;
-  command.insert(command.end(), {"-x", fmt::format("{}={}", kLaunchArguments, joined)});
+  command.insert(command.end(), {"-x", fmt::format("{}={}", kLaunchArguments, joined), "-x",
+                                 fmt::format("{}={}", kLauncherPid, getpid())});
   // The ranks run this very binary (on other hosts, at the same path).
   std::error_code error;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
@@ -247,6 +268,24 @@ std::vector<std::string> mpirun_command(const Launch& launch,
 bool started_by_launcher() {
   const char* joined = std::getenv(kLaunchArguments);
   return joined != nullptr && *joined != '\0' && std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+}
+
+pid_t launcher_here() {
+  if (!started_by_launcher()) return 0;
+  const char* given = std::getenv(kLauncherPid);
+  if (given == nullptr) return 0;
+  const long launcher = std::strtol(given, nullptr, 10);
+  // mpirun starts the ranks on its own host itself: this rank's grandparent is then the
+  // launcher (on another host it is mpirun's daemon's parent).
+  std::ifstream status(fmt::format("/proc/{}/status", getppid()));
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("PPid:")) {
+      return launcher > 1 && std::strtol(line.c_str() + 5, nullptr, 10) == launcher
+                 ? static_cast<pid_t>(launcher)
+                 : 0;
+    }
+  }
+  return 0;
 }
 
 std::vector<std::string> launch_arguments(const std::vector<std::string>& own) {

@@ -5,8 +5,11 @@
 // instead, and then exits with the ranks' own code. So the launcher runs mpirun in a
 // process group of its own (a terminal's Ctrl-C reaches the launcher alone), turns the
 // first SIGINT/SIGTERM into SIGUSR1 for mpirun and a second into SIGTERM (abort), and
-// exits with mpirun's code.
+// exits with mpirun's code. A rank on its host that is sent SIGINT or SIGTERM alone
+// passes it on (SIGUSR2), which stops the ranks as the launcher's first signal does.
 #pragma once
+
+#include <sys/types.h>
 
 #include <string>
 #include <vector>
@@ -36,6 +39,10 @@ struct Launch {
 [[nodiscard]] std::vector<std::string> launch_arguments(const std::vector<std::string>& own);
 // Whether this process is a rank that `poprun --processes N` started.
 [[nodiscard]] bool started_by_launcher();
+// In a rank that the launcher started on its own host, the launcher's pid: a SIGINT or
+// SIGTERM sent to this rank alone is passed on to it (SIGUSR2), and it stops every rank
+// as after a signal of its own. 0 elsewhere.
+[[nodiscard]] pid_t launcher_here();
 
 // Runs the command, its error stream passed on without OpenMPI's boxes that repeat a
 // rank's error (cli/mpirun_output.h), and returns its exit code when it is poprun's (0,

@@ -64,7 +64,7 @@ void add_train_verb(Tool& tool, const std::shared_ptr<Launch>& launch) {
       [train, steps, epochs, launch, &tool] {
         return here_or_ranks(tool, *launch, [&] {
           train->quiet = tool.quiet();
-          if (started_by_launcher()) runner::StopSignals::launched_by_poprun();
+          if (started_by_launcher()) runner::StopSignals::launched_by_poprun(launcher_here());
           train->options.command = {tool.name()};
           const std::vector<std::string> given = launch_arguments(tool.arguments());
           train->options.command.insert(train->options.command.end(), given.begin(), given.end());

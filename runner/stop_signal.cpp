@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <string>
 
@@ -19,11 +20,18 @@ std::atomic<int> g_received{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 // The write end of the watching SetupWatch's pipe, or -1.
 std::atomic<int> g_wake{-1};
-// Set once, before any handler is installed: SIGUSR1 is the launcher's stop.
+// Set once, before any handler is installed: SIGUSR1 is the launcher's stop; a SIGINT or
+// SIGTERM is passed on to the launcher when it runs here (g_launcher > 0).
 bool g_launched = false;
+pid_t g_launcher = 0;
 
 extern "C" void on_stop_signal(int signal) {
   g_received = signal;
+  if (signal != SIGUSR1 && g_launcher > 0) {
+    const int saved = errno;
+    ::kill(g_launcher, SIGUSR2);
+    errno = saved;
+  }
   if (const int fd = g_wake.load(); fd >= 0) {
     const int saved = errno;
     const char byte = 1;
@@ -89,8 +97,9 @@ const char* StopSignals::stopped_by() {
   return signal_name(g_received);
 }
 
-void StopSignals::launched_by_poprun() {
+void StopSignals::launched_by_poprun(pid_t launcher) {
   g_launched = true;
+  g_launcher = launcher;
 }
 
 void StopSignals::clear() {

@@ -10,6 +10,8 @@
 // once, undoing what the set-up made, so nothing is left half-written.
 #pragma once
 
+#include <sys/types.h>
+
 #include <csignal>
 #include <functional>
 #include <mutex>
@@ -34,7 +36,10 @@ class StopSignals {
   // a rank of `poprun --processes N` (launched_by_poprun()) "the launcher", whose SIGINT
   // or SIGTERM mpirun passed on as SIGUSR1.
   [[nodiscard]] static const char* stopped_by();
-  static void launched_by_poprun();
+  // `launcher`: the launcher's pid when it runs on this host (cli/launch.h), else 0. A
+  // SIGINT or SIGTERM sent to this rank alone is then passed on to it (as SIGUSR2), so
+  // that every rank stops, in the set-up too, where the others would wait for the steps.
+  static void launched_by_poprun(pid_t launcher = 0);
   static void clear();
   // For a process mpirun starts, first thing: SIGUSR1, the stop mpirun passes on, waits
   // (blocked) for the handlers instead of ending the rank in its start-up; StopSignals()

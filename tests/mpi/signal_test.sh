@@ -9,9 +9,10 @@
 #   odls_base_sigkill_timeout seconds, and exits 1 whatever they return (docs/multi-host.md,
 #   "Stopping cleanly").
 # - A signal during the ranks' set-up (4,096 replicas of examples/quick.yaml: seconds),
-#   to the launcher, to the ranks or as SIGUSR1 to mpirun: every rank ends at once, exit
-#   130, rank 0 saying so once, with no run folder left and `latest` unchanged; so does
-#   a signal to the launcher as it starts mpirun.
+#   to the launcher, to the ranks, to rank 1 alone (which passes it on to the launcher)
+#   or as SIGUSR1 to mpirun: every rank ends at once, exit 130, rank 0 saying so once,
+#   with no run folder left and `latest` unchanged; so does a signal to the launcher as
+#   it starts mpirun.
 set -uo pipefail
 source "$POPKIT_SOURCE_DIR/tests/mpi/lib.sh"
 
@@ -43,9 +44,10 @@ stop() {
 # and the whole command for the ranks to record.
 printf '#!/bin/sh\necho "$@"\n' >show-args && chmod +x show-args
 echo "localhost slots=4" >hosts
-got=$(POPKIT_MPIRUN=./show-args poprun train "$config" --processes=4 --steps 3 --hostfile hosts -q)
+got=$(POPKIT_MPIRUN=./show-args poprun train "$config" --processes=4 --steps 3 --hostfile hosts -q |
+  sed 's/POPKIT_LAUNCHER_PID=[0-9][0-9]* /POPKIT_LAUNCHER_PID=PID /')
 given=$(printf 'train\x1f%s\x1f--processes=4\x1f--steps\x1f3\x1f--hostfile\x1fhosts\x1f-q' "$config")
-want="-np 4 --hostfile hosts --stdin none --mca odls_base_sigkill_timeout 0 -x POPKIT_LAUNCH_ARGUMENTS=$given $(readlink -f "$(command -v poprun)") train $config --steps 3 -q"
+want="-np 4 --hostfile hosts --stdin none --mca odls_base_sigkill_timeout 0 -x POPKIT_LAUNCH_ARGUMENTS=$given -x POPKIT_LAUNCHER_PID=PID $(readlink -f "$(command -v poprun)") train $config --steps 3 -q"
 [ "$got" = "$want" ] || fail "poprun --processes=4 --hostfile hosts ran
   $got
 want
@@ -117,7 +119,7 @@ stop_setup() {
   local run=(poprun train "$quick" --set replication.factor=4096 --set data.synthetic_train=131072
     --set data.synthetic_test=32768 --steps 1000000)
   case $target in
-    launcher-*) "${run[@]}" --processes 2 >"setup-$target.out" 2>"setup-$target.err" & ;;
+    launcher-* | rank1) "${run[@]}" --processes 2 >"setup-$target.out" 2>"setup-$target.err" & ;;
     *) "${mpirun[@]}" -np 2 "${run[@]}" >"setup-$target.out" 2>"setup-$target.err" & ;;
   esac
   local pid=$! made=
@@ -133,6 +135,7 @@ stop_setup() {
     ranks) pkill -TERM -P "$pid" -x poprun ;;
     launcher-*) kill -"${target#launcher-}" "$pid" ;;
     mpirun-USR1) kill -USR1 "$pid" ;;
+    rank1) kill -TERM "$(rank_pid "$pid" 1)" ;;
   esac
   # A run that goes on to train (a step of 4,096 replicas over ranks takes minutes) is
   # ended after 20 s: the launcher aborts at a second signal, mpirun at SIGTERM.
@@ -157,11 +160,24 @@ stop_setup() {
     fail "set-up, $target: the job ended $took s after the signal"
   elif [ -n "$left" ] || [ "$(readlink runs/quick/latest)" != "$earlier" ]; then
     fail "set-up, $target: left $left; latest -> $(readlink runs/quick/latest), was $earlier"
+  elif [ "$target" = rank1 ] && ! grep -q "^poprun: a rank was signalled: stopping the ranks" "setup-$target.err"; then
+    fail "set-up, $target: the launcher does not say a rank was signalled: $(cat "setup-$target.err")"
   else
     echo "set-up, $target: exit 130 after $took s, nothing left"
   fi
 }
-for target in launcher-INT launcher-TERM ranks mpirun-USR1; do stop_setup "$target"; done
+# rank_pid LAUNCHER N: the pid of rank N, a grandchild of the launcher (mpirun's child).
+rank_pid() {
+  local p
+  for p in $(pgrep -P "$(pgrep -P "$1" | head -1)" -x poprun); do
+    if tr '\0' '\n' <"/proc/$p/environ" | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+      echo "$p"
+      return
+    fi
+  done
+  fail "no rank $2 under launcher $1"
+}
+for target in launcher-INT launcher-TERM ranks rank1 mpirun-USR1; do stop_setup "$target"; done
 
 # A stop in the launcher's first moments, before or while mpirun starts the ranks: mpirun
 # drops a SIGUSR1 that comes before its ranks run, and a rank's own start-up would end on
