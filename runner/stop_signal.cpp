@@ -25,19 +25,40 @@ std::atomic<int> g_wake{-1};
 bool g_launched = false;
 pid_t g_launcher = 0;
 
-extern "C" void on_stop_signal(int signal) {
-  g_received = signal;
-  if (signal != SIGUSR1 && g_launcher > 0) {
-    const int saved = errno;
-    ::kill(g_launcher, SIGUSR2);
-    errno = saved;
-  }
+// Wakes the SetupWatch or StopNotice watching, if one is (async-signal-safe).
+void wake_watcher() {
   if (const int fd = g_wake.load(); fd >= 0) {
     const int saved = errno;
     const char byte = 1;
     [[maybe_unused]] const ssize_t n = ::write(fd, &byte, 1);
     errno = saved;
   }
+}
+
+// Opens `wake` and makes its write end the one that a stop signal wakes; false without a
+// pipe, or while another watcher has it (one process, one signal).
+bool watch_signals(int (&wake)[2]) {
+  if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) return false;
+  int none = -1;
+  return g_wake.compare_exchange_strong(none, wake[1]);
+}
+
+extern "C" void on_stop_signal(int signal) {
+  g_received = signal;
+  if (signal != SIGUSR1) {
+    // A second SIGINT or SIGTERM, either of them, ends the process at once (the default).
+    struct sigaction fallback {};
+    fallback.sa_handler = SIG_DFL;
+    sigemptyset(&fallback.sa_mask);
+    sigaction(SIGINT, &fallback, nullptr);
+    sigaction(SIGTERM, &fallback, nullptr);
+  }
+  if (signal != SIGUSR1 && g_launcher > 0) {
+    const int saved = errno;
+    ::kill(g_launcher, SIGUSR2);
+    errno = saved;
+  }
+  wake_watcher();
 }
 
 // SIGUSR1 blocked or unblocked (`how`) for this thread and the threads it starts.
@@ -108,14 +129,11 @@ void StopSignals::clear() {
 
 SetupWatch::SetupWatch(std::string tool, int exit_code)
     : tool_(std::move(tool)), exit_code_(exit_code) {
-  // Without a pipe, or while another set-up is watched (one process, one signal), the
-  // signal waits for the first step as it did before set-ups were watched.
-  if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) return;
-  int none = -1;
-  if (!g_wake.compare_exchange_strong(none, wake_[1])) return;
+  // Unwatched, the signal waits for the first step as it did before set-ups were watched.
+  if (!watch_signals(wake_)) return;
   thread_ = std::thread([this] { watch(); });
   // A signal that came before the pipe was there.
-  if (g_received != 0) on_stop_signal(g_received);
+  if (g_received != 0) wake_watcher();
 }
 
 SetupWatch::~SetupWatch() {
@@ -153,6 +171,57 @@ void SetupWatch::watch() {
                            " during set-up: no step taken, the folders it made removed\n";
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
   std::_Exit(exit_code_);
+}
+
+StopNotice::StopNotice(std::string tool, std::chrono::milliseconds delay)
+    : tool_(std::move(tool)), delay_(delay) {
+  // Unwatched, the stop goes unsaid, as before.
+  if (!watch_signals(wake_)) return;
+  thread_ = std::thread([this] { watch(); });
+  if (g_received != 0) wake_watcher();
+}
+
+StopNotice::~StopNotice() {
+  if (thread_.joinable()) {
+    g_wake.store(-1);
+    finished_ = true;
+    const char byte = 0;
+    [[maybe_unused]] const ssize_t n = ::write(wake_[1], &byte, 1);
+    thread_.join();
+  }
+  for (const int fd : wake_)
+    if (fd >= 0) ::close(fd);
+}
+
+void StopNotice::watch() {
+  pollfd fd{wake_[0], POLLIN, 0};
+  while (::poll(&fd, 1, -1) < 0 && errno == EINTR) {
+  }
+  if (finished_) return;
+  // Signalled: the run has `delay` to end, when the destructor wakes the thread again.
+  const auto until = std::chrono::steady_clock::now() + delay_;
+  while (!finished_) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    char drained[16];
+    while (::read(wake_[0], drained, sizeof drained) > 0) {
+    }
+    if (finished_) return;
+    const int ready = ::poll(&fd, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno != EINTR) break;
+  }
+  if (finished_) return;
+  const std::string line = tool_ + ": " + signal_name(g_received) +
+                           ": stopping after the update in progress, if any, and the "
+                           "checkpoint; a second signal ends the run at once, keeping the "
+                           "checkpoints already written\n";
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+  while (!finished_ && (::poll(&fd, 1, -1) >= 0 || errno == EINTR)) {
+    char drained[16];
+    while (::read(wake_[0], drained, sizeof drained) > 0) {
+    }
+  }
 }
 
 }  // namespace popkit::runner

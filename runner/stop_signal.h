@@ -2,9 +2,10 @@
 // trainer stops the step it is in (abandoned before its update, in one process; else
 // finished), writes a checkpoint and stops. SIGUSR1 is the one
 // mpirun passes on to the ranks and then exits with their code (SIGINT or SIGTERM to
-// mpirun itself aborts the job); `poprun train --processes N` turns both into it. A second signal
-// gets the default action (SA_RESETHAND), so a stuck run can still be killed; checkpoints are
-// written atomically, so that loses nothing already saved.
+// mpirun itself aborts the job); `poprun train --processes N` turns both into it. A second
+// SIGINT or SIGTERM, either one, gets the default action (the first resets both), so a
+// stuck run can still be killed; checkpoints are written atomically, so that loses
+// nothing already saved.
 // During a run's set-up (planning, reading the data, building the engines: seconds at
 // thousands of replicas) there is no step to finish: a SetupWatch ends the process at
 // once, undoing what the set-up made, so nothing is left half-written.
@@ -12,6 +13,8 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <functional>
 #include <mutex>
@@ -83,6 +86,29 @@ class SetupWatch {
   std::mutex mutex_;
   std::function<void()> undo_;
   bool finished_ = false;
+  std::thread thread_;
+};
+
+// While it watches (the steps, after the set-up's watch), a stop that has not ended the
+// run `delay` after the signal is said, with the way out, so that it never goes unseen:
+// a stop waits for the update of a step that had begun (never left half done) and then
+// the checkpoint, which at tens of thousands of replicas on a few cores takes a minute.
+// "<tool>: SIGTERM: stopping after the update in progress, if any, and the checkpoint;
+// a second signal ends the run at once, keeping the checkpoints already written"
+class StopNotice {
+ public:
+  StopNotice(std::string tool, std::chrono::milliseconds delay);
+  ~StopNotice();
+  StopNotice(const StopNotice&) = delete;
+  StopNotice& operator=(const StopNotice&) = delete;
+
+ private:
+  void watch();
+
+  std::string tool_;
+  std::chrono::milliseconds delay_;
+  int wake_[2] = {-1, -1};
+  std::atomic<bool> finished_{false};
   std::thread thread_;
 };
 

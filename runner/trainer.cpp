@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <limits>
@@ -517,6 +518,19 @@ TrainResult train(const config::Config& config, const TrainOptions& options, Pro
 
 namespace {
 
+// How long a stop may take before it is said: $POPKIT_STOP_NOTICE_SECONDS (a number >= 0),
+// else 1 s.
+std::chrono::milliseconds stop_notice_delay() {
+  const char* given = std::getenv("POPKIT_STOP_NOTICE_SECONDS");
+  if (given != nullptr && *given != '\0') {
+    char* end = nullptr;
+    const double seconds = std::strtod(given, &end);
+    if (*end == '\0' && seconds >= 0 && seconds < 1e6)
+      return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+  }
+  return std::chrono::seconds(1);
+}
+
 // train(): each rank runs its replicas; rank 0 (the writer) alone touches the outputs.
 TrainResult train_agreed(const config::Config& config, const TrainOptions& options,
                          Progress& progress, SetupAgreement& agreement) {
@@ -563,6 +577,9 @@ TrainResult train_agreed(const config::Config& config, const TrainOptions& optio
   if (world.size() > 1) (void)engine::any_rank(world, false);
   if (watch) watch->finish();
   if (writer) open_outputs(p, config, options, progress, metrics);
+  // Rank 0 says a stop that the steps have not ended within the delay (stop_signal.h).
+  std::optional<StopNotice> notice;
+  if (writer) notice.emplace("poprun", stop_notice_delay());
   steps.begin();
   steps.run();
   return steps.finish();

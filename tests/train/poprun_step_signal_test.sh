@@ -53,6 +53,11 @@ for try in 1 2 3; do
   said=$(grep -m1 "stopped before its update" err)
   echo "| $try | $rc | $took | ${said:-$(grep -m1 '^poprun: stopped' err)} |"
   [ "$rc" = 130 ] || { fail "try $try: exit $rc, want 130; stderr: $(cat err)"; break; }
+  # A stop that ends the run within the notice's delay (1 s) is not said twice.
+  if grep -q "stopping after the update in progress" err &&
+    awk -v t="$took" 'BEGIN { exit !(t < 0.9) }'; then
+    fail "try $try: ended $took s after the signal, yet said it was still stopping"
+  fi
   [ -n "$said" ] || continue
   grep -qF "step 2 stopped before its update; the checkpoint holds step 1" err ||
     fail "try $try: $said"
@@ -90,4 +95,30 @@ grep -qF "the evaluation after step 1 was stopped; the checkpoint holds step 1" 
   fail "in evaluation: $(tr '\r' '\n' <err | tail -3)"
 [ -f in-eval/checkpoint-step1.safetensors ] || fail "in evaluation: no checkpoint of step 1"
 grep -q '"test"' in-eval/metrics.jsonl && fail "in evaluation: a test result was logged"
+# A stop not over by POPKIT_STOP_NOTICE_SECONDS (1 by default; 0 here, so that every
+# stop is) is said at once, with the way out; a second signal of the other kind ends the
+# run by its default action, without waiting for the checkpoint.
+notice() {
+  POPKIT_STOP_NOTICE_SECONDS=0 poprun train "$config" "${sets[@]}" --steps 1000000 \
+    --run-dir "$1" >out 2>err &
+  pid=$!
+  wait_step1
+  sleep 0.1
+}
+notice noticed
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" = 130 ] || fail "notice: exit $rc, want 130; stderr: $(cat err)"
+grep -qx "poprun: SIGTERM: stopping after the update in progress, if any, and the checkpoint; a second signal ends the run at once, keeping the checkpoints already written" err ||
+  fail "notice: not said: $(tr '\r' '\n' <err | grep poprun:)"
+notice twice
+# The second comes 20 ms after the first (the clean stop takes 0.1-0.2 s at R 4096 here):
+# two at once may reach two threads, each with its handler still in.
+kill -INT "$pid"
+sleep 0.02
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" = 143 ] || fail "SIGINT then SIGTERM: exit $rc, want 143 (ended by SIGTERM); stderr: $(tr '\r' '\n' <err | grep poprun:)"
 finish "poprun SIGTERM within a step or an evaluation"
