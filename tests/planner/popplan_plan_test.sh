@@ -23,7 +23,11 @@ grep -qE '^  x +\| activations +\| float32 +\| \[8, 512\] +\| +3 x 4 \| 192.00 K
   || fail "plan text lacks the x buffer of 3 rows x 4 steps"
 # Every example's text fits 100 columns (it was 174 wide); --format wide has every column.
 for example in "$src"/examples/*.yaml; do
-  wide=$(awk 'length($0) > 100' <(popplan plan "$example" --ops 2>/dev/null))
+  rc=0
+  text=$(popplan plan "$example" --ops 2>/dev/null) || rc=$?
+  [ "$rc" = 0 ] || fail "$(basename "$example"): popplan plan --ops exited $rc"
+  grep -qF "Device tensors" <<<"$text" || fail "$(basename "$example"): no op listing"
+  wide=$(awk 'length($0) > 100' <<<"$text")
   [ -z "$wide" ] || fail "$(basename "$example"): lines over 100 columns: $wide"
 done
 grep -qE '^  x +\| activations +\| float32 +\| \[8, 512\] +\| +3 x 4 \| +12 \| +16384 \| 192.00 KiB$' \

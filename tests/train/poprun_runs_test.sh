@@ -14,9 +14,10 @@ work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 cd "$work" || exit 1
 
-# check_metrics RUN_DIR FIRST_STEP: metrics.jsonl against the run file.
+# check_metrics RUN_DIR FIRST_STEP [EVALUATIONS]: metrics.jsonl against the run file, with
+# that many evaluations when given.
 check_metrics() {
-  /usr/bin/python3 - "$1/metrics.jsonl" "$1/run.json" "$2" <<'PY' || fail "$1/metrics.jsonl: see above"
+  /usr/bin/python3 - "$1/metrics.jsonl" "$1/run.json" "$2" "${3:-}" <<'PY' || fail "$1/metrics.jsonl: see above"
 import json, sys
 lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
 run = json.load(open(sys.argv[2]))
@@ -35,6 +36,8 @@ for r in rows:
 # The evaluations while it trained: on the line of the step they followed, as in the run file.
 tested = [{"step": r["step"], "epoch": r["epoch"], **r["test"]} for r in rows if "test" in r]
 assert tested == [e for e in run.get("evaluations", []) if e["step"] > first], tested
+if sys.argv[4]:
+    assert len(tested) == int(sys.argv[4]), (len(tested), sys.argv[4])
 print(f"{sys.argv[1]}: {len(rows)} lines, steps {steps[0]}..{steps[-1]}, losses as in the run file")
 PY
 }
@@ -198,10 +201,10 @@ check_metrics long 0
 # epoch: evaluated after steps 16 and 32, then 48 in the resumed run.
 poprun train "$config" --set eval.every=1 --set training.epochs=4 --steps 40 --run-dir evaluated \
   -q 2>evaluated.err || fail "eval.every run: $(cat evaluated.err)"
-check_metrics evaluated 0
+check_metrics evaluated 0 2
 poprun train "$config" --set eval.every=1 --set training.epochs=4 --steps 50 --resume evaluated \
   --run-dir evaluated.more -q 2>evaluated.err || fail "eval.every resumed: $(cat evaluated.err)"
-check_metrics evaluated.more 40
+check_metrics evaluated.more 40 1
 /usr/bin/python3 - evaluated/run.json evaluated.more/run.json <<'PY' || fail "evaluations in the run files"
 import json, sys
 first, resumed = (json.load(open(p)) for p in sys.argv[1:])
