@@ -46,7 +46,8 @@ int run_calibrate(const CalibrateOptions& o) {
           o.table, e.name, e.config.device.resolved->source, profile.source);
       return kExitInvalid;
     }
-    planner::Plan plan = planner::build_plan(e.config);
+    planner::Plan plan =
+        planner::build_plan(e.config, e.eval ? planner::Program::kEval : planner::Program::kTrain);
     if (const std::string why = planner::estimate_problem(plan); !why.empty()) {
       std::cerr << fmt::format("popplan calibrate: error: {}: case '{}': {}\n", o.table, e.name,
                                why);
@@ -106,7 +107,8 @@ void add_calibrate_verbs(Tool& tool) {
       [o] { return run_calibrate(*o); });
   calibrate
       ->add_option("--table", o->table,
-                   "The measurements: CSV with the header case,config,set,samples_per_second")
+                   "The measurements: CSV with the header case,config,set,samples_per_second "
+                   "(--eval in set: a run of the evaluation program)")
       ->required();
   calibrate->add_option("--fit", o->fit,
                         "Parameters to fit, e.g. overheads.op_seconds (repeatable; default: the "

@@ -288,6 +288,12 @@ constexpr ProfileParameter kParameters[] = {
      .unit = "s",
      .bounds = kSeconds,
      .what = "per collective, remote or host transfer, beyond the link's latency"},
+    {.key = "overheads.program_seconds",
+     .member = &P::program_seconds,
+     .unit = "s",
+     .bounds = kSeconds,
+     .what = "per run of the device program (a training step, an evaluation batch): the "
+             "host's launch and synchronisation"},
     {.key = "overheads.barrier_seconds",
      .member = &P::barrier_seconds,
      .kinds = kCpu,

@@ -119,6 +119,10 @@ struct DeviceProfile {
   // or host transfer), paid on top of its link's latency.
   double op_overhead_seconds = 0.0;
   double sync_overhead_seconds = 0.0;
+  // What one run of the device program costs beyond its ops, once a training step and
+  // once an evaluation batch, however large the batch: the host's launch of the program
+  // and its synchronisation with the device when the run ends (PopXL's session.run).
+  double program_seconds = 0.0;
   // A CPU: what a run of work on the engine's thread pool costs beyond the work, its
   // threads woken from sleep and waited for. Paid per synchronised exchange of a
   // collective (each splits the step's segments) (planner/cost.h).

@@ -1,6 +1,7 @@
 // The time estimate of a plan (cost.h): each phase's ops priced by the Timer
 // (op_timer.h) as the plan's schedule runs them, phases summed, a pipelined plan's
-// stages timed by its 1F1B schedule, and the network's share with a network profile.
+// stages timed by its 1F1B schedule, the network's share with a network profile, and
+// the run of the program once a step (the profile's program_seconds).
 #include "planner/cost.h"
 
 #include <algorithm>
@@ -214,6 +215,9 @@ StepEstimate estimate_step(const Plan& plan, const DeviceProfile& profile,
     e.network = network_estimate(plan, *network, traffic);
     e.network->seconds = e.step_seconds - one_host;
   }
+  // The run of the program itself, once a step (a training step, an evaluation batch):
+  // the host launches it and waits for its end, whatever its ops.
+  e.step_seconds += profile.program_seconds;
   e.samples_per_second =
       e.step_seconds > 0 ? static_cast<double>(plan.global_batch_size) / e.step_seconds : 0.0;
   return e;

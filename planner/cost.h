@@ -62,7 +62,9 @@ struct StepEstimate {
 //    barrier_seconds;
 //  - collectives: sync_overhead + link latency, each per synchronised exchange, +
 //    (bytes per replica) / 2 / link rate (sent and received overlap);
-//  - alloc and free: nothing.
+//  - alloc and free: nothing;
+//  - the step (one run of the program: a training step, an evaluation batch): the
+//    profile's program_seconds once, beyond its phases (the host's launch and sync).
 // On a CPU the engine's threads wait where the plan's schedule (planner/schedule.h) says,
 // on the profile's threads: barrier_seconds for each run of the pool (a segment of local
 // ops on R > 1 replicas) and each barrier of full's lanes (one per sync chunk a step), and

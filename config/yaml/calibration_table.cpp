@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <string_view>
 
 #include "base/error.h"
 #include "base/input_file.h"
@@ -16,6 +17,7 @@ namespace {
 
 constexpr std::uint64_t kMaxTableBytes = 1 << 20;
 constexpr const char* kHeader = "case,config,set,samples_per_second";
+constexpr std::string_view kEvalFlag = "--eval";  // in `set`: the row ran the evaluation program
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out(1);
@@ -81,8 +83,21 @@ CalibrationTable load_calibration_table(const std::string& path) {
       continue;
     }
     std::vector<std::string> overrides;
-    for (const auto& o : split(cells[2], ' '))
-      if (!o.empty()) overrides.push_back(o);
+    bool eval = false;
+    bool bad_flag = false;
+    const int set_column = static_cast<int>(cells[0].size() + cells[1].size()) + 3;
+    for (const auto& o : split(cells[2], ' ')) {
+      if (o == kEvalFlag) {
+        eval = true;
+      } else if (o.starts_with("-")) {
+        error(line_no, set_column,
+              fmt::format("set: '{}' is not an override (key=value) nor {}", o, kEvalFlag));
+        bad_flag = true;
+      } else if (!o.empty()) {
+        overrides.push_back(o);
+      }
+    }
+    if (bad_flag) continue;
     const std::filesystem::path config = cells[1];
     const std::string config_path =
         config.is_absolute() || dir.empty() ? cells[1] : (dir / config).lexically_normal().string();
@@ -95,7 +110,7 @@ CalibrationTable load_calibration_table(const std::string& path) {
                                fmt::format("case '{}' loads this config", cells[0])});
       continue;
     }
-    t.entries.push_back({cells[0], std::move(*loaded.config), measured});
+    t.entries.push_back({cells[0], std::move(*loaded.config), measured, eval});
   }
   if (!header)
     error(1, 1, fmt::format("the table is empty: it needs the header '{}' and rows", kHeader));

@@ -552,4 +552,31 @@ BOOST_AUTO_TEST_CASE(a_preload_on_a_cpu_overlaps_only_on_the_io_thread) {
   BOOST_TEST(priced(p, d) == kForward + 1e-7 + bytes, tt::tolerance(1e-12));
 }
 
+// One run of the program (a training step, an evaluation batch) costs the profile's
+// program_seconds beyond its ops, once however many phases and micro-batches it holds:
+// the step grows by exactly that, its phases not at all.
+BOOST_AUTO_TEST_CASE(a_run_of_the_program_pays_its_launch_once) {
+  Plan p = tiny();
+  p.phases.push_back({"fwd", {forward()}, {}, 0.0, -1, {}});
+  p.phases.push_back({"again", {forward()}, {}, 0.0, -1, {}});
+  DeviceProfile d = profile();
+  d.program_seconds = 3e-6;
+  BOOST_TEST(priced(p, d) == 2 * kForward + 3e-6, tt::tolerance(1e-12));
+  BOOST_TEST(p.phases[0].estimated_seconds == kForward, tt::tolerance(1e-12));
+  BOOST_TEST(p.phases[1].estimated_seconds == kForward, tt::tolerance(1e-12));
+  BOOST_TEST(p.estimated_samples_per_second == 2 / (2 * kForward + 3e-6), tt::tolerance(1e-12));
+  // A plan the builder makes, training (phases, accumulation 4) and evaluation alike.
+  popkit::config::Config c = test::mnist_phased();
+  for (const Program program : {Program::kTrain, Program::kEval}) {
+    c.device.resolved->program_seconds = 0.0;
+    const Plan without = build_plan(c, program);
+    c.device.resolved->program_seconds = 250e-6;
+    const Plan with = build_plan(c, program);
+    BOOST_TEST(with.estimated_step_seconds - without.estimated_step_seconds == 250e-6,
+               tt::tolerance(1e-9));
+    for (std::size_t i = 0; i < with.phases.size(); ++i)
+      BOOST_TEST(with.phases[i].estimated_seconds == without.phases[i].estimated_seconds);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

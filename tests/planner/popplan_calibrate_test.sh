@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # popplan calibrate as a user runs it (issue 17, item 2): the shipped ipu-mk2 profile
-# prices the five measured configs of bench/calibration/ipu-mk2.csv within ±15%, ranked as
-# measured; fitting again from the shipped file reproduces it; a measurement the profile
+# prices the seven measured configs of bench/calibration/ipu-mk2.csv within ±15%, ranked as
+# measured, the row marked --eval with the evaluation plan (issue 39, item 5); fitting
+# again from the shipped file reproduces it; a measurement the profile
 # cannot match fails the tolerance (1); a broken table is invalid input (2). Device
 # profiles given by path, and an installed-style profile directory, are found.
 set -uo pipefail
@@ -20,14 +21,30 @@ import json, sys
 r = json.loads(sys.argv[1])
 names = [c["name"] for c in r["cases"]]
 assert names == ["no sharding", "state of fc1.weight sharded", "state of all weights sharded",
-                 "all state sharded", "on-chip optimizer (nothing remote)"], names
+                 "all state sharded", "on-chip optimizer (nothing remote)",
+                 "notebook train session (GA 4)", "inference (R 1; micro-batch 80)"], names
 measured = [c["measured"] for c in r["cases"]]
-assert measured == [43418.9, 50909.2, 67403.4, 72570.0, 107418.9], measured
+assert measured == [43418.9, 50909.2, 67403.4, 72570.0, 107418.9, 37989.2, 99971.5], measured
 for c in r["cases"]:
     assert abs(c["estimated"] / c["measured"] - 1) <= 0.15, c
-est = [c["estimated"] for c in r["cases"]]
-assert est == sorted(est), est  # the same order as measured
 assert r["same_order"] and r["fitted"] == [], r
+PY
+
+# The --eval row is priced with the evaluation plan of its config and overrides, as
+# `popplan plan --eval` prices it (not the training plan), one run of 80 samples.
+eval_sets=(--set replication.factor=1 --set eval.micro_batch_size=80
+           --set training.gradient_accumulation=1 --set sharding.enabled=false)
+plan_eval=$(popplan plan examples/mnist_offchip_optimizer.yaml --eval "${eval_sets[@]}" \
+  --format json) || fail "plan --eval exited $?"
+plan_train=$(popplan plan examples/mnist_offchip_optimizer.yaml "${eval_sets[@]}" \
+  --format json) || fail "plan exited $?"
+/usr/bin/python3 - "$json" "$plan_eval" "$plan_train" <<'PY' || fail "the --eval row: $json"
+import json, sys
+r, ev, tr = (json.loads(a) for a in sys.argv[1:])
+row = r["cases"][-1]
+assert ev["program"] == "eval" and ev["global_batch_size"] == 80, ev["program"]
+assert abs(row["estimated"] / ev["estimated_samples_per_second"] - 1) < 1e-6, row
+assert abs(row["estimated"] / tr["estimated_samples_per_second"] - 1) > 0.05, row
 PY
 
 # The fit, from the shipped file's priors, writes the shipped file again.
@@ -62,6 +79,12 @@ expect 2 "header.csv:1:1: error: the table has its header but no rows: it needs 
   popplan calibrate --table "$tmp/header.csv"
 expect 2 "samples_per_second: expected a number > 0, got 'fast'" -- \
   popplan calibrate --table "$tmp/bad2.csv"
+# A flag in `set` other than --eval is no override.
+printf 'case,config,set,samples_per_second\nx,%s,--evaluate,1000\n' \
+  "$POPKIT_SOURCE_DIR/examples/mnist.yaml" >"$tmp/flag.csv"
+expect 2 "flag.csv:2:" -- popplan calibrate --table "$tmp/flag.csv"
+expect 2 "set: '--evaluate' is not an override (key=value) nor --eval" -- \
+  popplan calibrate --table "$tmp/flag.csv"
 expect 2 "--fit overheads.op_secs: not a parameter of a profile" -- \
   popplan calibrate --table "$table" --fit overheads.op_secs
 
