@@ -166,16 +166,23 @@ stop_setup() {
     echo "set-up, $target: exit 130 after $took s, nothing left"
   fi
 }
-# rank_pid LAUNCHER N: the pid of rank N, a grandchild of the launcher (mpirun's child).
+# rank_pid LAUNCHER N: the pid of rank N, a grandchild of the launcher (mpirun's child),
+# looked for during up to 10 s.
 rank_pid() {
-  local p
-  for p in $(pgrep -P "$(pgrep -P "$1" | head -1)" -x poprun); do
-    if tr '\0' '\n' <"/proc/$p/environ" | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
-      echo "$p"
-      return
-    fi
+  local p parent
+  for _ in $(seq 1000); do
+    for p in $(pgrep -x poprun); do
+      parent=$(awk '/^PPid:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+      [ -n "$parent" ] && [ "$(awk '/^PPid:/ { print $2 }' "/proc/$parent/status" 2>/dev/null)" = "$1" ] ||
+        continue
+      if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+        echo "$p"
+        return
+      fi
+    done
+    sleep 0.01
   done
-  fail "no rank $2 under launcher $1"
+  echo "no rank $2 under launcher $1: $(ps -o pid,ppid,comm --forest -g "$(ps -o sid= -p "$1")")" >&2
 }
 for target in launcher-INT launcher-TERM ranks rank1 mpirun-USR1; do stop_setup "$target"; done
 
@@ -183,10 +190,18 @@ for target in launcher-INT launcher-TERM ranks rank1 mpirun-USR1; do stop_setup 
 # drops a SIGUSR1 that comes before its ranks run, and a rank's own start-up would end on
 # one, so the launcher repeats it and the ranks hold it until their handler is in (it
 # was lost, exit 0, or ended a rank, exit 1). Exit 130 and nothing left, whenever it comes.
+# The delays count from when the launcher has its SIGTERM handler in (/proc/PID/status,
+# SigCgt): before that, as in any process, SIGTERM ends it (a sanitized build takes 0.1 s
+# to reach main()).
 for delay in 0.1 0.3 0.6 1.2; do
   poprun train "$quick" --set replication.factor=4096 --set data.synthetic_train=131072 \
     --set data.synthetic_test=32768 --steps 1000000 --processes 2 >early.out 2>early.err &
   pid=$!
+  for _ in $(seq 1000); do
+    caught=$(awk '/^SigCgt:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+    [ -n "$caught" ] && (((16#$caught >> 14) & 1)) && break
+    sleep 0.005
+  done
   sleep "$delay"
   kill -TERM "$pid"
   timeout 30 tail -s 0.05 --pid="$pid" -f /dev/null
