@@ -139,6 +139,15 @@ class SharedCursor {
   return c >= '0' && c <= '9';
 }
 
+// [p, q) read as a T, when all of it reads and the value is in T's range.
+template <typename T>
+std::optional<json> number_as(const char* p, const char* q) {
+  T v{};
+  const auto r = std::from_chars(p, q, v);
+  if (r.ec != std::errc() || r.ptr != q) return std::nullopt;
+  return json(v);
+}
+
 // The JSON number at p (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?) as
 // nlohmann's lexer makes it (an integer >= 0 unsigned, < 0 signed, else a double), and
 // where it ends; nullopt where there is none, or where nlohmann's reading differs (an
@@ -168,22 +177,8 @@ std::optional<json> plain_number(const char* p, const char* end, const char*& af
     integer = false;
   }
   after = q;
-  if (integer && *p == '-') {
-    std::int64_t v = 0;
-    const auto r = std::from_chars(p, q, v);
-    if (r.ec != std::errc() || r.ptr != q) return std::nullopt;
-    return json(v);
-  }
-  if (integer) {
-    std::uint64_t v = 0;
-    const auto r = std::from_chars(p, q, v);
-    if (r.ec != std::errc() || r.ptr != q) return std::nullopt;
-    return json(v);
-  }
-  double v = 0;
-  const auto r = std::from_chars(p, q, v);
-  if (r.ec != std::errc() || r.ptr != q) return std::nullopt;
-  return json(v);
+  if (!integer) return number_as<double>(p, q);
+  return *p == '-' ? number_as<std::int64_t>(p, q) : number_as<std::uint64_t>(p, q);
 }
 
 // SAX events -> DOM, as nlohmann's own DOM parser builds it (a repeated key keeps its

@@ -52,11 +52,11 @@ extern "C" void on_stop_signal(int signal) {
     sigemptyset(&fallback.sa_mask);
     sigaction(SIGINT, &fallback, nullptr);
     sigaction(SIGTERM, &fallback, nullptr);
-  }
-  if (signal != SIGUSR1 && g_launcher > 0) {
-    const int saved = errno;
-    ::kill(g_launcher, SIGUSR2);
-    errno = saved;
+    if (g_launcher > 0) {
+      const int saved = errno;
+      ::kill(g_launcher, SIGUSR2);
+      errno = saved;
+    }
   }
   wake_watcher();
 }
@@ -197,30 +197,24 @@ void StopNotice::watch() {
   pollfd fd{wake_[0], POLLIN, 0};
   while (::poll(&fd, 1, -1) < 0 && errno == EINTR) {
   }
-  if (finished_) return;
-  // Signalled: the run has `delay` to end, when the destructor wakes the thread again.
+  // Signalled (or finished): the run has `delay` to end, when the destructor wakes the
+  // thread again; other wakes (a repeated signal) are drained.
   const auto until = std::chrono::steady_clock::now() + delay_;
   while (!finished_) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         until - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
+    if (left.count() <= 0) {
+      const std::string line = tool_ + ": " + signal_name(g_received) +
+                               ": stopping after the update in progress, if any, and the "
+                               "checkpoint; a second signal ends the run at once, keeping the "
+                               "checkpoints already written\n";
+      [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+      return;
+    }
     char drained[16];
     while (::read(wake_[0], drained, sizeof drained) > 0) {
     }
-    if (finished_) return;
-    const int ready = ::poll(&fd, 1, static_cast<int>(left.count()));
-    if (ready < 0 && errno != EINTR) break;
-  }
-  if (finished_) return;
-  const std::string line = tool_ + ": " + signal_name(g_received) +
-                           ": stopping after the update in progress, if any, and the "
-                           "checkpoint; a second signal ends the run at once, keeping the "
-                           "checkpoints already written\n";
-  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
-  while (!finished_ && (::poll(&fd, 1, -1) >= 0 || errno == EINTR)) {
-    char drained[16];
-    while (::read(wake_[0], drained, sizeof drained) > 0) {
-    }
+    if (::poll(&fd, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) return;
   }
 }
 

@@ -36,15 +36,22 @@ wait_step1() {
     sleep 0.05
   done
 }
+# start DELAY ARGS...: `poprun train CONFIG ARGS` in the background (its pid in pid,
+# its streams in out and err), returning DELAY s after it reports step 1.
+start() {
+  local delay=$1
+  shift
+  poprun train "$config" "$@" >out 2>err &
+  pid=$!
+  wait_step1
+  sleep "$delay"
+}
 echo "| try | exit | signal to exit (s) | poprun said |"
 echo "|---|---:|---:|---|"
 ckpt=""
 for try in 1 2 3; do
   dir="stopped-$try"
-  poprun train "$config" "${sets[@]}" --steps 1000000 --run-dir "$dir" >out 2>err &
-  pid=$!
-  wait_step1
-  sleep 0.1
+  start 0.1 "${sets[@]}" --steps 1000000 --run-dir "$dir"
   sent=$(now)
   kill -TERM "$pid"
   wait "$pid"
@@ -83,10 +90,7 @@ fi
 # a million samples: the evaluation takes seconds, the step milliseconds): the evaluation
 # is abandoned, the step checkpointed and logged without a test result.
 eval_sets=(--set data.synthetic_train=32 --set data.synthetic_test=1000000 --set eval.every=1)
-poprun train "$config" "${eval_sets[@]}" --epochs 1000 --run-dir in-eval >out 2>err &
-pid=$!
-wait_step1
-sleep 0.2
+start 0.2 "${eval_sets[@]}" --epochs 1000 --run-dir in-eval
 kill -TERM "$pid"
 wait "$pid"
 rc=$?
@@ -99,11 +103,7 @@ grep -q '"test"' in-eval/metrics.jsonl && fail "in evaluation: a test result was
 # stop is) is said at once, with the way out; a second signal of the other kind ends the
 # run by its default action, without waiting for the checkpoint.
 notice() {
-  POPKIT_STOP_NOTICE_SECONDS=0 poprun train "$config" "${sets[@]}" --steps 1000000 \
-    --run-dir "$1" >out 2>err &
-  pid=$!
-  wait_step1
-  sleep 0.1
+  POPKIT_STOP_NOTICE_SECONDS=0 start 0.1 "${sets[@]}" --steps 1000000 --run-dir "$1"
 }
 notice noticed
 kill -TERM "$pid"
