@@ -120,12 +120,12 @@ inline constexpr std::uint64_t kRecordBytesPerReplicaPhase = 256;
 inline constexpr std::uint64_t kMpiProcessBytes = 6ull << 20;
 inline constexpr std::uint64_t kMpiPeerBytes = 1ull << 20;
 // What a rank keeps for the collectives' messages to other ranks (rank_messages.h), per
-// piece of the most one collective moves: the collective's record of it, the transport's
-// and the block of the message's datatype, which OpenMPI describes again inside.
-// Fitted to quick.yaml over 2 ranks at R 4 to 4096 (bench/host_memory.sh --mpi 2: up to
-// 4.2 million pieces a collective, 139 to 145 B a piece on the rank that does not write;
-// the estimates -2% to +21% of the peaks).
-inline constexpr std::uint64_t kMpiPieceBytes = 144;
+// piece of the most one collective moves: the collective's record of it and the
+// transport's, kept for the next collective (pieces side by side in memory share one
+// block of the message's datatype, so the datatype adds little). Fitted to quick.yaml
+// over 2 ranks at R 512 to 4096 (bench/host_memory.sh --mpi 2: up to 4.2 million pieces
+// a collective, 61 to 70 B a piece above the rest of the estimate).
+inline constexpr std::uint64_t kMpiPieceBytes = 68;
 
 // "74.66 GiB (datasets 73.11 GiB, streaming memory 10.02 MiB, device memory 19.58 MiB,
 // host buffers 1.50 GiB, overhead 9.05 MiB)"; "... + the datasets (...)" when not counted.

@@ -44,6 +44,7 @@ class Count {
   void collective(const Op& op) {
     std::function<bool(std::int64_t member, std::int64_t position)> non_empty;
     std::uint64_t area_piece = 0;
+    bool gather = false;
     switch (op.kind) {
       case OpKind::kAllReduce: {
         const std::int64_t n = tensor(op.state[0]).nelms;
@@ -62,9 +63,13 @@ class Count {
         break;
       }
       case OpKind::kAllGather: {
-        const std::int64_t shard = tensor(op.inputs[shard_operand::kSrc]).nelms;
+        const DeviceTensor& src = tensor(op.inputs[shard_operand::kSrc]);
+        const std::int64_t shard = src.nelms;
         const std::int64_t want = tensor(op.outputs[shard_operand::kDst]).nelms;
         non_empty = [=](std::int64_t, std::int64_t k) { return shard_extent(want, shard, k) > 0; };
+        // A shard lands whole in the receive area, rounded up to floats.
+        area_piece = (u(shard) * u(dtype_size(src.dtype)) + sizeof(float) - 1) / sizeof(float);
+        gather = true;
         break;
       }
       default:
@@ -87,9 +92,15 @@ class Count {
         }
       }
       for (const std::size_t q : touched) {
-        const std::uint64_t here = c_[q] * (u(g.group_size) - h_[q]);
-        pieces_[q] += (c - c_[q]) * h_[q] + here;
-        area_[q] += here * area_piece * sizeof(float);
+        if (gather) {
+          // Each shard elsewhere lands once; each shard here goes once to every other rank.
+          pieces_[q] += (c - c_[q]) + c_[q] * (touched.size() - 1);
+          area_[q] += (c - c_[q]) * area_piece * sizeof(float);
+        } else {
+          const std::uint64_t here = c_[q] * (u(g.group_size) - h_[q]);
+          pieces_[q] += (c - c_[q]) * h_[q] + here;
+          area_[q] += here * area_piece * sizeof(float);
+        }
         h_[q] = c_[q] = 0;
       }
       touched.clear();

@@ -1,9 +1,11 @@
 // The direct algorithms of collectives.h, written once over a Transport (transport.h).
 // Each call first lays out, on the calling thread, every transfer from one replica to
-// another and counts its bytes, so bytes() and cross_process_bytes() are what the
-// algorithm moves whatever carries it. A transfer between two replicas of this process
-// is a copy, or a read of the sender's buffer in place when the receiver sums it; one to
-// or from another process is a message of the transport. The sums and copies then run
+// another and counts its bytes (per group, not per pair), so bytes() and
+// cross_process_bytes() are what the algorithm moves whatever carries it. A transfer
+// between two replicas of this process is a copy, or a read of the sender's buffer in
+// place when the receiver sums it; one to or from another process is a message of the
+// transport, except that an all-gather's shard, the same for every member, crosses to a
+// process once and is copied there. The sums and copies then run
 // in pieces of 64 KiB on the pool. Every element is summed in replica order by the one
 // kernel (reduce_terms), so results are the same for any cut, thread count or spread of
 // the replicas over processes. Sums are written straight into the planned destination
@@ -12,10 +14,11 @@
 // What a call keeps between laying out and running is O(R): a sum names its group and
 // offset, not its R terms, and the all-gather's copies run a task per destination (a list
 // of every (member, shard) pair was R x R entries, 62.9 MB at R 1024); only the messages
-// to and from other processes are listed, one per transfer.
+// to and from other processes are listed.
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -52,9 +55,11 @@ using Buffers = std::vector<const ReplicaBuffer*>;
 
 // A sum in replica order into `out` (hosted here) of every member's `n` elements from
 // `offset` in its buffer (`terms`, by replica), zero for `padding` elements past it. The
-// terms of members elsewhere arrive in the receive area from `slot`, n floats each in
-// member order. all_reduce's sums are copied to the other members hosted here
-// (`copy_out`) and sent to those elsewhere.
+// terms of members elsewhere arrive in the receive area from `slot`, `stride` floats
+// apart in member order: the area holds a row per member elsewhere of its terms for
+// every sum of the group here, so that one member's terms land in one block. all_reduce's
+// sums are copied to the other members hosted here (`copy_out`) and sent to the first
+// member on each other process (`firsts`).
 struct Sum {
   std::int64_t owner = 0;
   float* out = nullptr;
@@ -64,7 +69,17 @@ struct Sum {
   const Buffers* terms = nullptr;
   std::int64_t offset = 0;
   std::size_t slot = 0;
+  std::size_t stride = 0;
   bool copy_out = false;
+  const std::vector<std::int64_t>* firsts = nullptr;
+};
+
+// An all_reduce's sum owned elsewhere: landed in the chunk of the first member hosted
+// here (`here`), from `first` for `n` floats, and copied to the others.
+struct Fan {
+  const std::vector<std::int64_t>* here = nullptr;
+  std::int64_t first = 0;
+  std::int64_t n = 0;
 };
 
 // A message between this process and another: the sender's bytes, or where the
@@ -81,14 +96,29 @@ struct Messages {
   std::vector<Message> list;
   std::size_t area = 0;
   void add(Message m) { list.push_back(m); }
+  // Empty, keeping the list's memory: at R 4096 over 2 ranks a call lists millions of
+  // messages, and memory new each call was a tenth of its time in page faults.
+  Messages& reset() {
+    list.clear();
+    area = 0;
+    return *this;
+  }
 };
 
-// An all_gather's copies within this process, for one group: into the full tensor of
-// each member at `targets` (positions in `members`), the shards of those at `sources`.
-// The destinations are numbered across groups from `first`, a task each.
+// An all_gather's copies into the full tensor of each member hosted here (`targets`,
+// positions in `members`) from every shard it takes (`sources`): a shard hosted here is
+// read in place, one from elsewhere from the receive area, where it landed once for all
+// the members hosted here. The destinations are numbered across groups from `first`, a
+// task each.
 struct Gather {
+  struct Source {
+    std::size_t k = 0;                // the shard's position in `members`
+    const std::byte* data = nullptr;  // null: from slot `slot` of the receive area
+    std::size_t slot = 0;
+  };
   const std::vector<std::int64_t>* members = nullptr;
-  std::vector<std::size_t> targets, sources;
+  std::vector<std::size_t> targets;
+  std::vector<Source> sources;
   std::size_t shard_bytes = 0, want = 0;
   std::int64_t first = 0;
 };
@@ -114,53 +144,75 @@ class DirectCollectives final : public Collectives {
         cross_sent_(static_cast<std::size_t>(factor)),
         cross_received_(static_cast<std::size_t>(factor)) {}
 
-  // Per owner chunk: every member's chunk to the owner, summed there, the sum back.
+  // Per owner chunk: every member's chunk to the owner, summed there, the sum back; a
+  // sum crosses to another process once, like an all_gather's shard.
   void all_reduce(const ReplicaGrouping& g, ReduceOp op,
                   std::span<const ReplicaBuffer> tensors) override {
     const Buffers by = index(tensors, "all_reduce");
     const auto groups = local_groups(g);
     std::vector<Sum> sums;
-    Messages to_owners, results;
+    std::vector<Fan> fans;
+    // Per group: its members hosted here, and its first member on each other process.
+    std::vector<std::vector<std::int64_t>> heres, firsts;
+    heres.reserve(groups.size());
+    firsts.reserve(groups.size());
+    Messages& to_owners = lists_[0].reset();
+    Messages& results = lists_[1].reset();
     for (const auto& members : groups) {
       const std::int64_t n = common_nelms(by, members, "all_reduce");
       for (const auto m : members)
         if (hosts(m)) floats(*by[index_of(m)]);  // throws unless float32
       if (members.size() < 2) continue;          // the sum or mean of one tensor is itself
       const auto size = static_cast<std::int64_t>(members.size());
+      const std::vector<std::int64_t>& here = heres.emplace_back(hosted_members(members));
+      const std::vector<std::int64_t>& elsewhere = firsts.emplace_back(firsts_elsewhere(members));
+      auto chunk = [&](std::int64_t m, std::int64_t at) { return floats(*by[index_of(m)]) + at; };
+      std::vector<std::size_t> chunk_bytes(members.size(), 0);
+      std::vector<std::int64_t> chunk_first(members.size(), 0);
+      const std::size_t group_sums = sums.size();
+      std::size_t owned = 0;  // floats of the chunks owned here: a row of the area
       for (std::int64_t k = 0; k < size; ++k) {
         const OwnerChunk c = owner_chunk(n, size, k);
         if (c.n == 0) continue;
-        const std::int64_t owner = members[static_cast<std::size_t>(k)];
-        const std::size_t bytes = static_cast<std::size_t>(c.n) * sizeof(float);
-        auto chunk = [&](std::int64_t m) { return floats(*by[index_of(m)]) + c.first; };
+        const auto ik = static_cast<std::size_t>(k);
+        const std::int64_t owner = members[ik];
+        chunk_bytes[ik] = static_cast<std::size_t>(c.n) * sizeof(float);
+        chunk_first[ik] = c.first;
         if (!hosts(owner)) {
-          for (const auto m : members) {
-            if (!hosts(m)) continue;
-            to_owners.add({m, owner, as_bytes(chunk(m)), 0, bytes});
-            results.add({owner, m, as_bytes(chunk(m)), 0, bytes});
-            moved(m, owner, bytes);
-            moved(owner, m, bytes);
-          }
+          results.add(
+              {owner, here.front(), as_bytes(chunk(here.front(), c.first)), 0, chunk_bytes[ik]});
+          if (here.size() > 1) fans.push_back({&here, c.first, c.n});
           continue;
         }
-        sums.push_back({owner, chunk(owner), c.n, 0, &members, &by, c.first, to_owners.area, true});
-        for (const auto m : members) {
-          if (!hosts(m)) receive_term(m, owner, c.n, to_owners);
-          moved(m, owner, bytes);
-        }
-        for (const auto m : members)
-          if (m != owner) moved(owner, m, bytes);
+        sums.push_back({owner, chunk(owner, c.first), c.n, 0, &members, &by, c.first,
+                        to_owners.area + owned, 0, true, &elsewhere});
+        owned += static_cast<std::size_t>(c.n);
       }
+      // Each member's chunks to their owners elsewhere, then the terms of the members
+      // elsewhere for the sums here: (from, to) order, one block per member and process.
+      for (const auto m : here)
+        for (std::size_t k = 0; k < members.size(); ++k)
+          if (chunk_bytes[k] > 0 && !hosts(members[k]))
+            to_owners.add({m, members[k], as_bytes(chunk(m, chunk_first[k])), 0, chunk_bytes[k]});
+      receive_terms(members, sums, group_sums, owned, to_owners);
+      moved(Way::kToEach, members, chunk_bytes);
+      moved(Way::kFromEach, members, chunk_bytes);
     }
     exchange(Round::kToOwner, to_owners);
     sum_pieces(sums, op);
-    // The sums to the members elsewhere; the chunks owned elsewhere back from their owners.
     for (const Sum& s : sums)
-      for (const auto m : *s.members)
-        if (!hosts(m))
-          results.add(
-              {s.owner, m, as_bytes(s.out), 0, static_cast<std::size_t>(s.n) * sizeof(float)});
+      for (const auto to : *s.firsts)
+        results.add(
+            {s.owner, to, as_bytes(s.out), 0, static_cast<std::size_t>(s.n) * sizeof(float)});
     exchange(Round::kFromOwner, results);
+    // The sums owned elsewhere, from the first member here to the others.
+    parallel(static_cast<std::int64_t>(fans.size()), [&](std::int64_t i) {
+      const Fan& f = fans[static_cast<std::size_t>(i)];
+      const float* from = floats(*by[index_of(f.here->front())]) + f.first;
+      for (std::size_t j = 1; j < f.here->size(); ++j)
+        std::memcpy(floats(*by[index_of((*f.here)[j])]) + f.first, from,
+                    static_cast<std::size_t>(f.n) * sizeof(float));
+    });
   }
 
   // Per shard: its slice of every member's tensor to the member holding it, summed there.
@@ -171,41 +223,48 @@ class DirectCollectives final : public Collectives {
     const Buffers dst_of = index(dst, "reduce_scatter");
     const auto groups = local_groups(g);
     std::vector<Sum> sums;
-    Messages to_owners;
+    Messages& to_owners = lists_[0].reset();
     for (const auto& members : groups) {
       const std::int64_t n = common_nelms(src_of, members, "reduce_scatter");
       const std::int64_t n_dst = common_nelms(dst_of, members, "reduce_scatter");
       for (const auto m : members)
         if (hosts(m)) floats(*src_of[index_of(m)]);  // throws unless float32
-      for (const auto m : members) {
+      const std::vector<std::int64_t> here = hosted_members(members);
+      std::vector<std::size_t> slice_bytes(members.size(), 0);
+      std::vector<std::int64_t> slice_at(members.size(), 0);
+      const std::size_t group_sums = sums.size();
+      std::size_t owned = 0;  // floats of the shards owned here: a row of the area
+      for (std::size_t k = 0; k < members.size(); ++k) {
+        const std::int64_t m = members[k];
         const std::int64_t rank = shard.rank_in_group(m);
         const std::int64_t avail = shard_extent(n, n_dst, rank);  // the rest is padding
-        const std::size_t bytes = static_cast<std::size_t>(avail) * sizeof(float);
-        auto slice = [&](std::int64_t x) { return floats(*src_of[index_of(x)]) + rank * n_dst; };
-        if (!hosts(m)) {
-          for (const auto x : members)
-            if (hosts(x)) {
-              if (avail > 0) to_owners.add({x, m, as_bytes(slice(x)), 0, bytes});
-              moved(x, m, bytes);
-            }
-          continue;
-        }
+        slice_bytes[k] = static_cast<std::size_t>(avail) * sizeof(float);
+        slice_at[k] = rank * n_dst;
+        if (!hosts(m)) continue;
         const ReplicaBuffer& d = *dst_of[index_of(m)];
         if (d.dtype != DType::kFloat32)
           throw Error("reduce_scatter: the destination must be float32");
         sums.push_back({m, reinterpret_cast<float*>(d.data), avail, n_dst - avail, &members,
-                        &src_of, rank * n_dst, to_owners.area, false});
-        for (const auto x : members) {
-          if (avail > 0 && !hosts(x)) receive_term(x, m, avail, to_owners);
-          moved(x, m, bytes);
-        }
+                        &src_of, rank * n_dst, to_owners.area + owned, 0, false, nullptr});
+        owned += static_cast<std::size_t>(avail);
       }
+      // Each member's slices to their owners elsewhere, then the terms of the members
+      // elsewhere for the sums here: (from, to) order, one block per member and process.
+      for (const auto x : here)
+        for (std::size_t k = 0; k < members.size(); ++k)
+          if (slice_bytes[k] > 0 && !hosts(members[k]))
+            to_owners.add({x, members[k], as_bytes(floats(*src_of[index_of(x)]) + slice_at[k]), 0,
+                           slice_bytes[k]});
+      receive_terms(members, sums, group_sums, owned, to_owners);
+      moved(Way::kToEach, members, slice_bytes);
     }
     exchange(Round::kToOwner, to_owners);
     sum_pieces(sums, op);
   }
 
-  // Every member's shard to every other member, truncated to the destination.
+  // Every member's shard to every other member, truncated to the destination. A shard
+  // crosses to another process once, to the group's first member there, and is copied
+  // from where it lands to every member hosted there: all of them take the same bytes.
   void all_gather(const ReplicaGrouping& g, std::span<const ReplicaBuffer> src,
                   std::span<const ReplicaBuffer> dst) override {
     const Buffers src_of = index(src, "all_gather");
@@ -213,7 +272,7 @@ class DirectCollectives final : public Collectives {
     const auto groups = local_groups(g);
     std::vector<Gather> gathers;
     std::int64_t n_targets = 0;
-    Messages shards;
+    Messages& shards = lists_[0].reset();
     for (const auto& members : groups) {
       const std::int64_t n_shard = common_nelms(src_of, members, "all_gather");
       const std::int64_t n_dst = common_nelms(dst_of, members, "all_gather");
@@ -232,28 +291,33 @@ class DirectCollectives final : public Collectives {
                static_cast<std::size_t>(n_shard) * e,
                static_cast<std::size_t>(n_dst) * e,
                n_targets};
+      for (std::size_t k = 0; k < members.size(); ++k)
+        if (hosts(members[k])) c.targets.push_back(k);
+      // Where this process's shards go: the group's first member on each other process.
+      const std::vector<std::int64_t> firsts = firsts_elsewhere(members);
+      const std::int64_t first_here = members[c.targets.front()];
+      std::vector<std::size_t> shard_bytes(members.size(), 0);
       for (std::size_t k = 0; k < members.size(); ++k) {
-        if (!hosts(members[k])) continue;
-        c.targets.push_back(k);
-        if (k * c.shard_bytes < c.want) c.sources.push_back(k);
-      }
-      for (const auto m : members)
-        for (std::size_t k = 0; k < members.size(); ++k) {
-          const std::int64_t from = members[k];
-          const std::size_t at = k * c.shard_bytes;
-          if (at >= c.want) break;  // the padded tail is not moved
-          const std::size_t bytes = std::min(c.shard_bytes, c.want - at);
-          const bool here = hosts(m), there = hosts(from);
-          if (here && !there)
-            shards.add({from, m, dst_of[index_of(m)]->data + at, 0, bytes});
-          else if (there && !here)
-            shards.add({from, m, src_of[index_of(from)]->data, 0, bytes});
-          if (here || there) moved(from, m, bytes);
+        const std::size_t at = k * c.shard_bytes;
+        if (at >= c.want) break;  // the padded tail is not moved
+        const std::size_t bytes = std::min(c.shard_bytes, c.want - at);
+        shard_bytes[k] = bytes;
+        const std::int64_t from = members[k];
+        if (hosts(from)) {
+          c.sources.push_back({k, src_of[index_of(from)]->data, 0});
+          for (const auto to : firsts)
+            shards.add({from, to, src_of[index_of(from)]->data, 0, bytes});
+        } else {
+          c.sources.push_back({k, nullptr, shards.area});
+          shards.add({from, first_here, nullptr, shards.area, bytes});
+          shards.area += (bytes + sizeof(float) - 1) / sizeof(float);
         }
+      }
+      moved(Way::kFromEach, members, shard_bytes);
       n_targets += static_cast<std::int64_t>(c.targets.size());
       gathers.push_back(std::move(c));
     }
-    post(Round::kGather, shards);
+    exchange(Round::kGather, shards);
     // A task per destination, not per (destination, shard): a pool's run holds a word
     // per task, R x R of them at a shard of one element.
     parallel(n_targets, [&](std::int64_t i) {
@@ -264,13 +328,13 @@ class DirectCollectives final : public Collectives {
             1);
       std::byte* to =
           dst_of[index_of((*c.members)[c.targets[static_cast<std::size_t>(i - c.first)]])]->data;
-      for (const std::size_t k : c.sources) {
-        const std::size_t at = k * c.shard_bytes;
-        std::memcpy(to + at, src_of[index_of((*c.members)[k])]->data,
-                    std::min(c.shard_bytes, c.want - at));
+      for (const Gather::Source& s : c.sources) {
+        const std::size_t at = s.k * c.shard_bytes;
+        const std::byte* from =
+            s.data != nullptr ? s.data : reinterpret_cast<const std::byte*>(area_.data() + s.slot);
+        std::memcpy(to + at, from, std::min(c.shard_bytes, c.want - at));
       }
     });
-    transport_->wait();
   }
 
   void slice_shard(const ReplicaGrouping& g, std::span<const ReplicaBuffer> src,
@@ -295,11 +359,32 @@ class DirectCollectives final : public Collectives {
   static std::byte* as_bytes(float* p) { return reinterpret_cast<std::byte*>(p); }
   [[nodiscard]] bool hosts(std::int64_t replica) const { return hosted_.hosts(replica); }
 
-  // The term replica `to` sums from replica `from`, hosted elsewhere: a message into the
-  // next n floats of the receive area.
-  static void receive_term(std::int64_t from, std::int64_t to, std::int64_t n, Messages& incoming) {
-    incoming.add({from, to, nullptr, incoming.area, static_cast<std::size_t>(n) * sizeof(float)});
-    incoming.area += static_cast<std::size_t>(n);
+  // The terms of the members elsewhere for a group's sums here (sums[first] on): a row of
+  // `row` floats of the receive area per member, its terms for every sum side by side.
+  void receive_terms(const std::vector<std::int64_t>& members, std::vector<Sum>& sums,
+                     std::size_t first, std::size_t row, Messages& incoming) const {
+    for (std::size_t s = first; s < sums.size(); ++s) sums[s].stride = row;
+    if (row == 0) return;
+    std::size_t at = 0;
+    for (const auto x : members) {
+      if (hosts(x)) continue;  // summed in place
+      for (std::size_t s = first; s < sums.size(); ++s)
+        if (sums[s].n > 0)
+          incoming.add({x, sums[s].owner, nullptr, sums[s].slot + at,
+                        static_cast<std::size_t>(sums[s].n) * sizeof(float)});
+      at += row;
+    }
+    incoming.area += at;
+  }
+
+  // The group's first member on each other process, in process order.
+  std::vector<std::int64_t> firsts_elsewhere(const std::vector<std::int64_t>& members) const {
+    std::map<int, std::int64_t> first;
+    for (const auto m : members)
+      if (!hosts(m)) first.try_emplace(transport_->process_of(m), m);
+    std::vector<std::int64_t> out;
+    for (const auto& [process, m] : first) out.push_back(m);
+    return out;
   }
 
   // Posts a step's messages: sent by a replica hosted here, or received by one; a
@@ -346,7 +431,7 @@ class DirectCollectives final : public Collectives {
           at.push_back(floats(*(*s.terms)[index_of(m)]) + s.offset);
         } else {
           at.push_back(area_.data() + slot);
-          slot += static_cast<std::size_t>(s.n);
+          slot += s.stride;
         }
       }
       // One pass into `out` (no scratch: each element is read from every term, `out`'s
@@ -368,18 +453,42 @@ class DirectCollectives final : public Collectives {
     }
   }
 
-  // Bytes from replica `from` to replica `to`, counted at the ends hosted here; a
-  // transfer within one replica counts nothing.
-  void moved(std::int64_t from, std::int64_t to, std::size_t bytes) {
-    if (from == to) return;
-    const bool cross = transport_->process_of(from) != transport_->process_of(to);
-    if (hosts(from)) {
-      sent_[index_of(from)] += bytes;
-      if (cross) cross_sent_[index_of(from)] += bytes;
+  // The members of a group hosted here, in replica order.
+  std::vector<std::int64_t> hosted_members(const std::vector<std::int64_t>& members) const {
+    std::vector<std::int64_t> out;
+    for (const auto m : members)
+      if (hosts(m)) out.push_back(m);
+    return out;
+  }
+
+  // The bytes of a group's transfers, counted at the ends hosted here without a pass over
+  // its pairs (R x R of them): `bytes[k]` goes from every other member to member k
+  // (kToEach: to the owners of the sums) or from member k to every other (kFromEach: sums
+  // and shards out). A transfer within one replica counts nothing.
+  enum class Way { kToEach, kFromEach };
+  void moved(Way way, const std::vector<std::int64_t>& members,
+             const std::vector<std::size_t>& bytes) {
+    std::uint64_t all = 0, here = 0, n_here = 0;  // bytes of every member, of those hosted here
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      all += bytes[k];
+      if (hosts(members[k])) {
+        ++n_here;
+        here += bytes[k];
+      }
     }
-    if (hosts(to)) {
-      received_[index_of(to)] += bytes;
-      if (cross) cross_received_[index_of(to)] += bytes;
+    const std::uint64_t size = members.size();
+    const bool to_each = way == Way::kToEach;
+    auto& own = to_each ? received_ : sent_;  // member k's own bytes, to or from every other
+    auto& own_cross = to_each ? cross_received_ : cross_sent_;
+    auto& others = to_each ? sent_ : received_;  // the other members' bytes
+    auto& others_cross = to_each ? cross_sent_ : cross_received_;
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      const std::size_t r = index_of(members[k]);
+      if (!hosts(members[k])) continue;
+      own[r] += bytes[k] * (size - 1);
+      own_cross[r] += bytes[k] * (size - n_here);
+      others[r] += all - bytes[k];
+      others_cross[r] += all - here;
     }
   }
 
@@ -437,6 +546,7 @@ class DirectCollectives final : public Collectives {
   HostedReplicas hosted_;
   ThreadPool* pool_;
   std::vector<float> area_;  // where messages from other processes land
+  Messages lists_[2];        // a call's messages: to the owners, and back
   std::vector<std::uint64_t> sent_, received_, cross_sent_, cross_received_;
 };
 

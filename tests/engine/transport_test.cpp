@@ -104,9 +104,10 @@ class ThreadTransport final : public Transport {
   std::vector<Pending> pending_;
 };
 
-// Every replica's tensors: `x` reduced in place, its shards, and the gathered shards.
+// Every replica's tensors: `x` reduced in place, its shards, and the gathered shards;
+// `quarter` a shard of a group of four, gathered into `whole`.
 struct Tensors {
-  std::vector<std::vector<float>> x, shard, full;
+  std::vector<std::vector<float>> x, shard, full, quarter, whole;
 };
 
 std::vector<ReplicaBuffer> buffers(std::vector<std::vector<float>>& v, HostedReplicas hosted) {
@@ -126,6 +127,9 @@ void run_step(Collectives& c, Tensors& t, HostedReplicas hosted, std::int64_t fa
   c.all_reduce(pairs, ReduceOp::kSum, buffers(t.x, hosted));
   c.reduce_scatter(all, pairs, ReduceOp::kSum, buffers(t.x, hosted), buffers(t.shard, hosted));
   c.all_gather(pairs, buffers(t.shard, hosted), buffers(t.full, hosted));
+  // Two members of each process take every shard of the other's: it crosses once.
+  c.reduce_scatter(all, all, ReduceOp::kSum, buffers(t.x, hosted), buffers(t.quarter, hosted));
+  c.all_gather(all, buffers(t.quarter, hosted), buffers(t.whole, hosted));
 }
 
 // Every replica's tensor the same bits in both (float == would take -0 for +0).
@@ -152,6 +156,8 @@ BOOST_AUTO_TEST_CASE(replicas_over_two_processes_give_one_process_values_and_byt
     start.x.push_back(x);
     start.shard.emplace_back(static_cast<std::size_t>(kShard), -1.0f);
     start.full.emplace_back(static_cast<std::size_t>(kN), -1.0f);
+    start.quarter.emplace_back(static_cast<std::size_t>((kN + 3) / 4), -1.0f);
+    start.whole.emplace_back(static_cast<std::size_t>(kN), -1.0f);
   }
 
   Tensors one = start;
@@ -182,6 +188,13 @@ BOOST_AUTO_TEST_CASE(replicas_over_two_processes_give_one_process_values_and_byt
   BOOST_TEST(same_bits(spread.x, one.x));
   BOOST_TEST(same_bits(spread.shard, one.shard));
   BOOST_TEST(same_bits(spread.full, one.full));
+  BOOST_TEST(same_bits(spread.quarter, one.quarter));
+  BOOST_TEST(same_bits(spread.whole, one.whole));
+  // Every member holds the same gathered tensor, every element of it written.
+  for (const auto& w : spread.whole) {
+    BOOST_TEST((w == spread.whole[0]));
+    BOOST_TEST(std::count(w.begin(), w.end(), -1.0f) == 0);
+  }
   std::uint64_t cross_sent = 0, cross_received = 0;
   for (std::int64_t r = 0; r < kR; ++r) {
     const Collectives& c = *processes[static_cast<std::size_t>(r / 2)];

@@ -2,6 +2,7 @@
 // saturate instead of wrapping, the messages, and POPKIT_HOST_MEMORY.
 #include "planner/host_memory.h"
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <limits>
@@ -10,6 +11,7 @@
 #include "configs.h"
 #include "planner/build.h"
 #include "planner/device_layout.h"
+#include "planner/operands.h"
 #include "planner/rank_messages.h"
 
 using namespace popkit;
@@ -172,6 +174,30 @@ BOOST_AUTO_TEST_CASE(rank_messages_counted_by_hand) {
   // One process sends nothing; nor do ranks that do not divide R (refused before this).
   BOOST_TEST(rank_messages(plan, 1).pieces == 0u);
   BOOST_TEST(rank_messages(plan, 3).pieces == 0u);
+}
+
+// An all-gather's shard is the same for every member: it crosses to a rank once, to be
+// copied there. Rank k receives c - c_k shards and sends c_k to each of the P - 1 other
+// ranks; the shards it receives land in the receive area.
+BOOST_AUTO_TEST_CASE(an_all_gathers_shard_crosses_to_a_rank_once) {
+  config::Config c = test::mnist_phased();
+  c.replication.factor = 4;
+  c.replication.groupings = {{"everyone", 4, 1}};
+  const Plan eval = build_plan(c, Program::kEval);  // no gradients: only all-gathers
+  std::uint64_t shard_bytes = 0;
+  for (const Phase& phase : eval.phases)
+    for (const Op& op : phase.ops) {
+      BOOST_TEST((op.kind != OpKind::kAllReduce && op.kind != OpKind::kReduceScatter));
+      if (op.kind == OpKind::kAllGather)
+        shard_bytes =
+            std::max(shard_bytes,
+                     eval.tensors[static_cast<std::size_t>(op.inputs[shard_operand::kSrc])].nbytes);
+    }
+  BOOST_REQUIRE(shard_bytes > 0u);
+  BOOST_TEST(rank_messages(eval, 2).pieces == 2u + 2u * 1u);  // c 4, c_k 2, P 2
+  BOOST_TEST(rank_messages(eval, 4).pieces == 3u + 1u * 3u);  // c_k 1, P 4
+  BOOST_TEST(rank_messages(eval, 2).receive_bytes == 2u * shard_bytes);
+  BOOST_TEST(rank_messages(eval, 4).receive_bytes == 3u * shard_bytes);
 }
 
 BOOST_AUTO_TEST_CASE(the_ranks_message_names_a_rank_and_the_host) {
