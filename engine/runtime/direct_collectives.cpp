@@ -108,8 +108,8 @@ struct Messages {
 // An all_gather's copies into the full tensor of each member hosted here (`targets`,
 // positions in `members`) from every shard it takes (`sources`): a shard hosted here is
 // read in place, one from elsewhere from the receive area, where it landed once for all
-// the members hosted here. The destinations are numbered across groups from `first`, a
-// task each.
+// the members hosted here. The first target assembles the tensor; the others copy it,
+// numbered across groups from `first`.
 struct Gather {
   struct Source {
     std::size_t k = 0;                // the shard's position in `members`
@@ -190,10 +190,10 @@ class DirectCollectives final : public Collectives {
       }
       // Each member's chunks to their owners elsewhere, then the terms of the members
       // elsewhere for the sums here: (from, to) order, one block per member and process.
+      const std::vector<std::size_t> owners = owned_elsewhere(members, chunk_bytes);
       for (const auto m : here)
-        for (std::size_t k = 0; k < members.size(); ++k)
-          if (chunk_bytes[k] > 0 && !hosts(members[k]))
-            to_owners.add({m, members[k], as_bytes(chunk(m, chunk_first[k])), 0, chunk_bytes[k]});
+        for (const std::size_t k : owners)
+          to_owners.add({m, members[k], as_bytes(chunk(m, chunk_first[k])), 0, chunk_bytes[k]});
       receive_terms(members, sums, group_sums, owned, to_owners);
       moved(Way::kToEach, members, chunk_bytes);
       moved(Way::kFromEach, members, chunk_bytes);
@@ -250,11 +250,11 @@ class DirectCollectives final : public Collectives {
       }
       // Each member's slices to their owners elsewhere, then the terms of the members
       // elsewhere for the sums here: (from, to) order, one block per member and process.
+      const std::vector<std::size_t> owners = owned_elsewhere(members, slice_bytes);
       for (const auto x : here)
-        for (std::size_t k = 0; k < members.size(); ++k)
-          if (slice_bytes[k] > 0 && !hosts(members[k]))
-            to_owners.add({x, members[k], as_bytes(floats(*src_of[index_of(x)]) + slice_at[k]), 0,
-                           slice_bytes[k]});
+        for (const std::size_t k : owners)
+          to_owners.add({x, members[k], as_bytes(floats(*src_of[index_of(x)]) + slice_at[k]), 0,
+                         slice_bytes[k]});
       receive_terms(members, sums, group_sums, owned, to_owners);
       moved(Way::kToEach, members, slice_bytes);
     }
@@ -271,7 +271,7 @@ class DirectCollectives final : public Collectives {
     const Buffers dst_of = index(dst, "all_gather");
     const auto groups = local_groups(g);
     std::vector<Gather> gathers;
-    std::int64_t n_targets = 0;
+    std::int64_t n_copies = 0;  // the targets after each group's first
     Messages& shards = lists_[0].reset();
     for (const auto& members : groups) {
       const std::int64_t n_shard = common_nelms(src_of, members, "all_gather");
@@ -290,7 +290,7 @@ class DirectCollectives final : public Collectives {
                {},
                static_cast<std::size_t>(n_shard) * e,
                static_cast<std::size_t>(n_dst) * e,
-               n_targets};
+               n_copies};
       for (std::size_t k = 0; k < members.size(); ++k)
         if (hosts(members[k])) c.targets.push_back(k);
       // Where this process's shards go: the group's first member on each other process.
@@ -314,26 +314,33 @@ class DirectCollectives final : public Collectives {
         }
       }
       moved(Way::kFromEach, members, shard_bytes);
-      n_targets += static_cast<std::int64_t>(c.targets.size());
+      n_copies += static_cast<std::int64_t>(c.targets.size()) - 1;
       gathers.push_back(std::move(c));
     }
     exchange(Round::kGather, shards);
-    // A task per destination, not per (destination, shard): a pool's run holds a word
-    // per task, R x R of them at a shard of one element.
-    parallel(n_targets, [&](std::int64_t i) {
-      // The group of destination i: the last whose first is not past it.
-      const Gather& c =
-          *(std::upper_bound(gathers.begin(), gathers.end(), i,
-                             [](std::int64_t v, const Gather& x) { return v < x.first; }) -
-            1);
-      std::byte* to =
-          dst_of[index_of((*c.members)[c.targets[static_cast<std::size_t>(i - c.first)]])]->data;
+    // The first member here of each group assembles the tensor from the shards, a task
+    // per group; the others copy it whole, a task each. A copy per member and shard was R
+    // x R copies: at R 65,536, 134 million of 4 bytes for a tensor of 2,048 elements.
+    const auto target = [&](const Gather& c, std::size_t t) {
+      return dst_of[index_of((*c.members)[c.targets[t]])]->data;
+    };
+    parallel(static_cast<std::int64_t>(gathers.size()), [&](std::int64_t i) {
+      const Gather& c = gathers[static_cast<std::size_t>(i)];
+      std::byte* to = target(c, 0);
       for (const Gather::Source& s : c.sources) {
         const std::size_t at = s.k * c.shard_bytes;
         const std::byte* from =
             s.data != nullptr ? s.data : reinterpret_cast<const std::byte*>(area_.data() + s.slot);
         std::memcpy(to + at, from, std::min(c.shard_bytes, c.want - at));
       }
+    });
+    parallel(n_copies, [&](std::int64_t i) {
+      // The group of copy i: the last whose first is not past it.
+      const Gather& c =
+          *(std::upper_bound(gathers.begin(), gathers.end(), i,
+                             [](std::int64_t v, const Gather& x) { return v < x.first; }) -
+            1);
+      std::memcpy(target(c, static_cast<std::size_t>(1 + i - c.first)), target(c, 0), c.want);
     });
   }
 
@@ -375,6 +382,17 @@ class DirectCollectives final : public Collectives {
       at += row;
     }
     incoming.area += at;
+  }
+
+  // The positions of the members elsewhere that own a non-empty piece (`bytes`): what a
+  // member here sends (a pass over every member for each member here was R x R steps in
+  // one process, where none is elsewhere).
+  std::vector<std::size_t> owned_elsewhere(const std::vector<std::int64_t>& members,
+                                           const std::vector<std::size_t>& bytes) const {
+    std::vector<std::size_t> out;
+    for (std::size_t k = 0; k < members.size(); ++k)
+      if (bytes[k] > 0 && !hosts(members[k])) out.push_back(k);
+    return out;
   }
 
   // The group's first member on each other process, in process order.
