@@ -93,18 +93,18 @@ class MpiTransport final : public Transport {
   void send(const std::byte* data, std::size_t bytes, std::int64_t from, std::int64_t to,
             Round round) override {
     // The datatype only reads a piece it sends.
-    posted_ = true;
     pending_[{process_of(to), round, true}].push_back(
         {from, to, const_cast<std::byte*>(data), bytes});
   }
   void receive(std::byte* data, std::size_t bytes, std::int64_t from, std::int64_t to,
                Round round) override {
-    posted_ = true;
     pending_[{process_of(from), round, false}].push_back({from, to, data, bytes});
   }
   void flush() override {
     // Nothing to post within one rank (a pipelined plan's stages call from their threads).
-    if (!posted_) return;
+    if (std::all_of(pending_.begin(), pending_.end(),
+                    [](const auto& kv) { return kv.second.empty(); }))
+      return;
     on_thread_main("a collective's messages");
     for (auto& [key, pieces] : pending_) {
       if (pieces.empty()) continue;
@@ -120,7 +120,6 @@ class MpiTransport final : public Transport {
     }
     // Emptied, not freed: the next collective lists as many pieces.
     for (auto& [key, pieces] : pending_) pieces.clear();
-    posted_ = false;
   }
   void wait() override {
     flush();
@@ -201,7 +200,6 @@ class MpiTransport final : public Transport {
   int n_ranks_;
   HostedReplicas hosted_;
   std::map<Key, std::vector<Piece>> pending_;
-  bool posted_ = false;  // a piece in pending_ since the last flush
   std::vector<int> lengths_;
   std::vector<MPI_Aint> addresses_;
   std::vector<MPI_Request> requests_;
