@@ -73,7 +73,8 @@ int run_plan(const PlanOptions& o) {
   }
   std::ostream& out = o.output.empty() ? std::cout : file;
   if (o.format == "json") {
-    out << planner::plan_to_json(plan).dump(1) << '\n';
+    planner::write_plan_json(out, plan);
+    out << '\n';
   } else {
     planner::print_plan(out, plan, {o.ops, o.format == "wide"});
   }

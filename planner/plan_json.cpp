@@ -5,6 +5,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
+#include <sstream>
+
+#include "planner/json_writer.h"
 #include "planner/names.h"
 
 namespace popkit::planner {
@@ -12,169 +17,192 @@ namespace {
 
 using nlohmann::json;
 
-template <typename E>
-std::string name_of(E value) {
-  return std::string(enum_name(value));
+void write_grouping(JsonWriter& w, const ReplicaGrouping& g) {
+  w.begin_object();
+  w.key("factor").value(g.factor).key("group_size").value(g.group_size);
+  w.key("stride").value(g.stride);
+  w.end_object();
 }
 
-json grouping_json(const ReplicaGrouping& g) {
-  return {{"factor", g.factor}, {"group_size", g.group_size}, {"stride", g.stride}};
-}
-
-json op_json(const Op& op) {
-  json j = {{"kind", name_of(op.kind)}};
-  if (!op.label.empty()) j["label"] = op.label;
-  // Operands by position (planner/operands.h), -1 where a position is unused.
-  if (!op.inputs.empty()) j["inputs"] = op.inputs;
-  if (!op.outputs.empty()) j["outputs"] = op.outputs;
-  if (!op.state.empty()) j["state"] = op.state;
+// Keys in the order a DOM keeps them (json_writer.h): alphabetical.
+void write_op(JsonWriter& w, const Op& op) {
+  w.begin_object();
+  if (op.kind == OpKind::kRepeat) {
+    w.key("body").begin_array();
+    for (const Op& inner : op.body) write_op(w, inner);
+    w.end_array();
+  }
   auto put = [&](const char* key, std::int64_t value) {
-    if (value >= 0) j[key] = value;
+    if (value >= 0) w.key(key).value(value);
   };
   put("buffer", op.buffer);
+  w.key("cost").begin_object();
+  w.key("collective_bytes").value(op.collective_bytes).key("flops").value(op.flops);
+  w.key("host_bytes").value(op.host_bytes);
+  if (op.pipeline_bytes > 0) w.key("pipeline_bytes").value(op.pipeline_bytes);
+  w.key("remote_bytes").value(op.remote_bytes);
+  w.end_object();
   put("entry", op.entry);
-  put("row", op.row);
-  if (op.preload) j["preload"] = true;
-  switch (op.kind) {
-    case OpKind::kHostLoad:
-    case OpKind::kHostStore:
-      j["stream"] = name_of(op.stream);
-      break;
-    case OpKind::kReduceScatter:
-      j["shard_grouping"] = grouping_json(op.shard_grouping);
-      [[fallthrough]];
-    case OpKind::kAllReduce:
-      j["reduce"] = name_of(op.reduce);
-      [[fallthrough]];
-    case OpKind::kAllGather:
-    case OpKind::kSliceShard:
-      j["grouping"] = grouping_json(op.grouping);
-      break;
-    default:
-      break;
-  }
+  const bool reduces = op.kind == OpKind::kReduceScatter || op.kind == OpKind::kAllReduce;
+  const bool grouped = reduces || op.kind == OpKind::kAllGather || op.kind == OpKind::kSliceShard;
+  if (grouped) write_grouping(w.key("grouping"), op.grouping);
+  // Operands by position (planner/operands.h), -1 where a position is unused.
+  if (!op.inputs.empty()) w.key("inputs").values(op.inputs);
+  if (op.kind == OpKind::kRepeat) w.key("io_mode").value(enum_name(op.io_mode));
+  w.key("kind").value(enum_name(op.kind));
+  if (!op.label.empty()) w.key("label").value(op.label);
   put("layer", op.layer);
+  if (!op.outputs.empty()) w.key("outputs").values(op.outputs);
+  put("peer", op.peer);
+  if (op.preload) w.key("preload").value(true);
+  if (reduces) w.key("reduce").value(enum_name(op.reduce));
+  put("row", op.row);
+  if (op.kind == OpKind::kReduceScatter) write_grouping(w.key("shard_grouping"), op.shard_grouping);
+  if (!op.state.empty()) w.key("state").values(op.state);
+  if (op.kind == OpKind::kRepeat) w.key("steps").value(op.steps);
+  if (op.kind == OpKind::kHostLoad || op.kind == OpKind::kHostStore)
+    w.key("stream").value(enum_name(op.stream));
   put("variable", op.variable);
   put("workspace", op.workspace);
-  put("peer", op.peer);
-  if (op.kind == OpKind::kRepeat) {
-    j["steps"] = op.steps;
-    j["io_mode"] = name_of(op.io_mode);
-    json body = json::array();
-    for (const Op& inner : op.body) body.push_back(op_json(inner));
-    j["body"] = std::move(body);
-  }
-  j["cost"] = {{"flops", op.flops},
-               {"host_bytes", op.host_bytes},
-               {"remote_bytes", op.remote_bytes},
-               {"collective_bytes", op.collective_bytes}};
-  if (op.pipeline_bytes > 0) j["cost"]["pipeline_bytes"] = op.pipeline_bytes;
-  return j;
+  w.end_object();
 }
 
-json ops_json(const std::vector<Op>& ops) {
-  json a = json::array();
-  for (const Op& op : ops) a.push_back(op_json(op));
-  return a;
+void write_ops(JsonWriter& w, const std::vector<Op>& ops) {
+  w.begin_array();
+  for (const Op& op : ops) write_op(w, op);
+  w.end_array();
 }
 
-json layers_json(const std::vector<LayerInfo>& layers) {
-  json out = json::array();
-  for (const auto& l : layers) {
-    // The kind's keys beside the layer's shape (config/layer_kinds.h names none alike but
-    // out_features, which is the output's width).
-    json jl = json::object();
-    put_attributes(jl, l.attributes);
-    jl.update({{"name", l.name},
-               {"type", l.kind},
-               {"in_features", l.in_features},
-               {"out_features", l.out_features},
-               {"graph", l.graph},
-               {"row", l.row}});
-    if (l.sequence != 1) jl["sequence"] = l.sequence;
-    out.push_back(std::move(jl));
-  }
-  return out;
+void write_attribute(JsonWriter& w, const config::AttributeValue& value) {
+  std::visit([&](const auto& v) { w.value(v); }, value);
 }
 
-json variables_json(const std::vector<Variable>& variables) {
-  json out = json::array();
-  for (const auto& v : variables) {
-    json jv = {{"name", v.name},          {"layer", v.layer},          {"role", name_of(v.role)},
-               {"class", name_of(v.cls)}, {"dtype", name_of(v.dtype)}, {"meta_shape", v.meta_shape},
-               {"nelms", v.nelms},        {"sharded", v.sharded},      {"shard_size", v.shard_size},
-               {"padding", v.padding},    {"remote", v.remote}};
-    jv["init"] = {{"kind", name_of(v.init.kind)}};
-    if (v.init.kind == InitKind::kNormal)
-      jv["init"].update({{"mean", v.init.mean}, {"std", v.init.std}});
-    if (v.remote) {
-      jv["buffer"] = v.buffer;
-      jv["entry"] = v.entry;
-    } else {
-      jv["device_tensor"] = v.device_tensor;
+// A layer's shape beside its kind's keys (config/layer_kinds.h names none alike but
+// out_features, which is the output's width: the shape's wins, as a DOM's update does).
+void write_layer(JsonWriter& w, const LayerInfo& l) {
+  enum Field { kGraph, kInFeatures, kName, kOutFeatures, kRow, kSequence, kType, kFields };
+  static constexpr std::array<std::string_view, kFields> kKeys = {
+      "graph", "in_features", "name", "out_features", "row", "sequence", "type"};
+  auto write_field = [&](int f) {
+    w.key(kKeys[static_cast<std::size_t>(f)]);
+    switch (f) {
+      case kGraph:
+        w.value(l.graph);
+        break;
+      case kInFeatures:
+        w.value(l.in_features);
+        break;
+      case kName:
+        w.value(l.name);
+        break;
+      case kOutFeatures:
+        w.value(l.out_features);
+        break;
+      case kRow:
+        w.value(l.row);
+        break;
+      case kSequence:
+        w.value(l.sequence);
+        break;
+      default:
+        w.value(l.kind);
+        break;
     }
-    out.push_back(std::move(jv));
+  };
+  std::vector<const config::Attribute*> attributes;
+  for (const config::Attribute& a : l.attributes.items())
+    if (std::find(kKeys.begin(), kKeys.end(), a.key) == kKeys.end()) attributes.push_back(&a);
+  std::sort(attributes.begin(), attributes.end(),
+            [](const auto* a, const auto* b) { return a->key < b->key; });
+  w.begin_object();
+  auto next = attributes.begin();
+  for (int f = 0; f < kFields; ++f) {
+    if (f == kSequence && l.sequence == 1) continue;
+    for (; next != attributes.end() && (*next)->key < kKeys[static_cast<std::size_t>(f)]; ++next)
+      write_attribute(w.key((*next)->key), (*next)->value);
+    write_field(f);
   }
-  return out;
+  for (; next != attributes.end(); ++next) write_attribute(w.key((*next)->key), (*next)->value);
+  w.end_object();
 }
 
-json tensors_json(const std::vector<DeviceTensor>& tensors) {
-  json out = json::array();
-  for (const auto& t : tensors) {
-    json jt = {{"name", t.name},
-               {"class", name_of(t.cls)},
-               {"dtype", name_of(t.dtype)},
-               {"shape", t.shape},
-               {"nelms", t.nelms},
-               {"nbytes", t.nbytes},
-               {"always_live", t.always_live}};
-    if (t.double_buffer >= 0) jt["double_buffer"] = t.double_buffer;
-    if (t.stage >= 0) jt["stage"] = t.stage;
-    out.push_back(std::move(jt));
-  }
-  return out;
+void write_variable(JsonWriter& w, const Variable& v) {
+  w.begin_object();
+  if (v.remote) w.key("buffer").value(v.buffer);
+  w.key("class").value(enum_name(v.cls));
+  if (!v.remote) w.key("device_tensor").value(v.device_tensor);
+  w.key("dtype").value(enum_name(v.dtype));
+  if (v.remote) w.key("entry").value(v.entry);
+  w.key("init").begin_object().key("kind").value(enum_name(v.init.kind));
+  if (v.init.kind == InitKind::kNormal)
+    w.key("mean").value(v.init.mean).key("std").value(v.init.std);
+  w.end_object();
+  w.key("layer").value(v.layer).key("meta_shape").values(v.meta_shape);
+  w.key("name").value(v.name).key("nelms").value(v.nelms).key("padding").value(v.padding);
+  w.key("remote").value(v.remote).key("role").value(enum_name(v.role));
+  w.key("shard_size").value(v.shard_size).key("sharded").value(v.sharded);
+  w.end_object();
 }
 
-json buffers_json(const std::vector<RemoteBuffer>& buffers) {
-  json out = json::array();
-  for (const auto& b : buffers)
-    out.push_back({{"name", b.name},
-                   {"class", name_of(b.cls)},
-                   {"dtype", name_of(b.dtype)},
-                   {"element_shape", b.element_shape},
-                   {"rows", b.rows},
-                   {"steps", b.steps},
-                   {"entry_bytes", b.entry_bytes}});
-  return out;
+void write_tensor(JsonWriter& w, const DeviceTensor& t) {
+  w.begin_object();
+  w.key("always_live").value(t.always_live).key("class").value(enum_name(t.cls));
+  if (t.double_buffer >= 0) w.key("double_buffer").value(t.double_buffer);
+  w.key("dtype").value(enum_name(t.dtype)).key("name").value(t.name);
+  w.key("nbytes").value(t.nbytes).key("nelms").value(t.nelms).key("shape").values(t.shape);
+  if (t.stage >= 0) w.key("stage").value(t.stage);
+  w.end_object();
 }
 
-json phases_json(const std::vector<Phase>& phases) {
-  json out = json::array();
-  for (const auto& ph : phases) {
-    json by_class = json::object();
-    for (std::size_t c = 0; c < kNumTensorClasses; ++c)
-      by_class[name_of(static_cast<TensorClass>(c))] = ph.memory.peak_by_class[c];
-    out.push_back({{"name", ph.name},
-                   {"ops", ops_json(ph.ops)},
-                   {"memory",
-                    {{"peak", ph.memory.peak},
-                     {"always_live", ph.memory.always_live},
-                     {"not_always_live", ph.memory.not_always_live},
-                     {"peak_by_class", by_class}}},
-                   {"estimated_seconds", ph.estimated_seconds}});
-    if (ph.stage >= 0) {
-      json& jp = out.back();
-      jp["stage"] = ph.stage;
-      json slots = json::array();
-      for (const StageSlot& s : ph.slots)
-        slots.push_back({{"work", s.work == PipelineWork::kForward ? "forward" : "backward"},
-                         {"micro_batch", s.micro_batch},
-                         {"first_op", s.first_op},
-                         {"end_op", s.end_op}});
-      jp["slots"] = std::move(slots);
+void write_buffer(JsonWriter& w, const RemoteBuffer& b) {
+  w.begin_object();
+  w.key("class").value(enum_name(b.cls)).key("dtype").value(enum_name(b.dtype));
+  w.key("element_shape").values(b.element_shape).key("entry_bytes").value(b.entry_bytes);
+  w.key("name").value(b.name).key("rows").value(b.rows).key("steps").value(b.steps);
+  w.end_object();
+}
+
+// The tensor classes by name, in a DOM's order.
+std::array<TensorClass, kNumTensorClasses> classes_by_name() {
+  std::array<TensorClass, kNumTensorClasses> order{};
+  for (std::size_t c = 0; c < kNumTensorClasses; ++c) order[c] = static_cast<TensorClass>(c);
+  std::sort(order.begin(), order.end(),
+            [](TensorClass a, TensorClass b) { return enum_name(a) < enum_name(b); });
+  return order;
+}
+
+void write_phase(JsonWriter& w, const Phase& ph) {
+  static const std::array<TensorClass, kNumTensorClasses> kByName = classes_by_name();
+  w.begin_object();
+  w.key("estimated_seconds").value(ph.estimated_seconds);
+  w.key("memory").begin_object();
+  w.key("always_live").value(ph.memory.always_live);
+  w.key("not_always_live").value(ph.memory.not_always_live).key("peak").value(ph.memory.peak);
+  w.key("peak_by_class").begin_object();
+  for (const TensorClass c : kByName)
+    w.key(enum_name(c)).value(ph.memory.peak_by_class[static_cast<std::size_t>(c)]);
+  w.end_object().end_object();
+  w.key("name").value(ph.name);
+  write_ops(w.key("ops"), ph.ops);
+  if (ph.stage >= 0) {
+    w.key("slots").begin_array();
+    for (const StageSlot& s : ph.slots) {
+      w.begin_object().key("end_op").value(s.end_op).key("first_op").value(s.first_op);
+      w.key("micro_batch").value(s.micro_batch);
+      w.key("work").value(s.work == PipelineWork::kForward ? "forward" : "backward");
+      w.end_object();
     }
+    w.end_array();
+    w.key("stage").value(ph.stage);
   }
-  return out;
+  w.end_object();
+}
+
+template <typename T, typename Write>
+void write_array(JsonWriter& w, const std::vector<T>& items, Write&& write) {
+  w.begin_array();
+  for (const T& item : items) write(w, item);
+  w.end_array();
 }
 
 json pipeline_json(const PipelinePlan& pp) {
@@ -224,75 +252,75 @@ json optimizer_json(const config::Optimizer& o) {
   return j;
 }
 
-nlohmann::json plan_to_json(const Plan& plan) {
-  json j;
-  j["version"] = plan.version;
-  j["name"] = plan.name;
-  j["program"] = name_of(plan.program);
-  j["replication_factor"] = plan.replication_factor;
-  j["micro_batch_size"] = plan.micro_batch_size;
-  j["gradient_accumulation"] = plan.gradient_accumulation;
-  j["global_batch_size"] = plan.global_batch_size;
-  j["input_shape"] = plan.input_shape;
-  j["n_classes"] = plan.n_classes;
-  if (plan.positions != 1) j["positions"] = plan.positions;
-  j["mode"] = name_of(plan.mode);
-  j["io_mode"] = name_of(plan.io_mode);
-  j["io_tiles"] = plan.io_tiles;
-  j["variables_grouping"] = grouping_json(plan.variables_grouping);
-  j["retrieval_mode"] = name_of(plan.retrieval_mode);
-  j["sharding_grouping"] = grouping_json(plan.sharding_grouping);
-  j["sharding_threshold"] = plan.sharding_threshold;
-  j["optimizer"] = optimizer_json(plan.optimizer);
-  j["seed"] = plan.seed;
-  j["init_seed"] = plan.init_seed;
-  j["layers"] = layers_json(plan.layers);
-  j["variables"] = variables_json(plan.variables);
-  j["tensors"] = tensors_json(plan.tensors);
-  j["buffers"] = buffers_json(plan.buffers);
-  j["setup"] = ops_json(plan.setup);
-  j["phases"] = phases_json(plan.phases);
-  j["sync_pattern"] = name_of(plan.sync_pattern);
-  if (plan.pipeline) j["pipeline"] = pipeline_json(*plan.pipeline);
-  j["peak_bytes"] = plan.peak_bytes;
-  j["peak_phase"] = plan.peak_phase;
-  j["always_live_bytes"] = plan.always_live_bytes;
-  j["streaming_bytes"] = plan.streaming_bytes;
-  j["host_bytes_per_step"] = plan.host_bytes_per_step;
-  j["memory_per_replica"] = plan.memory_per_replica;
-  j["fits"] = plan.fits;
-  if (!plan.fits) j["not_fitting"] = not_fitting_json(plan.not_fitting);
-  j["device_profile"] = plan.device_profile;
-  j["device_kind"] = plan.device_kind;
+void write_plan_json(std::ostream& out, const Plan& plan) {
+  JsonWriter w(out);
+  w.begin_object();
+  w.key("always_live_bytes").value(plan.always_live_bytes);
+  write_array(w.key("buffers"), plan.buffers, write_buffer);
   // Only from a profile that measured it: other plans stay as they were.
-  if (plan.device_core_round_trip_seconds > 0)
-    j["device_core_round_trip_seconds"] = plan.device_core_round_trip_seconds;
   if (plan.device_cache_probe_seconds > 0)
-    j["device_cache_probe_seconds"] = plan.device_cache_probe_seconds;
-  j["estimated_step_seconds"] = plan.estimated_step_seconds;
-  j["estimated_samples_per_second"] = plan.estimated_samples_per_second;
+    w.key("device_cache_probe_seconds").value(plan.device_cache_probe_seconds);
+  if (plan.device_core_round_trip_seconds > 0)
+    w.key("device_core_round_trip_seconds").value(plan.device_core_round_trip_seconds);
+  w.key("device_kind").value(plan.device_kind).key("device_profile").value(plan.device_profile);
+  w.key("estimated_samples_per_second").value(plan.estimated_samples_per_second);
+  w.key("estimated_step_seconds").value(plan.estimated_step_seconds);
+  w.key("fits").value(plan.fits);
+  w.key("global_batch_size").value(plan.global_batch_size);
+  w.key("gradient_accumulation").value(plan.gradient_accumulation);
+  w.key("host_bytes_per_step").value(plan.host_bytes_per_step);
+  const HostMemory& h = plan.host_memory;
+  w.key("host_memory").begin_object();
+  w.key("datasets").value(h.datasets).key("datasets_counted").value(h.datasets_counted);
+  w.key("device").value(h.device).key("host_buffers").value(h.host_buffers);
+  w.key("overhead").value(h.overhead).key("streaming").value(h.streaming);
+  w.key("total").value(h.total());
+  w.end_object();
+  w.key("init_seed").value(plan.init_seed).key("input_shape").values(plan.input_shape);
+  w.key("io_mode").value(enum_name(plan.io_mode)).key("io_tiles").value(plan.io_tiles);
+  write_array(w.key("layers"), plan.layers, write_layer);
+  w.key("memory_per_replica").value(plan.memory_per_replica);
+  w.key("micro_batch_size").value(plan.micro_batch_size);
+  w.key("mode").value(enum_name(plan.mode));
+  w.key("n_classes").value(plan.n_classes).key("name").value(plan.name);
   if (plan.network) {  // only when priced with a network profile: other plans stay as they were
     const NetworkEstimate& n = *plan.network;
-    j["network"] = {{"replicas_per_host", n.replicas_per_host},
-                    {"n_hosts", n.n_hosts},
-                    {"bytes_per_second", n.bytes_per_second},
-                    {"latency_seconds", n.latency_seconds},
-                    {"on_host_bytes", n.on_host_bytes},
-                    {"cross_host_bytes", n.cross_host_bytes},
-                    {"network_bytes", n.network_bytes},
-                    {"busiest_link_bytes", n.busiest_link_bytes},
-                    {"messages", n.messages},
-                    {"seconds", n.seconds}};
+    w.key("network").begin_object();
+    w.key("busiest_link_bytes").value(n.busiest_link_bytes);
+    w.key("bytes_per_second").value(n.bytes_per_second);
+    w.key("cross_host_bytes").value(n.cross_host_bytes);
+    w.key("latency_seconds").value(n.latency_seconds).key("messages").value(n.messages);
+    w.key("n_hosts").value(n.n_hosts).key("network_bytes").value(n.network_bytes);
+    w.key("on_host_bytes").value(n.on_host_bytes);
+    w.key("replicas_per_host").value(n.replicas_per_host).key("seconds").value(n.seconds);
+    w.end_object();
   }
-  const HostMemory& h = plan.host_memory;
-  j["host_memory"] = {{"total", h.total()},
-                      {"datasets", h.datasets},
-                      {"datasets_counted", h.datasets_counted},
-                      {"streaming", h.streaming},
-                      {"device", h.device},
-                      {"host_buffers", h.host_buffers},
-                      {"overhead", h.overhead}};
-  j["warnings"] = plan.warnings;
-  return j;
+  if (!plan.fits) w.key("not_fitting").value(not_fitting_json(plan.not_fitting));
+  w.key("optimizer").value(optimizer_json(plan.optimizer));
+  w.key("peak_bytes").value(plan.peak_bytes).key("peak_phase").value(plan.peak_phase);
+  write_array(w.key("phases"), plan.phases, write_phase);
+  if (plan.pipeline) w.key("pipeline").value(pipeline_json(*plan.pipeline));
+  if (plan.positions != 1) w.key("positions").value(plan.positions);
+  w.key("program").value(enum_name(plan.program));
+  w.key("replication_factor").value(plan.replication_factor);
+  w.key("retrieval_mode").value(enum_name(plan.retrieval_mode));
+  w.key("seed").value(plan.seed);
+  write_ops(w.key("setup"), plan.setup);
+  write_grouping(w.key("sharding_grouping"), plan.sharding_grouping);
+  w.key("sharding_threshold").value(plan.sharding_threshold);
+  w.key("streaming_bytes").value(plan.streaming_bytes);
+  w.key("sync_pattern").value(enum_name(plan.sync_pattern));
+  write_array(w.key("tensors"), plan.tensors, write_tensor);
+  write_array(w.key("variables"), plan.variables, write_variable);
+  write_grouping(w.key("variables_grouping"), plan.variables_grouping);
+  w.key("version").value(plan.version).key("warnings").values(plan.warnings);
+  w.end_object();
+  w.finish();
+}
+
+nlohmann::json plan_to_json(const Plan& plan) {
+  std::ostringstream text;
+  write_plan_json(text, plan);
+  return json::parse(text.str());
 }
 }  // namespace popkit::planner

@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,11 @@
 
 namespace popkit::planner {
 
+// The plan file's text, written as it is produced (planner/json_writer.h: no DOM of the
+// whole plan). The caller checks `out`.
+void write_plan_json(std::ostream& out, const Plan& plan);
+
+// The plan file's text as a DOM (parsed back: for tests and small plans).
 nlohmann::json plan_to_json(const Plan& plan);
 
 // The optimizer's settings as plan files (and the run file's resolved config) write them:

@@ -54,11 +54,12 @@ class JsonReader {
 };
 
 // The most a plan or run file may hold, as configs are bounded: above the plan of the
-// largest config (1 MiB of YAML, 14,000 phased layers: a 282 MB plan, reported in 11 s and
-// 0.75 GB), far above a run file's (tens of MB at 1,000 replicas, 50 bytes a step). A
-// report needs 1.5 to 3 times the file in memory, and 30 to 40 ms a MB of plan, 4 a MB of
-// a run file's steps (525 MB in 2.2 s): the big arrays are read as they are parsed
-// (planner/json_text.h's splits), never into a DOM (bench/report_size.sh).
+// largest config (14,000 phased layers, where the config's node limit stops: a 264 MB
+// plan, reported in 4 s and 0.72 GB), far above a run file's (tens of MB at 1,000
+// replicas, 50 bytes a step). A report needs 1.5 to 3 times the file in memory, and about
+// 15 ms a MB of plan, 4 a MB of a run file's steps (525 MB in 2.2 s): the big arrays are
+// read as they are parsed (planner/json_text.h's splits), never into a DOM
+// (bench/report_size.sh, bench/README.md "Plan files written as they are produced").
 inline constexpr std::uint64_t kMaxInputFileBytes = std::uint64_t{512} << 20;
 
 // The text of a plan or run file. Throws InputError: "FILE: no such file", "FILE: is a

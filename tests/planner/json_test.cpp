@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "base/error.h"
@@ -98,6 +99,25 @@ BOOST_AUTO_TEST_CASE(round_trip_is_exact) {
     if (p.not_fitting.advice)
       BOOST_TEST(back.not_fitting.advice->settings == p.not_fitting.advice->settings,
                  boost::test_tools::per_element());
+  }
+}
+
+// The writer streams the text (planner/json_writer.h); it must be the text a DOM of the
+// same document dumps, keys in a DOM's order, numbers and strings as nlohmann writes them.
+BOOST_AUTO_TEST_CASE(the_streamed_text_is_the_doms) {
+  auto plans = sample_plans();
+  Plan measured = build_plan(test::tiny_standard());  // a CPU profile's measured keys
+  measured.device_core_round_trip_seconds = 1.5e-7;
+  measured.device_cache_probe_seconds = 0.25;
+  measured.warnings.push_back("a \"quoted\" warning\twith a tab and \u00e9");
+  measured.layers.front().attributes.set("zz_last", std::int64_t{3});  // after every key
+  measured.layers.front().attributes.set("aa_first", 0.5);             // before every key
+  plans.push_back(std::move(measured));
+  for (const Plan& p : plans) {
+    std::ostringstream out;
+    write_plan_json(out, p);
+    const std::string text = out.str();
+    BOOST_TEST(json::parse(text).dump(1) == text);
   }
 }
 

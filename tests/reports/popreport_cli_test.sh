@@ -79,7 +79,7 @@ for verb in memory throughput compare; do
 done
 # A file too large to report on is refused before it is read (a sparse file: no disk used):
 # a 1 GB run file took 45-60 s and 4 GB; the limit is above the plan of the largest config
-# (1 MiB, 14,000 phased layers: 282 MB) and far above any run file's.
+# (14,000 phased layers: 264 MB) and far above any run file's.
 truncate -s 1G "$tmp/huge.json"
 expect 2 "popreport memory: error: $tmp/huge.json: 1073741824 bytes, more than the 536870912 a plan or run file may have" \
   -- timeout 20 popreport memory "$tmp/huge.json"
