@@ -138,8 +138,11 @@ void add_tune_verbs(Tool& tool) {
                     "--write");
   tune->add_flag("--force", o->force, "With -o: write over an existing FILE");
   tune->add_option("--max-combinations", o->max_combinations,
-                   "Search at most N combinations; past it, fewer sharding groups and "
-                   "micro-batches are tried, spread evenly (the config's own kept)")
+                   fmt::format("Search at most N combinations (for a model of more than {0} "
+                               "layers, N times {0} over its layers); past it, fewer sharding "
+                               "groups and micro-batches are tried, spread evenly (the config's "
+                               "own kept)",
+                               planner::kTuneFullSearchLayers))
       ->capture_default_str()
       ->check(positive());
   tune->add_option("--set", o->overrides, "Override a key after loading (repeatable)")

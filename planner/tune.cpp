@@ -141,6 +141,9 @@ class Search {
     result.device_profile = device_profile(base_)->name;
     result.memory_per_replica = r_.memory_per_replica;
     result.n_combinations = n_combinations_;
+    result.combinations_cap = cap_;
+    result.n_layers = c.model.layers.size();
+    result.cap_for_layers = cap_ < r_.max_combinations;
     result.thinned = std::move(thinned_);
     result.request_changes = base_choices_.changes;
     rank(result);
@@ -199,7 +202,8 @@ class Search {
       return n;
     };
     n_combinations_ = count(all);
-    if (n_combinations_ <= r_.max_combinations) return all;
+    cap_ = tune_combinations_cap(r_.max_combinations, c.model.layers.size());
+    if (n_combinations_ <= cap_) return all;
     std::size_t widest = 2;
     for (const Split& x : all) widest = std::max({widest, x.groups.size(), x.micro_batches.size()});
     for (std::size_t k = widest; k >= 2; --k) {
@@ -208,7 +212,7 @@ class Search {
         x.groups = thin(x.groups, k, base_sharding_group());
         x.micro_batches = thin(x.micro_batches, k, c.training.micro_batch_size);
       }
-      if (count(thinned) > r_.max_combinations) continue;
+      if (count(thinned) > cap_) continue;
       for (std::size_t i = 0; i < all.size(); ++i) {
         const std::string at = all.size() == 1 ? ""
                                                : fmt::format(" at {} stage(s) of {} replicas",
@@ -223,19 +227,25 @@ class Search {
       }
       return thinned;
     }
+    const std::string per_layers =
+        cap_ == r_.max_combinations
+            ? std::string()
+            : fmt::format(" for a model of {} layers ({} up to {} layers)", n_layers,
+                          r_.max_combinations, kTuneFullSearchLayers);
     throw Error(
         "the search has {} combinations, {} even with 2 sharding groups and 2 micro-batches "
-        "for each split of the devices, more than the {} popplan tune plans at most; ask for "
-        "fewer --replicas, or raise --max-combinations",
+        "(and the config's own) for each split of the devices, more than the {} popplan tune plans "
+        "at most{}; ask "
+        "for fewer --replicas, or raise --max-combinations",
         n_combinations_, count([&] {
           std::vector<Split> two = all;
           for (Split& x : two) {
-            x.groups = thin(x.groups, 2, 0);
-            x.micro_batches = thin(x.micro_batches, 2, 0);
+            x.groups = thin(x.groups, 2, base_sharding_group());
+            x.micro_batches = thin(x.micro_batches, 2, c.training.micro_batch_size);
           }
           return two;
         }()),
-        r_.max_combinations);
+        cap_, per_layers);
   }
 
   // The config's own sharding group size, kept when the groups are thinned.
@@ -473,6 +483,7 @@ class Search {
   std::int64_t per_replica_ = 1;
   const Split* split_ = nullptr;
   std::size_t n_combinations_ = 0;
+  std::size_t cap_ = 0;
   std::vector<std::string> thinned_;
   std::vector<Chain> chains_;
   std::size_t n_planned_ = 0;
@@ -482,6 +493,15 @@ class Search {
 };
 
 }  // namespace
+
+std::size_t tune_combinations_cap(std::size_t max_combinations, std::size_t layers) {
+  if (layers <= kTuneFullSearchLayers) return max_combinations;
+  // max_combinations * kTuneFullSearchLayers / layers, without overflow.
+  const auto cap = static_cast<std::size_t>(static_cast<double>(max_combinations) *
+                                            static_cast<double>(kTuneFullSearchLayers) /
+                                            static_cast<double>(layers));
+  return std::max<std::size_t>(1, std::min(cap, max_combinations));
+}
 
 TuneResult tune(const config::Config& config, const TuneRequest& request) {
   return Search(config, request).run();

@@ -25,14 +25,23 @@ namespace popkit::planner {
 // The most combinations a search plans before it thins its dimensions (from about 2 ms a
 // plan of the MNIST example to 13 ms of GPT-2 XL, over the machine's cores).
 inline constexpr std::size_t kMaxTuneCombinations = 4096;
+// A plan's time grows with the model's layers (about 0.1 ms a layer: 1.4 s a plan of the
+// largest config's 14,000): past this many layers, the search plans fewer combinations, in
+// proportion, so that tune's work stays that of a search of this many layers.
+inline constexpr std::size_t kTuneFullSearchLayers = 64;
+
+// The combinations a search of a model of `layers` layers plans at most:
+// max_combinations, times kTuneFullSearchLayers / layers past that many (at least 1).
+std::size_t tune_combinations_cap(std::size_t max_combinations, std::size_t layers);
 
 struct TuneRequest {
   std::uint64_t memory_per_replica = 0;  // bytes
   std::int64_t replicas = 0;             // 0: the config's replication.factor
   std::int64_t global_batch = 0;         // 0: the config's micro-batch × accumulation × replicas
-  // Past this many combinations (valid or not), the sharding groups and micro-batches
-  // searched are thinned, each to fewer values spread evenly by ratio (the config's own
-  // kept), until the search fits; when even 2 of each do not, tune throws.
+  // Past this many combinations (valid or not; fewer for a model of more than
+  // kTuneFullSearchLayers layers: tune_combinations_cap), the sharding groups and
+  // micro-batches searched are thinned, each to fewer values spread evenly by ratio (the
+  // config's own kept), until the search fits; when even 2 of each do not, tune throws.
   std::size_t max_combinations = kMaxTuneCombinations;
   // Plans every micro-batch. By default, of the candidates that differ only in the
   // micro-batch, those larger than one that does not fit are not planned: memory grows
@@ -67,6 +76,9 @@ struct TuneResult {
   std::size_t n_planned = 0;                 // valid combinations planned
   std::size_t n_skipped = 0;                 // larger micro-batches than one that did not fit
   std::size_t n_combinations = 0;            // all combinations, valid or not, before thinning
+  std::size_t combinations_cap = 0;          // the most it would plan (tune_combinations_cap)
+  std::size_t n_layers = 0;                  // the model's
+  bool cap_for_layers = false;               // the cap is below max_combinations: a big model
   std::vector<std::string> thinned;          // "micro-batches 1, 32, 1024 of 11", when thinned
   std::optional<TuneCandidate> smallest;     // the least peak of all planned, fitting or not
   std::string device_profile;                // the profile the candidates are ranked for

@@ -63,9 +63,12 @@ void print_tune(std::ostream& out, const TuneResult& r, bool json, std::size_t t
                "fit\n",
                r.n_skipped);
   if (!r.thinned.empty()) {
-    fmt::print(out,
-               "  the search has {} combinations, more than --max-combinations: it tried only\n",
-               format_thousands(static_cast<double>(r.n_combinations)));
+    fmt::print(
+        out,
+        "  the search has {} combinations, more than --max-combinations{} ({}): it tried only\n",
+        format_thousands(static_cast<double>(r.n_combinations)),
+        r.cap_for_layers ? fmt::format(" allows for {} layers", r.n_layers) : "",
+        format_thousands(static_cast<double>(r.combinations_cap)));
     for (const std::string& t : r.thinned) fmt::print(out, "    {}\n", t);
   }
   if (r.fits.empty()) return;

@@ -78,12 +78,31 @@ out=$(timeout 300 popplan tune examples/mnist.yaml --memory-per-replica 900MiB -
   --global-batch 262144)
 rc=$?
 [ "$rc" = 0 ] || fail "R 256 tune exited $rc"
-grep -qF "the search has 23,148 combinations, more than --max-combinations: it tried only" <<<"$out" \
+grep -qF "the search has 23,148 combinations, more than --max-combinations (4,096): it tried only" <<<"$out" \
   || fail "R 256: $(head -5 <<<"$out")"
 grep -qF "micro-batches 1, 8, 32, 1024 of 11 at 1 stage(s) of 256 replicas" <<<"$out" || fail "R 256: $out"
-expect 2 "the search has 23148 combinations, 1188 even with 2 sharding groups and 2 micro-batches for each split of the devices, more than the 100 popplan tune plans at most" -- \
+expect 2 "the search has 23148 combinations, 1782 even with 2 sharding groups and 2 micro-batches (and the config's own) for each split of the devices, more than the 100 popplan tune plans at most; ask" -- \
   popplan tune examples/mnist.yaml --memory-per-replica 900MiB --replicas 256 --global-batch 262144 \
   --max-combinations 100
+# A plan's time grows with the layers: past 64, --max-combinations is scaled by 64 over
+# the layers. 2,000 layers (a plan takes 0.2 s) are refused at once, the limit named, when
+# even the thinned search is larger; 300 layers at --max-combinations 2048 are thinned.
+deep_dir=$(mktemp -d)
+deep() {  # N: the MNIST example with N layers of 8 features
+  sed -n '1,/^  layers:/p' examples/mnist.yaml
+  for i in $(seq $(($1 - 1))); do echo "    - {name: f$i, type: linear, out_features: 8}"; done
+  echo "    - {name: out, type: linear, out_features: 10}"
+  sed -n '/^  loss:/,$p' examples/mnist.yaml
+}
+deep 2000 >"$deep_dir/2000.yaml"
+deep 300 >"$deep_dir/300.yaml"
+expect 2 "the search has 774 combinations, 378 even with 2 sharding groups and 2 micro-batches (and the config's own) for each split of the devices, more than the 131 popplan tune plans at most for a model of 2000 layers (4096 up to 64 layers)" -- \
+  popplan tune "$deep_dir/2000.yaml"
+out=$(popplan tune "$deep_dir/300.yaml" --max-combinations 2048 --top 1) \
+  || fail "a 300-layer tune with --max-combinations 2048 exited $?"
+grep -qF "the search has 774 combinations, more than --max-combinations allows for 300 layers (436): it tried only" <<<"$out" \
+  || fail "300 layers, --max-combinations 2048: $(head -5 <<<"$out")"
+rm -rf "$deep_dir"
 expect 2 "popplan tune: error: --memory-per-replica 'lots'" -- \
   popplan tune examples/mnist.yaml --memory-per-replica lots
 expect 2 "the global batch 63 does not split over 2 replicas" -- \

@@ -114,6 +114,19 @@ BOOST_AUTO_TEST_CASE(the_search_is_bounded) {
   BOOST_CHECK_THROW(popkit::planner::tune(tiny(1), {1ull << 30, 65537, 65537}), popkit::Error);
 }
 
+// A plan's work grows with the layers: past kTuneFullSearchLayers, the search plans fewer
+// combinations in proportion (the largest config's 14,000 layers took minutes).
+BOOST_AUTO_TEST_CASE(the_bound_shrinks_with_the_layers) {
+  using popkit::planner::tune_combinations_cap;
+  BOOST_TEST(tune_combinations_cap(4096, 4) == 4096u);
+  BOOST_TEST(tune_combinations_cap(4096, 64) == 4096u);
+  BOOST_TEST(tune_combinations_cap(4096, 128) == 2048u);
+  BOOST_TEST(tune_combinations_cap(4096, 14000) == 18u);
+  BOOST_TEST(tune_combinations_cap(1, 14000) == 1u);
+  BOOST_TEST(tune_combinations_cap(std::numeric_limits<std::size_t>::max(), 65) <
+             std::numeric_limits<std::size_t>::max());  // no overflow
+}
+
 BOOST_AUTO_TEST_CASE(the_front_is_memory_against_samples_per_second) {
   const TuneResult all = popkit::planner::tune(tiny(2), {1ull << 30});
   // Sharding over the group of 2 from thresholds 3 (bias and weight) or 12 (weight), or
