@@ -9,7 +9,8 @@
 // in pieces of 64 KiB on the pool. Every element is summed in replica order by the one
 // kernel (reduce_terms), so results are the same for any cut, thread count or spread of
 // the replicas over processes. Sums are written straight into the planned destination
-// (no scratch inside the memory account); messages from another process land in a
+// (no scratch inside the memory account; a group's small sums pass through a thread's
+// scratch outside it: group_sums.h); messages from another process land in a
 // receive area of host memory (the network's buffers, not a replica's device memory).
 // What a call keeps between laying out and running is O(R): a sum names its group and
 // offset, not its R terms, and the all-gather's copies run a task per destination (a list
@@ -24,6 +25,7 @@
 
 #include "base/error.h"
 #include "engine/kernels/kernels.h"
+#include "engine/runtime/group_sums.h"
 #include "engine/runtime/thread_pool.h"
 #include "engine/runtime/transport.h"
 
@@ -50,29 +52,7 @@ void copy_shard(const ReplicaBuffer& src, const ReplicaBuffer& dst, std::int64_t
 
 namespace {
 
-// Buffers by replica: those of the replicas hosted here, null for the others.
-using Buffers = std::vector<const ReplicaBuffer*>;
-
-// A sum in replica order into `out` (hosted here) of every member's `n` elements from
-// `offset` in its buffer (`terms`, by replica), zero for `padding` elements past it. The
-// terms of members elsewhere arrive in the receive area from `slot`, `stride` floats
-// apart in member order: the area holds a row per member elsewhere of its terms for
-// every sum of the group here, so that one member's terms land in one block. all_reduce's
-// sums are copied to the other members hosted here (`copy_out`) and sent to the first
-// member on each other process (`firsts`).
-struct Sum {
-  std::int64_t owner = 0;
-  float* out = nullptr;
-  std::int64_t n = 0;
-  std::int64_t padding = 0;
-  const std::vector<std::int64_t>* members = nullptr;
-  const Buffers* terms = nullptr;
-  std::int64_t offset = 0;
-  std::size_t slot = 0;
-  std::size_t stride = 0;
-  bool copy_out = false;
-  const std::vector<std::int64_t>* firsts = nullptr;
-};
+using Buffers = BuffersByReplica;
 
 // An all_reduce's sum owned elsewhere: landed in the chunk of the first member hosted
 // here (`here`), from `first` for `n` floats, and copied to the others.
@@ -360,8 +340,6 @@ class DirectCollectives final : public Collectives {
   }
 
  private:
-  static constexpr std::int64_t kPiece = 16384;  // 64 KiB of float: a piece per task
-
   static std::size_t index_of(std::int64_t replica) { return static_cast<std::size_t>(replica); }
   static std::byte* as_bytes(float* p) { return reinterpret_cast<std::byte*>(p); }
   [[nodiscard]] bool hosts(std::int64_t replica) const { return hosted_.hosts(replica); }
@@ -426,41 +404,10 @@ class DirectCollectives final : public Collectives {
     transport_->wait();
   }
 
-  // Every sum, in pieces on the pool: the terms in replica order into `out`, then the
-  // piece copied to the other members hosted here. Padding is zeroed first, not received.
   void sum_pieces(const std::vector<Sum>& sums, ReduceOp op) {
-    std::vector<std::pair<std::size_t, std::int64_t>> pieces;  // (sum, first element)
-    for (std::size_t k = 0; k < sums.size(); ++k) {
-      const Sum& s = sums[k];
-      if (s.padding > 0)
-        std::memset(s.out + s.n, 0, static_cast<std::size_t>(s.padding) * sizeof(float));
-      for (std::int64_t i = 0; i < s.n; i += kPiece) pieces.emplace_back(k, i);
-    }
-    parallel(static_cast<std::int64_t>(pieces.size()), [&](std::int64_t p) {
-      const auto [k, i0] = pieces[static_cast<std::size_t>(p)];
-      const Sum& s = sums[k];
-      const std::int64_t count = std::min(s.n, i0 + kPiece) - i0;
-      // The terms' addresses, made per piece so that a call holds O(R) of them per thread.
-      thread_local std::vector<const float*> at;
-      at.clear();
-      std::size_t slot = s.slot;
-      for (const auto m : *s.members) {
-        if (hosts(m)) {
-          at.push_back(floats(*(*s.terms)[index_of(m)]) + s.offset);
-        } else {
-          at.push_back(area_.data() + slot);
-          slot += s.stride;
-        }
-      }
-      // One pass into `out` (no scratch: each element is read from every term, `out`'s
-      // own among them, before it is written).
-      reduce_terms(s.out + i0, at, i0, count, op);
-      if (!s.copy_out) return;
-      for (const auto m : *s.members)
-        if (m != s.owner && hosts(m))
-          std::memcpy(floats(*(*s.terms)[index_of(m)]) + s.offset + i0, s.out + i0,
-                      static_cast<std::size_t>(count) * sizeof(float));
-    });
+    run_sums(
+        sums, op, hosted_, area_.data(),
+        [this](std::int64_t n, const std::function<void(std::int64_t)>& fn) { parallel(n, fn); });
   }
 
   void parallel(std::int64_t n, const std::function<void(std::int64_t)>& fn) {

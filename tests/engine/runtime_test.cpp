@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cfloat>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -357,6 +358,64 @@ BOOST_AUTO_TEST_CASE(pieces_on_the_pool_give_the_same_values_and_bytes) {
     const Moved m = moved_by(*c, 3);
     BOOST_TEST(m.sent == (U{n + s0, n + s0, n + s2}), boost::test_tools::per_element());
     BOOST_TEST(m.received == m.sent, boost::test_tools::per_element());
+  }
+}
+
+// Sums of a few elements each (a shard or an owner's chunk of a small tensor over many
+// replicas) are summed together with their neighbours in the group: each element is still
+// the sum of its group's members in replica order, bit for bit, over contiguous groups and
+// groups with stride, with padding, on one thread and on several.
+BOOST_AUTO_TEST_CASE(small_sums_side_by_side_give_each_elements_sum_in_replica_order) {
+  constexpr std::int64_t kR = 64, kN = 197;
+  PerReplica x = filled(kR, kN);
+  for (std::int64_t r = 0; r < kR; ++r)  // magnitudes 1e-3 to 1e3: the order shows in the bits
+    for (std::int64_t i = 0; i < kN; ++i)
+      x.values[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)] =
+          static_cast<float>((r * 7919 + i * 104729) % 1000 - 500) *
+          std::pow(10.0f, static_cast<float>((r + i) % 7 - 3));
+  const auto reference = [&](const ReplicaGrouping& g, std::int64_t replica, std::int64_t i,
+                             ReduceOp op) {
+    float sum = 0.0f;
+    bool first = true;
+    for (std::int64_t m = 0; m < kR; ++m) {
+      if (g.group_of(m) != g.group_of(replica)) continue;
+      const float v = x.values[static_cast<std::size_t>(m)][static_cast<std::size_t>(i)];
+      sum = first ? v : sum + v;
+      first = false;
+    }
+    return op == ReduceOp::kMean ? sum / static_cast<float>(g.group_size) : sum;
+  };
+  for (const ReplicaGrouping g :
+       {ReplicaGrouping{kR, kR, 1}, ReplicaGrouping{kR, 16, 1}, ReplicaGrouping{kR, 16, 4}}) {
+    for (const int threads : {1, 3}) {
+      ThreadPool pool(threads);
+      auto c = make_in_process_collectives(kR, &pool);
+      for (const ReduceOp op : {ReduceOp::kMean, ReduceOp::kSum}) {
+        PerReplica t = x;
+        c->all_reduce(g, op, t.buffers());
+        int wrong = 0;
+        for (std::int64_t r = 0; r < kR; ++r)
+          for (std::int64_t i = 0; i < kN; ++i)
+            wrong += t.values[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)] !=
+                     reference(g, r, i, op);
+        BOOST_TEST(wrong == 0, "all_reduce over groups of " << g.group_size << ", stride "
+                                                            << g.stride << ", " << threads
+                                                            << " thread(s)");
+        const std::int64_t shard_n = (kN + g.group_size - 1) / g.group_size;
+        PerReplica shard = filled(kR, shard_n);
+        c->reduce_scatter(g, g, op, x.buffers(), shard.buffers());
+        wrong = 0;
+        for (std::int64_t r = 0; r < kR; ++r)
+          for (std::int64_t j = 0; j < shard_n; ++j) {
+            const std::int64_t i = g.rank_in_group(r) * shard_n + j;
+            const float want = i < kN ? reference(g, r, i, op) : 0.0f;  // padding: zero
+            wrong += shard.values[static_cast<std::size_t>(r)][static_cast<std::size_t>(j)] != want;
+          }
+        BOOST_TEST(wrong == 0, "reduce_scatter over groups of " << g.group_size << ", stride "
+                                                                << g.stride << ", " << threads
+                                                                << " thread(s)");
+      }
+    }
   }
 }
 
