@@ -77,11 +77,15 @@ PipelineCycles pipeline_cycles(const Plan& plan) {
   for (const auto& members : out.groups.gs2) {
     if (members.size() < 2) continue;  // a device alone waits for no one
     PipelineCycles::Meeting m{members, {}};
+    // The cycles of each stage among the members, once: a member's are its stage's (a
+    // list per member was R x S x GA cycles to sort: minutes at R 65,536).
+    std::vector<bool> stage_met(static_cast<std::size_t>(S), false);
     for (const std::int64_t d : members) {
       out.group_of[static_cast<std::size_t>(d)] = static_cast<std::int64_t>(out.meetings.size());
-      const auto& mine = syncs_at[static_cast<std::size_t>(d % S)];
-      m.cycles.insert(m.cycles.end(), mine.begin(), mine.end());
+      stage_met[static_cast<std::size_t>(d % S)] = true;
     }
+    for (std::size_t s = 0; s < stage_met.size(); ++s)
+      if (stage_met[s]) m.cycles.insert(m.cycles.end(), syncs_at[s].begin(), syncs_at[s].end());
     std::sort(m.cycles.begin(), m.cycles.end());
     m.cycles.erase(std::unique(m.cycles.begin(), m.cycles.end()), m.cycles.end());
     out.meetings.push_back(std::move(m));

@@ -145,6 +145,7 @@ class Search {
     result.n_layers = c.model.layers.size();
     result.cap_for_layers = cap_ < r_.max_combinations;
     result.thinned = std::move(thinned_);
+    result.pipelined_limit = std::move(pipelined_limit_);
     result.request_changes = base_choices_.changes;
     rank(result);
     return result;
@@ -188,6 +189,7 @@ class Search {
       const std::int64_t r = devices / stages;
       if (stages > n_layers || global % r != 0) continue;
       Split split{stages, r, global / r, {}, divisors(global / r)};
+      if (stages > 1) limit_pipelined(c, split);
       for (const std::int64_t g : divisors(r))
         if (g > 1) split.groups.push_back(g);
       all.push_back(std::move(split));
@@ -248,6 +250,22 @@ class Search {
         cap_, per_layers);
   }
 
+  // A pipelined split's micro-batches of at most kTunePipelinedAccumulation a step, and the
+  // config's own.
+  void limit_pipelined(const Config& c, Split& split) {
+    std::vector<std::int64_t> kept;
+    for (const std::int64_t mb : split.micro_batches)
+      if (split.per_replica / mb <= kTunePipelinedAccumulation ||
+          (split.stages == c.pipeline.stages && mb == c.training.micro_batch_size))
+        kept.push_back(mb);
+    if (kept.size() == split.micro_batches.size()) return;
+    pipelined_limit_.push_back(
+        fmt::format("at {} stage(s) of {} replicas: micro-batches {} to {}, {} of {}", split.stages,
+                    split.replicas, kept.empty() ? 0 : kept.front(), kept.empty() ? 0 : kept.back(),
+                    kept.size(), split.micro_batches.size()));
+    split.micro_batches = std::move(kept);
+  }
+
   // The config's own sharding group size, kept when the groups are thinned.
   std::int64_t base_sharding_group() const {
     for (const auto& g : base_.replication.groupings)
@@ -279,19 +297,31 @@ class Search {
       }
       fits[i].pareto = !dominated;
     }
+    // A row: those within 1% of its fastest, then of its lead (the fewest changes, then
+    // the fastest); a candidate that joins for being near the lead and has fewer changes
+    // becomes the lead, and the row grows from it, until its lead has the fewest changes
+    // of the row (each new lead has fewer: a few rounds at most).
     std::size_t row = 0;
     for (std::size_t first = 0; first < fits.size(); ++row) {
-      std::size_t end = first + 1;
-      while (end < fits.size() &&
-             fits[end].samples_per_second >= fits[first].samples_per_second * kAlike)
-        ++end;
-      const auto lead = std::min_element(
-          fits.begin() + static_cast<std::ptrdiff_t>(first),
-          fits.begin() + static_cast<std::ptrdiff_t>(end),
-          [](const auto& a, const auto& b) { return a.changes.size() < b.changes.size(); });
-      const double lead_speed = lead->samples_per_second;
-      std::rotate(fits.begin() + static_cast<std::ptrdiff_t>(first), lead, lead + 1);
-      while (end < fits.size() && fits[end].samples_per_second >= lead_speed * kAlike) ++end;
+      const auto at = [&](std::size_t i) { return fits.begin() + static_cast<std::ptrdiff_t>(i); };
+      const auto fewer = [](const auto& a, const auto& b) {
+        return a.changes.size() < b.changes.size();
+      };
+      const auto grow = [&](std::size_t end, double speed) {
+        while (end < fits.size() && fits[end].samples_per_second >= speed * kAlike) ++end;
+        return end;
+      };
+      std::size_t end = grow(first + 1, fits[first].samples_per_second);
+      auto lead = std::min_element(at(first), at(end), fewer);
+      for (;;) {
+        const std::size_t grown = grow(end, lead->samples_per_second);
+        if (grown == end) break;
+        const auto better = std::min_element(at(end), at(grown), fewer);
+        end = grown;
+        if (better->changes.size() >= lead->changes.size()) break;
+        lead = better;
+      }
+      std::rotate(at(first), lead, lead + 1);
       for (std::size_t i = first; i < end; ++i) fits[i].row = row + 1;
       first = end;
     }
@@ -485,6 +515,7 @@ class Search {
   std::size_t n_combinations_ = 0;
   std::size_t cap_ = 0;
   std::vector<std::string> thinned_;
+  std::vector<std::string> pipelined_limit_;
   std::vector<Chain> chains_;
   std::size_t n_planned_ = 0;
   std::size_t n_skipped_ = 0;

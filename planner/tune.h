@@ -30,6 +30,11 @@ inline constexpr std::size_t kMaxTuneCombinations = 4096;
 // proportion, so that tune's work stays that of a search of this many layers.
 inline constexpr std::size_t kTuneFullSearchLayers = 64;
 
+// A pipelined step's schedule lists every micro-batch of every stage (a plan of 65,536
+// micro-batches takes 1.5 s and 600 MB): pipelined splits are searched at micro-batches of
+// at most this many a step (the config's own kept), where the bubble is under 0.2% a stage.
+inline constexpr std::int64_t kTunePipelinedAccumulation = 1024;
+
 // The combinations a search of a model of `layers` layers plans at most:
 // max_combinations, times kTuneFullSearchLayers / layers past that many (at least 1).
 std::size_t tune_combinations_cap(std::size_t max_combinations, std::size_t layers);
@@ -73,13 +78,16 @@ struct TuneResult {
   // fastest first. fits.front() is the winner.
   std::vector<TuneCandidate> fits;
   std::size_t n_rows = 0;
-  std::size_t n_planned = 0;                 // valid combinations planned
-  std::size_t n_skipped = 0;                 // larger micro-batches than one that did not fit
-  std::size_t n_combinations = 0;            // all combinations, valid or not, before thinning
-  std::size_t combinations_cap = 0;          // the most it would plan (tune_combinations_cap)
-  std::size_t n_layers = 0;                  // the model's
-  bool cap_for_layers = false;               // the cap is below max_combinations: a big model
-  std::vector<std::string> thinned;          // "micro-batches 1, 32, 1024 of 11", when thinned
+  std::size_t n_planned = 0;         // valid combinations planned
+  std::size_t n_skipped = 0;         // larger micro-batches than one that did not fit
+  std::size_t n_combinations = 0;    // all combinations, valid or not, before thinning
+  std::size_t combinations_cap = 0;  // the most it would plan (tune_combinations_cap)
+  std::size_t n_layers = 0;          // the model's
+  bool cap_for_layers = false;       // the cap is below max_combinations: a big model
+  std::vector<std::string> thinned;  // "micro-batches 1, 32, 1024 of 11", when thinned
+  // "at 2 stage(s) of 8 replicas: micro-batches 64 to 65536, 11 of 21", when pipelined
+  // splits left out micro-batches of more than kTunePipelinedAccumulation a step.
+  std::vector<std::string> pipelined_limit;
   std::optional<TuneCandidate> smallest;     // the least peak of all planned, fitting or not
   std::string device_profile;                // the profile the candidates are ranked for
   std::uint64_t memory_per_replica = 0;      // what they fit
@@ -96,9 +104,9 @@ std::uint64_t memory_per_replica(const config::Config& config);
 // Text: what the candidates are ranked for, then a table of rows (rank, samples/s, peak,
 // Pareto mark, how many candidates the row stands for, the changes to the config),
 // wrapped to 100 columns; JSON: {"device_profile", "memory_per_replica", "planned",
-// "skipped", "combinations", "thinned", "candidates": [{"rank" (the row), "samples_per_second",
-// "peak_bytes", "pareto", "settings", "changes"}]}. Text shows the first `top` rows (0:
-// all) and says how many more there are; JSON has every candidate.
+// "skipped", "combinations", "thinned", "pipelined_limit", "candidates": [{"rank" (the row),
+// "samples_per_second", "peak_bytes", "pareto", "settings", "changes"}]}. Text shows the first
+// `top` rows (0: all) and says how many more there are; JSON has every candidate.
 void print_tune(std::ostream& out, const TuneResult& result, bool json, std::size_t top = 0);
 
 }  // namespace popkit::planner

@@ -34,6 +34,7 @@ void print_json(std::ostream& out, const TuneResult& r) {
   j["skipped"] = r.n_skipped;
   j["combinations"] = r.n_combinations;
   j["thinned"] = r.thinned;
+  j["pipelined_limit"] = r.pipelined_limit;
   j["rows"] = r.n_rows;
   j["candidates"] = nlohmann::ordered_json::array();
   for (const TuneCandidate& c : r.fits)
@@ -70,6 +71,11 @@ void print_tune(std::ostream& out, const TuneResult& r, bool json, std::size_t t
         r.cap_for_layers ? fmt::format(" allows for {} layers", r.n_layers) : "",
         format_thousands(static_cast<double>(r.combinations_cap)));
     for (const std::string& t : r.thinned) fmt::print(out, "    {}\n", t);
+  }
+  if (!r.pipelined_limit.empty()) {
+    fmt::print(out, "  pipelined, it tried at most {} micro-batches a step:\n",
+               format_thousands(static_cast<double>(kTunePipelinedAccumulation)));
+    for (const std::string& t : r.pipelined_limit) fmt::print(out, "    {}\n", t);
   }
   if (r.fits.empty()) return;
   fmt::print(out,

@@ -59,12 +59,16 @@ BOOST_AUTO_TEST_CASE(the_fewest_transfers_win) {
   BOOST_TEST(r.thinned.empty());
 }
 
-// Rows: the candidates within 1% of a row's fastest are one row, led by the one with the
-// fewest changes (then the fastest); the rows' fastest go down by more than 1% each.
-BOOST_AUTO_TEST_CASE(alike_candidates_are_one_row_led_by_the_fewest_changes) {
-  const TuneResult r = popkit::planner::tune(tiny(2), {1ull << 30});
+// Rows: the candidates within 1% of a row's fastest, or of its lead, are one row, led by
+// the one with the fewest changes of the whole row (then the fastest); each row's fastest
+// is more than 1% slower than the previous row's lead. A candidate that joins a row for
+// being within 1% of the lead, not of the fastest, may have fewer changes than the lead:
+// it leads then (the MNIST example's placements gave such rows).
+namespace {
+
+void check_rows(const TuneResult& r) {
   BOOST_REQUIRE(!r.fits.empty());
-  double previous_fastest = 0.0;
+  double previous_lead = 0.0;
   std::size_t rows = 0;
   for (std::size_t first = 0; first < r.fits.size();) {
     std::size_t end = first;
@@ -72,16 +76,32 @@ BOOST_AUTO_TEST_CASE(alike_candidates_are_one_row_led_by_the_fewest_changes) {
     while (end < r.fits.size() && r.fits[end].row == r.fits[first].row)
       fastest = std::max(fastest, r.fits[end++].samples_per_second);
     BOOST_TEST(r.fits[first].row == ++rows);
+    const TuneCandidate& lead = r.fits[first];
     for (std::size_t i = first; i < end; ++i) {
-      BOOST_TEST(r.fits[i].samples_per_second >= 0.99 * fastest);
-      BOOST_TEST(r.fits[first].changes.size() <= r.fits[i].changes.size());
+      BOOST_TEST(r.fits[i].samples_per_second >= 0.99 * lead.samples_per_second);
+      BOOST_TEST(lead.changes.size() <= r.fits[i].changes.size(),
+                 "row " << rows << ": the lead has " << lead.changes.size() << " changes, "
+                        << r.fits[i].samples_per_second << " samples/s has "
+                        << r.fits[i].changes.size());
     }
-    if (previous_fastest > 0) BOOST_TEST(fastest < 0.99 * previous_fastest);
-    previous_fastest = fastest;
+    if (previous_lead > 0) BOOST_TEST(fastest < 0.99 * previous_lead);
+    previous_lead = lead.samples_per_second;
     first = end;
   }
   BOOST_TEST(r.n_rows == rows);
-  BOOST_TEST(rows < r.fits.size());  // some are alike
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(alike_candidates_are_one_row_led_by_the_fewest_changes) {
+  const TuneResult r = popkit::planner::tune(tiny(2), {1ull << 30});
+  check_rows(r);
+  BOOST_TEST(r.n_rows < r.fits.size());  // some are alike
+  check_rows(popkit::planner::tune(test::mnist_phased(), {900ull << 20}));
+  auto onchip = test::mnist_phased();
+  onchip.execution.mode = popkit::config::ExecutionMode::kStandard;
+  onchip.remote = {};
+  check_rows(popkit::planner::tune(onchip, {900ull << 20}));
 }
 
 // A search past its bound is thinned, the config's own micro-batch kept, and says so; one
