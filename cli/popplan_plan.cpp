@@ -40,7 +40,7 @@ struct PlanOptions {
 };
 
 int run_plan(const PlanOptions& o) {
-  if (!input_readable("popplan plan", o.config)) return kExitInvalid;
+  if (!config_readable("popplan plan", o.config)) return kExitInvalid;
   const auto cfg = config::load_config_reporting(o.config, o.overrides, std::cerr);
   if (!cfg) return kExitInvalid;
   planner::Plan plan;
@@ -161,7 +161,7 @@ int run_groups(const GroupsOptions& o) {
       planner::print_grouping(std::cout, g);
     return kExitOk;
   }
-  if (!input_readable("popplan groups", o.config)) return kExitInvalid;
+  if (!config_readable("popplan groups", o.config)) return kExitInvalid;
   const auto cfg = config::load_config_reporting(o.config, o.overrides, std::cerr);
   if (!cfg) return kExitInvalid;
   const std::int64_t r = cfg->replication.factor;
@@ -253,7 +253,7 @@ void add_plan_verbs(Tool& tool) {
       "Print replica groupings as Group | Replicas tables: those of CONFIG, or the one given "
       "by --factor, --group-size and --stride.",
       [groups] { return run_groups(*groups); });
-  g->add_option("CONFIG", groups->config, "the config file (YAML)");
+  g->add_option("CONFIG", groups->config, "the config file (YAML), or a run folder");
   g->add_option("--factor", groups->factor, "replication factor R")->check(whole_number());
   g->add_option("--group-size", groups->group_size, "replicas per group")->check(whole_number());
   g->add_option("--stride", groups->stride, "distance between members (default 1)")

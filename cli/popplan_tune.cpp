@@ -46,7 +46,8 @@ int write_winner(const TuneOptions& o, const planner::TuneCandidate& winner) {
   settings.insert(settings.end(), winner.changes.begin(), winner.changes.end());
   std::vector<std::string> changed;
   try {
-    changed = config::write_config_with(o.config, settings, winner.config, o.write);
+    changed = config::write_config_with(config::config_file_of(o.config), settings, winner.config,
+                                        o.write);
   } catch (const Error& e) {
     std::cerr << "popplan tune: error: -o: " << e.what() << '\n';
     return kExitFailure;
@@ -78,7 +79,7 @@ int run_tune(const TuneOptions& o) {
         o.write);
     return kExitInvalid;
   }
-  if (!input_readable("popplan tune", o.config)) return kExitInvalid;
+  if (!config_readable("popplan tune", o.config)) return kExitInvalid;
   const auto cfg = config::load_config_reporting(o.config, o.overrides, std::cerr);
   if (!cfg) return kExitInvalid;
   if (!memory) memory = planner::memory_per_replica(*cfg);  // the config's, or its profile's
@@ -119,7 +120,7 @@ void add_tune_verbs(Tool& tool) {
                "List the execution modes, remote placements, sharding, io modes and micro-batch x "
                "accumulation splits that fit, fastest first; exit 1 when none fits",
                [o] { return run_tune(*o); });
-  tune->add_option("CONFIG", o->config, "Config file (YAML)")->required();
+  tune->add_option("CONFIG", o->config, "Config file (YAML), or a run folder")->required();
   tune->add_option("--memory-per-replica", o->memory,
                    "Device memory per replica, e.g. 900MiB (default: the config's "
                    "device.memory_per_replica, else its profile's)");

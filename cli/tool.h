@@ -24,6 +24,7 @@
 #include "base/input_file.h"
 #include "base/output_file.h"
 #include "base/suggest.h"
+#include "config/run_folder.h"
 #include "popkit/version.h"
 
 namespace popkit::cli {
@@ -168,6 +169,12 @@ inline bool input_readable(const std::string& where, const std::string& path) {
   if (why.empty()) return true;
   std::cerr << fmt::format("{}: error: {}: {}\n", where, path, why);
   return false;
+}
+
+// A config given on the command line: a config file, or a run folder or its run file
+// (config/run_folder.h) standing for the folder's config.yaml.
+inline bool config_readable(const std::string& where, const std::string& path) {
+  return input_readable(where, config::config_file_of(path));
 }
 
 // A stream buffer that takes everything and keeps nothing: std::cout under --quiet, so

@@ -57,7 +57,8 @@ void refuse_missing(const std::string& path) {
 std::optional<config::Config> load_config_on_every_rank(const std::string& path,
                                                         const std::vector<std::string>& overrides,
                                                         RankStreams& streams, std::ostream& err) {
-  if (const std::string why = input_file_problem(path); !why.empty()) refuse("{}: {}", path, why);
+  if (const std::string why = input_file_problem(config::config_file_of(path)); !why.empty())
+    refuse("{}: {}", path, why);
   auto config = config::load_config_reporting(path, overrides, streams.diagnostics(err));
   engine::World& world = engine::process_world();
   if (world.size() == 1) return config;
@@ -91,13 +92,13 @@ std::optional<config::Config> load_config_on_every_rank(const std::string& path,
   return config;
 }
 
-// `poprun eval RUN_DIR` and `--checkpoint RUN_DIR`: a run folder stands for its
-// config.yaml and its newest checkpoint (else the last its run file lists).
+// `poprun eval RUN_DIR` (or RUN_DIR/run.json) and `--checkpoint RUN_DIR`: a run folder
+// stands for its config.yaml and its newest checkpoint (else the last its run file lists).
 EvalCommand with_run_folder(EvalCommand command) {
   std::error_code ec;
-  std::string folder;
-  if (fs::is_directory(command.config, ec)) {
-    folder = command.config;
+  std::string folder = config::run_folder_of(command.config);
+  if (!folder.empty() || fs::is_directory(command.config, ec)) {
+    if (folder.empty()) folder = command.config;
     command.config = (fs::path(folder) / kConfigFileName).string();
     if (!fs::exists(command.config, ec))
       refuse(

@@ -21,12 +21,13 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/run_folder.h"
 #include "reports/run_record.h"
 #include "runner/run_lock.h"
 
 namespace popkit::runner {
 
-inline constexpr const char* kRunFileName = "run.json";
+inline constexpr const char* kRunFileName = config::kRunRecordFileName;
 inline constexpr const char* kMetricsFileName = "metrics.jsonl";
 inline constexpr const char* kLatestName = "latest";
 inline constexpr const char* kConfigFileName = config::kRunConfigFileName;

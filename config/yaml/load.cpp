@@ -26,6 +26,7 @@
 #include "config/layer_kinds.h"
 #include "config/names.h"
 #include "config/optimizer_kinds.h"
+#include "config/run_folder.h"
 #include "config/validate.h"
 #include "config/yaml/decoder.h"
 #include "config/yaml/keys.h"
@@ -563,14 +564,13 @@ LoadResult load_config_file(const std::string& path, const std::vector<std::stri
     return result;
   };
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    const std::string inside = (std::filesystem::path(path) / kRunConfigFileName).string();
-    if (std::filesystem::exists(inside, ec)) return load_config_file(inside, overrides);
-  } else if (!named_as(path, {".yaml", ".yml"}) && std::filesystem::is_regular_file(path, ec)) {
+  if (const std::string file = config_file_of(path); file != path)
+    return load_config_file(file, overrides);
+  if (!named_as(path, {".yaml", ".yml"}) && std::filesystem::is_regular_file(path, ec)) {
     // Not read: a diagnostic would show the lines of what may be no config at all.
     return fail(
-        "is not a config file: a config's name ends in .yaml or .yml (or give a run folder); it "
-        "was not read");
+        "is not a config file: a config's name ends in .yaml or .yml (or give a run folder, or "
+        "its run.json); it was not read");
   }
   std::string text;
   try {

@@ -22,7 +22,8 @@ struct LoadResult {
 };
 
 // `overrides` are `--set key.path=value` arguments, applied in order after the file.
-// `path` may name a run folder: its config.yaml (kRunConfigFileName) is loaded.
+// `path` may name a run folder, or its run file: its config.yaml (config/run_folder.h) is
+// loaded.
 LoadResult load_config_file(const std::string& path,
                             const std::vector<std::string>& overrides = {});
 LoadResult load_config_string(std::string_view yaml, const std::string& filename,

@@ -66,6 +66,19 @@ out=$(poprun eval "$config" --checkpoint "$run1" 2>&1) || fail "poprun eval --ch
 grep -qF "$run1/checkpoint-step6.safetensors on the 128 test samples" <<<"$out" || fail "eval --checkpoint RUN_DIR: $out"
 expect 2 "poprun eval: error: no checkpoint to evaluate: give --checkpoint CHECKPOINT, or a run folder instead of $config" \
   -- poprun eval "$config"
+# Every tool that takes a config takes the folder, or its run file, for it.
+for form in "$run1" "$run1/run.json"; do
+  cmp -s <(popplan plan "$config" --format json) <(popplan plan "$form" --format json) \
+    || fail "popplan plan $form plans otherwise than the config"
+  popplan tune "$form" --top 1 >/dev/null || fail "popplan tune $form"
+  popplan groups "$form" >/dev/null || fail "popplan groups $form"
+  out=$(poprun eval "$form" 2>&1) || fail "poprun eval $form: $out"
+  grep -qE "^$run1/checkpoint-step6.safetensors on the 128 test samples: loss" <<<"$out" \
+    || fail "eval $form: $out"
+done
+poprun train "$run1/run.json" --steps 2 --run-dir from-run-file -q || fail "poprun train RUN_DIR/run.json"
+grep -qxF "# config hash: $hash" from-run-file/config.yaml || fail "a run of $run1/run.json: another config"
+rm -rf from-run-file
 for verb in memory throughput; do
   popreport "$verb" "$run1" >/dev/null || fail "popreport $verb RUN_DIR"
 done
