@@ -37,6 +37,12 @@ CalibrationTable load_calibration_table(const std::string& path) {
   auto error = [&](int line, int column, std::string message) {
     t.diagnostics.push_back({Severity::kError, path, line, column, std::move(message)});
   };
+  if (std::error_code regular_ec;
+      !named_as(path, {".csv"}) && std::filesystem::is_regular_file(path, regular_ec)) {
+    // Not read: its values would show in the diagnostics ("got '...'").
+    error(0, 0, "is not a calibration table: a table's name ends in .csv; it was not read");
+    return t;
+  }
   std::string text;
   try {
     InputFile file = open_input_file(path, "give the path of a calibration table (CSV)");
@@ -45,7 +51,7 @@ CalibrationTable load_calibration_table(const std::string& path) {
     error(0, 0, e.what());
     return t;
   }
-  if (named_as(path, {".csv"})) t.sources[path] = text;  // else its lines stay unshown
+  t.sources[path] = text;
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   bool header = false;
   int header_line = 1;

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A file given by mistake (the password file as a config, a run file or a calibration
 # table) is refused without its contents in the message: a config is read only when its
-# name ends in .yaml or .yml, and a diagnostic shows a run file's or a table's lines only
-# when its name says it is one (.json, .csv), as a config with a typo gets its line and
-# a caret.
+# name ends in .yaml or .yml, a calibration table only when it ends in .csv, and a
+# diagnostic shows a run file's lines only when its name says it is one (.json), as a
+# config with a typo gets its line and a caret.
 set -uo pipefail
 . "$POPKIT_SOURCE_DIR/tests/cli/lib.sh"
 work=$(mktemp -d)
@@ -12,7 +12,6 @@ cd "$work" || exit 1
 
 printf 'root:x:0:0:hunter2 [\n' >secret
 printf 'hunter2 {\n' >secret-json
-printf 'hunter2,x\n1,2\n' >secret-csv
 check() {  # RC FILE -- COMMAND...: exits RC, names FILE's line, shows none of it
   local want_rc=$1 file=$2
   shift 3
@@ -34,7 +33,16 @@ for cmd in "popplan validate" "popplan plan" "popplan tune --memory-per-replica 
 done
 check 2 secret-json -- popreport memory secret-json
 check 2 secret-json -- popreport throughput secret-json
-check 2 secret-csv -- popplan calibrate --table secret-csv --no-fit
+# Nor is a calibration table: its values would show in the messages.
+printf 'name,config,samples_per_second\nhunter2,x.yaml,hunter2\n' >secret-values
+for table in secret secret-values; do
+  out=$(popplan calibrate --table $table --no-fit 2>&1)
+  rc=$?
+  [ "$rc" = 2 ] || fail "calibrate --table $table exited $rc, want 2: $out"
+  grep -qF "$table: error: is not a calibration table: a table's name ends in .csv; it was not read" \
+    <<<"$out" || fail "calibrate --table $table: $out"
+  grep -q hunter2 <<<"$out" && fail "calibrate --table $table printed the file's contents"
+done
 
 # Named as what it is read as, the same file's line is shown with a caret.
 cp secret secret.yaml
