@@ -65,7 +65,15 @@ bool resumed_at_end(const CheckpointState& s, const Limits& limits, const std::s
 }
 
 void check_resumed_position(const CheckpointState& s, std::int64_t n_train,
-                            std::int64_t global_batch, const std::string& path) {
+                            std::int64_t global_batch, bool shuffle, std::uint64_t shuffle_seed,
+                            const std::string& path) {
+  if (s.shuffle != shuffle || (shuffle && s.shuffle_seed != shuffle_seed))
+    throw InputRefused(
+        "{}: its metadata says the samples were {}, but the config it was written under says "
+        "{}: the order of the samples would not be its run's",
+        path, s.shuffle ? fmt::format("shuffled with seed {}", s.shuffle_seed) : "not shuffled",
+        shuffle ? fmt::format("shuffled with seed {} (data.shuffle, training.seed)", shuffle_seed)
+                : "not shuffled (data.shuffle)");
   if (s.n_train != n_train)
     throw InputRefused(
         "{} was taken over {} training samples, but this dataset has {}: the order of the "

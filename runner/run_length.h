@@ -37,11 +37,13 @@ std::int64_t total_steps(const Limits& l, std::int64_t step, DataPosition data,
 bool resumed_at_end(const CheckpointState& state, const Limits& limits, const std::string& path,
                     const config::Config& config);
 
-// The checkpoint was taken over this training set (n_train samples) in global batches of
+// The checkpoint was taken over this training set (n_train samples), in this order
+// (`shuffle`, `shuffle_seed`: data.shuffle and training.seed), in global batches of
 // `global_batch`, and its step is the one its epoch and position put it at:
 //   step = epoch x floor(n_train / global_batch) + position / global_batch,
 // position a whole number of global batches. Else InputRefused naming the fields.
 void check_resumed_position(const CheckpointState& state, std::int64_t n_train,
-                            std::int64_t global_batch, const std::string& path);
+                            std::int64_t global_batch, bool shuffle, std::uint64_t shuffle_seed,
+                            const std::string& path);
 
 }  // namespace popkit::runner

@@ -170,7 +170,9 @@ void prepare(Prepared& p, engine::World& world, const config::Config& config,
   check_test_set(p.test_set);
   const planner::Plan& planned = p.planned;
   const std::int64_t g = planned.global_batch_size;
-  if (p.resumed) check_resumed_position(p.resumed->state, train_set.n, g, resume);
+  if (p.resumed)
+    check_resumed_position(p.resumed->state, train_set.n, g, config.data.shuffle,
+                           config.training.seed, resume);
   p.steps_per_epoch = batches_per_epoch(train_set.n, g);
   if (p.steps_per_epoch == 0)
     throw Error(

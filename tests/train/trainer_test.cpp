@@ -327,8 +327,8 @@ BOOST_AUTO_TEST_CASE(a_limit_below_or_at_the_checkpoint) {
 }
 
 // A checkpoint's step is where its epoch and position put it, over the data it claims:
-// one forged to step 1,000,000 at epoch 0, or taken over another number of samples, is
-// refused before anything is trained.
+// one forged to step 1,000,000 at epoch 0, taken over another number of samples, or in
+// another order of them, is refused before anything is trained.
 BOOST_AUTO_TEST_CASE(a_checkpoint_stands_where_its_schedule_puts_it) {
   const auto c = tiny_config();
   const auto dir = scratch("resume_forged");
@@ -355,6 +355,18 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_stands_where_its_schedule_puts_it) {
              forged +
                  " was taken over 1024 training samples, but this dataset has 512: the order of "
                  "the samples would not be its run's; resume on the data it was trained on");
+  // The order it claims: data.shuffle and training.seed (7) of the config it was written under.
+  BOOST_REQUIRE(c.data.shuffle);
+  BOOST_TEST(forge("shuffle_seed", "8") ==
+             forged +
+                 ": its metadata says the samples were shuffled with seed 8, but the config it "
+                 "was written under says shuffled with seed 7 (data.shuffle, training.seed): the "
+                 "order of the samples would not be its run's");
+  BOOST_TEST(forge("shuffle", "false") ==
+             forged +
+                 ": its metadata says the samples were not shuffled, but the config it was "
+                 "written under says shuffled with seed 7 (data.shuffle, training.seed): the "
+                 "order of the samples would not be its run's");
   BOOST_TEST(!fs::exists(dir / "b"));
 }
 
