@@ -115,11 +115,21 @@ struct GroupsOptions {
   std::vector<std::string> overrides;
 };
 
-void draw_groups(const std::string& chart, const std::vector<reports::NamedGrouping>& groupings,
+// False, said, when there are too many replicas to draw: refused input, nothing written.
+bool draw_groups(const std::string& chart, const std::vector<reports::NamedGrouping>& groupings,
                  const std::vector<std::string>& notes = {}) {
-  if (chart.empty()) return;
+  if (chart.empty()) return true;
+  if (const std::int64_t r = groupings.empty() ? 0 : groupings.front().grouping.factor;
+      r > reports::kMostDrawnReplicas) {
+    std::cerr << fmt::format(
+        "popplan groups: error: a picture of {} replicas would be unreadable: --chart draws at "
+        "most {}\n",
+        r, reports::kMostDrawnReplicas);
+    return false;
+  }
   reports::write_svg_file(
       chart, [&](std::ostream& svg) { reports::write_groups_svg(svg, groupings, notes); });
+  return true;
 }
 
 int run_groups(const GroupsOptions& o) {
@@ -146,6 +156,15 @@ int run_groups(const GroupsOptions& o) {
           o.group_size, o.factor);
       return kExitInvalid;
     }
+    // A product past the factor (one that overflows among them) is said without computing
+    // it.
+    if (o.stride != 1 && o.stride > o.factor / o.group_size) {
+      std::cerr << fmt::format(
+          "popplan groups: error: --stride {} x --group-size {} is more than --factor {}, but "
+          "stride != 1 needs stride x group_size == factor\n",
+          o.stride, o.group_size, o.factor);
+      return kExitInvalid;
+    }
     if (o.stride != 1 && o.stride * o.group_size != o.factor) {
       std::cerr << fmt::format(
           "popplan groups: error: --stride {} x --group-size {} = {}, but stride != 1 needs "
@@ -154,7 +173,9 @@ int run_groups(const GroupsOptions& o) {
       return kExitInvalid;
     }
     const planner::ReplicaGrouping g{o.factor, o.group_size, o.stride};
-    draw_groups(o.chart, {{fmt::format("group_size {}, stride {}", g.group_size, g.stride), g}});
+    if (!draw_groups(o.chart,
+                     {{fmt::format("group_size {}, stride {}", g.group_size, g.stride), g}}))
+      return kExitInvalid;
     if (json)
       std::cout << planner::grouping_to_json(g).dump(1) << '\n';
     else
@@ -186,9 +207,10 @@ int run_groups(const GroupsOptions& o) {
   const std::string vars = name(cfg->variables.grouping);
   const std::string shard =
       name(cfg->sharding.grouping.empty() ? cfg->variables.grouping : cfg->sharding.grouping);
-  draw_groups(o.chart, drawn,
-              {fmt::format("variables: one value per group of {}; sharding: {}", vars,
-                           cfg->sharding.enabled ? "over each group of " + shard : "off")});
+  if (!draw_groups(o.chart, drawn,
+                   {fmt::format("variables: one value per group of {}; sharding: {}", vars,
+                                cfg->sharding.enabled ? "over each group of " + shard : "off")}))
+    return kExitInvalid;
   if (json) {
     nlohmann::json out = {
         {"replication_factor", r},

@@ -103,7 +103,7 @@ void write_groups_svg(std::ostream& out, const std::vector<NamedGrouping>& group
                       const std::vector<std::string>& notes) {
   const std::int64_t r = groupings.empty() ? 0 : groupings.front().grouping.factor;
   if (r > kMostDrawnReplicas)
-    throw Error("a picture of {} replicas would be unreadable: --svg draws at most {}", r,
+    throw Error("a picture of {} replicas would be unreadable: --chart draws at most {}", r,
                 kMostDrawnReplicas);
   const int width =
       std::max(480, 2 * kMargin + kGroupLabel + static_cast<int>(r) * (kCell + kCellGap));
@@ -355,8 +355,9 @@ void write_pipeline_svg(std::ostream& out, const planner::Plan& plan) {
   const auto S = static_cast<std::int64_t>(plan.pipeline->stages.size());
   const std::int64_t devices = plan.replication_factor * S;
   if (devices > kMostDrawnDevices)
-    throw Error("a picture of {} devices would be unreadable: --svg draws pipelines of at most {}",
-                devices, kMostDrawnDevices);
+    throw Error(
+        "a picture of {} devices would be unreadable: --chart draws pipelines of at most {}",
+        devices, kMostDrawnDevices);
   const planner::PipelineCycles cycles = planner::pipeline_cycles(plan);
   const int width =
       std::max(560, 2 * kMargin + kDeviceLabel + static_cast<int>(cycles.cycles) * kCycle + 90);

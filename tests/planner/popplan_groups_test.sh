@@ -23,6 +23,14 @@ set -e
 [ "$rc" = 2 ] || fail "a bad grouping exited $rc, want 2"
 [ "$err" = "popplan groups: error: --stride 3 x --group-size 4 = 12, but stride != 1 needs stride x group_size == factor (16)" ] \
   || fail "message: $err"
+# A product that would overflow is refused without computing it.
+set +e
+err=$(popplan groups --factor 16 --group-size 2 --stride 9223372036854775807 2>&1)
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "a stride of 2^63 - 1 exited $rc, want 2"
+[ "$err" = "popplan groups: error: --stride 9223372036854775807 x --group-size 2 is more than --factor 16, but stride != 1 needs stride x group_size == factor" ] \
+  || fail "message: $err"
 
 # A table is bounded as a config is: a factor past the configs' limit is refused at once
 # (it allocated until std::bad_alloc). The address space is capped at 4 GB so that a
@@ -59,7 +67,7 @@ set +e
 err=$(popplan groups --factor 128 --group-size 1 --chart "$tmp/big.svg" 2>&1 >/dev/null)
 rc=$?
 set -e
-[ "$rc" = 1 ] || fail "--chart of 128 replicas exited $rc, want 1"
+[ "$rc" = 2 ] || fail "--chart of 128 replicas exited $rc, want 2 (refused input)"
 grep -qF "at most 64" <<<"$err" || fail "--chart of 128 replicas: $err"
 [ ! -e "$tmp/big.svg" ] || fail "a refused chart left a file"
 echo "popplan groups: ok"
