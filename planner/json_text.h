@@ -30,6 +30,11 @@
 
 namespace popkit::planner {
 
+// The largest time (seconds) or rate (per second) a plan or run file may hold: far past
+// any real one, and small enough that the reports' sums over ten million steps stay
+// finite (1e308 twice was "total step time inf s").
+inline constexpr double kMaxTimeOrRate = 1e30;
+
 // Deeper nesting is refused: no file popkit writes comes near, and copying, comparing or
 // printing a DOM recurses once per level.
 inline constexpr std::size_t kMaxJsonDepth = 256;

@@ -91,6 +91,9 @@ double FieldReader::number(const json& obj, const std::string& path, const char*
 double FieldReader::non_negative(const json& obj, const std::string& path, const char* key) const {
   const double v = number(obj, path, key);
   if (v < 0) fail(join(path, key), fmt::format("{} is negative; a time or a rate is >= 0", v));
+  if (v > kMaxTimeOrRate)
+    fail(join(path, key),
+         fmt::format("{} is past any time or rate (at most {})", v, kMaxTimeOrRate));
   return v;
 }
 bool FieldReader::boolean(const json& obj, const std::string& path, const char* key) const {

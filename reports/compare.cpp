@@ -382,6 +382,7 @@ std::vector<std::string> check_gates(const Comparison& c, const std::vector<Gate
   if (c.rows.empty()) return failures;
   const CompareRow& base = c.rows[c.baseline];
   std::vector<std::size_t> checked(gates.size(), 0);
+  std::vector<bool> zero_base(gates.size(), false);  // a ratio n/a for the baseline's 0
   for (std::size_t i = 0; i < c.rows.size(); ++i) {
     if (i == c.baseline) continue;
     const CompareRow& row = c.rows[i];
@@ -391,15 +392,20 @@ std::vector<std::string> check_gates(const Comparison& c, const std::vector<Gate
       if (timed && !times_comparable(row, base)) continue;
       const double value = row.metric(g.metric);
       const double base_value = base.metric(g.metric);
+      // No ratio to a baseline of 0 (the table shows n/a): not checked, as a row timed
+      // otherwise is not.
+      if (std::isinf(ratio(value, base_value))) {
+        zero_base[k] = true;
+        continue;
+      }
       const double change = (ratio(value, base_value) - 1.0) * 100.0;
       ++checked[k];
       const bool failed = g.less ? change < g.percent : change > g.percent;
       if (!failed) continue;
-      failures.push_back(
-          fmt::format("{}: {} {} {} {} ({} vs {} of baseline {})", row.name, metric_key(g.metric),
-                      std::isinf(change) ? std::string("+inf%") : format_change(change / 100.0),
-                      g.less ? "<" : ">", format_percent_bound(g.percent),
-                      metric_text(row, g.metric), metric_text(base, g.metric), base.name));
+      failures.push_back(fmt::format(
+          "{}: {} {} {} {} ({} vs {} of baseline {})", row.name, metric_key(g.metric),
+          format_change(change / 100.0), g.less ? "<" : ">", format_percent_bound(g.percent),
+          metric_text(row, g.metric), metric_text(base, g.metric), base.name));
     }
   }
   // A gate that compared nothing has not passed: CI would read its silence as a pass.
@@ -410,6 +416,10 @@ std::vector<std::string> check_gates(const Comparison& c, const std::vector<Gate
         c.rows.size() < 2
             ? fmt::format("there is only the baseline \"{}\"; give files to compare with it",
                           base.name)
+        : zero_base[k]
+            ? fmt::format("every row's ratio is n/a: the baseline \"{}\" has {} 0, or is timed "
+                          "otherwise ({})",
+                          base.name, metric_key(gates[k].metric), base.time_basis)
             : fmt::format("every row's ratio is n/a, timed otherwise than the baseline \"{}\" "
                           "({}); compare like with like",
                           base.name, base.time_basis)));

@@ -113,6 +113,8 @@ double JsonReader::as_number() const {
 double JsonReader::as_non_negative() const {
   const double v = as_number();
   if (v < 0) fail("", fmt::format("{} is negative; a time or a rate is >= 0", v));
+  if (v > planner::kMaxTimeOrRate)
+    fail("", fmt::format("{} is past any time or rate (at most {})", v, planner::kMaxTimeOrRate));
   return v;
 }
 
@@ -125,6 +127,8 @@ std::vector<double> JsonReader::numbers(const std::string& key) const {
 double JsonReader::non_negative(const std::string& key) const {
   const double v = number(key);
   if (v < 0) fail(key, fmt::format("{} is negative; a time or a rate is >= 0", v));
+  if (v > planner::kMaxTimeOrRate)
+    fail(key, fmt::format("{} is past any time or rate (at most {})", v, planner::kMaxTimeOrRate));
   return v;
 }
 

@@ -455,7 +455,8 @@ void RunSplit::element(std::uint64_t array, std::size_t index, nlohmann::json&& 
   // Each element as JsonReader's non_negatives and numbers read it, with their errors.
   const bool time = step_seconds_.owns(array);
   planner::SplitArrays<double>& numbers = time ? step_seconds_ : loss_;
-  if (value.is_number() && (!time || value.get<double>() >= 0)) {
+  if (value.is_number() &&
+      (!time || (value.get<double>() >= 0 && value.get<double>() <= planner::kMaxTimeOrRate))) {
     numbers.push(array, value.get<double>());
     return;
   }

@@ -43,6 +43,25 @@ json.dump(run, open(sys.argv[2], "w"))
 PY
 expect 2 "popreport throughput: error: $tmp/negative.json: step_seconds[1]: -0.5 is negative; a time or a rate is >= 0" \
   -- popreport throughput "$tmp/negative.json"
+# Nor is a time past any real one: two of 1e308 summed to "total step time inf s".
+/usr/bin/python3 - base.json "$tmp/huge.json" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+run["step_seconds"][0] = run["step_seconds"][1] = 1e308
+json.dump(run, open(sys.argv[2], "w"))
+PY
+expect 2 "popreport throughput: error: $tmp/huge.json: step_seconds[0]: 1e+308 is past any time or rate (at most 1e+30)" \
+  -- popreport throughput "$tmp/huge.json"
+# A baseline of 0 s a step gives no ratio (n/a in the table): the gate checks no row (it
+# failed with "+inf%").
+/usr/bin/python3 - base.json "$tmp/zero.json" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+run["step_seconds"] = [0.0 for _ in run["step_seconds"]]
+json.dump(run, open(sys.argv[2], "w"))
+PY
+expect 1 "popreport compare: gate failed: 'execution_time > +5%' checked no row: every row's ratio is n/a: the baseline \"zero\" has execution_time 0" \
+  -- popreport compare "$tmp/zero.json" fast.json --fail-if 'execution_time > +5%'
 /usr/bin/python3 - quick_plan.json "$tmp/negative_plan.json" <<'PY'
 import json, sys
 plan = json.load(open(sys.argv[1]))
