@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "reports/json_reader.h"
 #include "reports/run_record.h"
+#include "runner/agreement.h"
 #include "runner/outputs.h"
 
 namespace popkit::runner {
@@ -265,12 +266,12 @@ ResumePoint resolve_resume(const std::string& resume, const std::string& config_
     const fs::file_type type = fs::symlink_status(link, ec).type();
     if (type != fs::file_type::not_found && type != fs::file_type::symlink &&
         type != fs::file_type::directory)
-      throw Error(
+      throw InputRefused(
           "--resume latest: {} is not poprun's link to the latest run of '{}' but a file; give "
           "--resume RUN_DIR or --resume CHECKPOINT",
           link.string(), config_name);
     if (!fs::is_symlink(link, ec) && !fs::is_directory(link, ec))
-      throw Error(
+      throw InputRefused(
           "--resume latest: {} does not exist: no run of '{}' was started from this folder "
           "(poprun train writes runs/<config name>/<stamp>/ and points latest at it); give "
           "--resume RUN_DIR or --resume CHECKPOINT",
@@ -286,7 +287,7 @@ ResumePoint resolve_resume(const std::string& resume, const std::string& config_
   }
   const auto newest = newest_checkpoint(dir);
   if (!newest)
-    throw Error(
+    throw InputRefused(
         "--resume {}: {} holds no checkpoint (checkpoint-step<N>.safetensors): its run may "
         "have stopped before writing one, or written them to its --checkpoint-dir; give that "
         "checkpoint's path",

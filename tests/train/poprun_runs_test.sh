@@ -156,7 +156,7 @@ out=$(poprun train "$config" --steps 5 --resume from-dir --set training.optimize
 grep -qF "resuming from from-dir/checkpoint-step3.safetensors at step 3" <<<"$out" || fail "after --force: $out"
 expect 2 "from-dir/checkpoint-step3.safetensors was written under another config: training.optimizer.lr (0.5 there, 0.01 here)" \
   -- poprun train "$config" --steps 5 --resume from-dir --run-dir after-force-2
-expect 1 "poprun train: error: --resume latest: runs/other/latest does not exist" \
+expect 2 "poprun train: error: --resume latest: runs/other/latest does not exist" \
   -- poprun train "$config" --set name=other --resume latest
 
 # One run per folder: a run on a folder that another run writes is refused at once (exit 2),

@@ -280,6 +280,20 @@ BOOST_AUTO_TEST_CASE(resume_latest_a_run_folder_or_a_checkpoint) {
   BOOST_TEST(error_of([&] { resolve_resume("latest", "tiny"); })
                  .starts_with("--resume latest: runs/tiny/latest is not poprun's link to the "
                               "latest run of 'tiny' but a file"));
+  // Refused input, as a path that is not there: exit 2, before any folder is made.
+  TrainOptions refused;
+  refused.steps = 2;
+  refused.resume = "latest";
+  int code = 0;
+  BOOST_TEST(error_of([&] { train_in(c, refused); }, &code)
+                 .starts_with("--resume latest: runs/tiny/latest is not poprun's link"));
+  BOOST_TEST(code == 2);
+  fs::create_directories("empty");
+  refused.resume = "empty";
+  BOOST_TEST(error_of([&] { train_in(c, refused); }, &code)
+                 .starts_with("--resume empty: empty holds no checkpoint"));
+  BOOST_TEST(code == 2);
+  fs::remove_all("empty");
   fs::remove_all("runs");
   TrainOptions o;
   o.steps = 4;
