@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # SIGTERM in the middle of a long training step (examples/quick.yaml at R 4096: a step
-# takes about a second here): poprun abandons the step, since its update has not begun,
+# takes about 0.4 s here): poprun abandons the step, since its update has not begun,
 # and exits 130, naming the step the checkpoint holds (how soon is bench/stop_latency.sh's
 # to measure, not a test's: a sanitized build takes seconds to write the checkpoint and
 # run file at R 4096; the time is shown in the table below); resumed
 # from that checkpoint, the run ends on the bytes of an uninterrupted run of the same
-# steps. The signal goes 0.1 s after poprun reports step 1, early in step 2, before its
+# steps. The signal goes 0.02 s after poprun reports step 1, early in step 2, before its
 # optimizer ops; a try whose signal found the update begun (poprun then finishes the
 # step, as it must) is shown and made again, up to 3 tries.
 #
@@ -41,7 +41,11 @@ wait_step1() {
 start() {
   local delay=$1
   shift
-  poprun train "$config" "$@" >out 2>err &
+  # Emptied here, not by the background job's redirection: wait_step1 could read the
+  # previous run's "step 1/" before that job opens the file.
+  : >out
+  : >err
+  poprun train "$config" "$@" >>out 2>>err &
   pid=$!
   wait_step1
   sleep "$delay"
@@ -51,7 +55,7 @@ echo "|---|---:|---:|---|"
 ckpt=""
 for try in 1 2 3; do
   dir="stopped-$try"
-  start 0.1 "${sets[@]}" --steps 1000000 --run-dir "$dir"
+  start 0.02 "${sets[@]}" --steps 1000000 --run-dir "$dir"
   sent=$(now)
   kill -TERM "$pid"
   wait "$pid"
@@ -74,7 +78,7 @@ for try in 1 2 3; do
   break
 done
 if [ -z "$ckpt" ]; then
-  fail "no SIGTERM 0.1 s into step 2 stopped it before its update (3 tries; table above)"
+  fail "no SIGTERM 0.02 s into step 2 stopped it before its update (3 tries; table above)"
 else
   # The abandoned step taken again from the checkpoint, then one more: the weights and
   # optimizer state of an uninterrupted run of 3 steps, byte for byte.
@@ -103,7 +107,7 @@ grep -q '"test"' in-eval/metrics.jsonl && fail "in evaluation: a test result was
 # stop is) is said at once, with the way out; a second signal of the other kind ends the
 # run by its default action, without waiting for the checkpoint.
 notice() {
-  POPKIT_STOP_NOTICE_SECONDS=0 start 0.1 "${sets[@]}" --steps 1000000 --run-dir "$1"
+  POPKIT_STOP_NOTICE_SECONDS=0 start 0.02 "${sets[@]}" --steps 1000000 --run-dir "$1"
 }
 notice noticed
 kill -TERM "$pid"
