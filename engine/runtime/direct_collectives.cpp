@@ -107,11 +107,6 @@ std::size_t elem_size(DType t) {
   return static_cast<std::size_t>(planner::dtype_size(t));
 }
 
-float* floats(const ReplicaBuffer& b) {
-  if (b.dtype != DType::kFloat32) throw Error("reductions need float32 tensors");
-  return reinterpret_cast<float*>(b.data);
-}
-
 class DirectCollectives final : public Collectives {
  public:
   DirectCollectives(std::int64_t factor, std::unique_ptr<Transport> transport, ThreadPool* pool)

@@ -6,14 +6,10 @@
 #include "base/error.h"
 
 namespace popkit::engine {
-namespace {
-
 float* floats(const ReplicaBuffer& b) {
   if (b.dtype != DType::kFloat32) throw Error("reductions need float32 tensors");
   return reinterpret_cast<float*>(b.data);
 }
-
-}  // namespace
 
 void run_sums(
     const std::vector<Sum>& sums, ReduceOp op, const HostedReplicas& hosted, const float* area,

@@ -13,6 +13,9 @@
 
 namespace popkit::engine {
 
+// A reduction's buffer as floats; throws popkit::Error unless it is float32.
+float* floats(const ReplicaBuffer& b);
+
 // Buffers by replica: those of the replicas hosted here, null for the others.
 using BuffersByReplica = std::vector<const ReplicaBuffer*>;
 
