@@ -19,15 +19,9 @@
 
 #include "base/error.h"
 #include "engine/runtime/world.h"
+#include "runner/input_refused.h"
 
 namespace popkit::runner {
-
-// Input found wrong at run time (a checkpoint of another config, a folder in use, a
-// rank count that does not divide the replicas): exit code 2, like an invalid config.
-class InputRefused : public Error {
- public:
-  using Error::Error;
-};
 
 class SetupAgreement {
  public:

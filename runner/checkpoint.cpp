@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "planner/optimizer_kinds.h"
+#include "runner/input_refused.h"
 
 namespace popkit::runner {
 namespace {
@@ -166,7 +167,15 @@ void save_checkpoint(const std::string& path, const engine::Engine& engine,
 }
 
 LoadedCheckpoint read_checkpoint(const std::string& path, const planner::Plan& plan, Restore what) {
-  return check_checkpoint(engine::read_safetensors(path), path, plan, what);
+  // A file that cannot be read, is damaged or does not fit the model is input the user
+  // named: refused (exit 2) like a config, on every rank that reads it.
+  try {
+    return check_checkpoint(engine::read_safetensors(path), path, plan, what);
+  } catch (const InputRefused&) {
+    throw;
+  } catch (const Error& e) {
+    throw InputRefused(e.what());
+  }
 }
 
 LoadedCheckpoint check_checkpoint(SafeTensorsFile file, const std::string& path,

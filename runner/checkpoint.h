@@ -40,7 +40,8 @@ enum class Restore {
 // metadata, are accepted for kWeights); every tensor must be a variable of the model (or
 // a copy of one the metadata announces) with the model's shape; every value restored
 // must be finite (and a second moment >= 0); and for kEverything the step and data
-// position must be present. Throws popkit::Error naming the file and what is wrong.
+// position must be present. Throws InputRefused (runner/input_refused.h, exit 2) naming
+// the file and what is wrong.
 struct LoadedCheckpoint {
   engine::SafeTensorsFile file;
   bool has_state = false;  // popkit metadata present

@@ -37,11 +37,27 @@ struct RankStreams {
   std::ostream& diagnostics(std::ostream& real) { return speaks ? real : captured; }
 };
 
-// Input refused before any rank depends on another: every rank finds it, rank 0 says it.
+// Input refused before the ranks work together (exit 2). Thrown inside
+// on_every_rank(), which makes one rank's refusal every rank's.
 template <typename... Args>
 [[noreturn]] void refuse(fmt::format_string<Args...> format, Args&&... args) {
-  throw AgreedError(fmt::format(format, std::forward<Args>(args)...),
-                    engine::process_world().rank() == 0, kExitInvalid);
+  throw InputRefused(fmt::format(format, std::forward<Args>(args)...));
+}
+
+// `check()` (files each rank looks at for itself: on several hosts a path may be missing
+// on one alone) on every rank, then the ranks agree: when any rank fails, every rank
+// exits with its code (2 for a refusal) and the lowest failing rank says why, so that
+// no rank waits for one that left. In one process, check()'s own error.
+template <typename Check>
+auto on_every_rank(Check&& check) -> decltype(check()) {
+  SetupAgreement agreement(engine::process_world());
+  try {
+    auto result = check();
+    agreement.reached();
+    return result;
+  } catch (...) {
+    agreement.fail();
+  }
 }
 
 // A file the user named that is not there is refused input (exit 2), the tool's error as
@@ -57,8 +73,11 @@ void refuse_missing(const std::string& path) {
 std::optional<config::Config> load_config_on_every_rank(const std::string& path,
                                                         const std::vector<std::string>& overrides,
                                                         RankStreams& streams, std::ostream& err) {
-  if (const std::string why = input_file_problem(config::config_file_of(path)); !why.empty())
-    refuse("{}: {}", path, why);
+  on_every_rank([&] {
+    if (const std::string why = input_file_problem(config::config_file_of(path)); !why.empty())
+      refuse("{}: {}", path, why);
+    return true;
+  });
   auto config = config::load_config_reporting(path, overrides, streams.diagnostics(err));
   engine::World& world = engine::process_world();
   if (world.size() == 1) return config;
@@ -222,7 +241,10 @@ int run_train_command(const TrainCommand& command, std::ostream& out_stream,
       load_config_on_every_rank(command.config, command.overrides, streams, err_stream);
   if (!config) return kExitInvalid;
   if (!command.options.resume.empty() && command.options.resume != kLatestName)
-    refuse_missing(command.options.resume);
+    on_every_rank([&] {
+      refuse_missing(command.options.resume);
+      return true;
+    });
   TrainOptions options = command.options;
   options.io_overlap = command.io_thread == "on"    ? engine::IoOverlap::kThread
                        : command.io_thread == "off" ? engine::IoOverlap::kInline
@@ -252,7 +274,7 @@ int run_train_command(const TrainCommand& command, std::ostream& out_stream,
 }
 
 int run_eval_command(const EvalCommand& given, std::ostream& out_stream, std::ostream& err_stream) {
-  const EvalCommand command = with_run_folder(given);
+  const EvalCommand command = on_every_rank([&] { return with_run_folder(given); });
   RankStreams streams;
   streams.speaks = engine::process_world().rank() == 0 || command.verbose;
   std::ostream& out = streams.out(out_stream);

@@ -50,6 +50,19 @@ expect_once bad_checkpoint "rank 0: bad.safetensors: truncated or not safetensor
   "${mpirun[@]}" -np 2 poprun train "$config" "${synthetic[@]}" --steps 2 -q -o b/run.json \
   --resume bad.safetensors
 
+[ "$(cat bad_checkpoint.rc)" = 2 ] || fail "bad checkpoint: exit $(cat bad_checkpoint.rc), want 2"
+
+# The checkpoint resumed is missing on rank 1 alone (it runs in another folder): refused
+# input on every rank (exit 2), said once, by rank 1.
+mkdir elsewhere
+poprun train "$config" "${synthetic[@]}" --steps 1 -q -o k/run.json >k.log 2>&1 || fail "k: $(cat k.log)"
+expect_once rank1_checkpoint "rank 1: k/checkpoint-step1.safetensors: no such file" -- \
+  "${mpirun[@]}" -np 1 poprun train "$config" "${synthetic[@]}" --steps 2 -q -o m/run.json \
+  --resume k/checkpoint-step1.safetensors \
+  : -np 1 -wdir "$tmp/elsewhere" poprun train "$config" "${synthetic[@]}" --steps 2 -q -o m/run.json \
+  --resume k/checkpoint-step1.safetensors
+[ "$(cat rank1_checkpoint.rc)" = 2 ] || fail "checkpoint missing on rank 1: exit $(cat rank1_checkpoint.rc), want 2"
+
 # Ranks that disagree on the config are refused before they start, naming the key (it
 # was named by hash only).
 expect_once different_configs "the config of rank 1 differs from rank 0's in training.optimizer.lr (0.0003 on rank 0, 0.1 on rank 1)" -- \

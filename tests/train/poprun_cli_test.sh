@@ -66,27 +66,27 @@ expect 2 "" -- poprun train "$config" --steps 0
 expect 2 "poprun eval: error: nope.safetensors: no such file" -- poprun eval "$config" --checkpoint nope.safetensors
 expect 2 "poprun train: error: nope.safetensors: no such file" -- poprun train "$config" --resume nope.safetensors
 expect 2 "poprun train: error: no/such/run: no such file" -- poprun train "$config" --resume no/such/run
-# Bad checkpoints: exit 1, the file named and what is wrong.
+# Bad checkpoints: refused input (exit 2), the file named and what is wrong.
 cp r/checkpoint-step3.safetensors tampered.safetensors
 printf '\x55' | dd of=tampered.safetensors bs=1 seek=$(( $(stat -c %s tampered.safetensors) - 5 )) conv=notrunc status=none
-expect 1 "poprun eval: error: tampered.safetensors: checksum mismatch" -- poprun eval "$config" --checkpoint tampered.safetensors
+expect 2 "poprun eval: error: tampered.safetensors: checksum mismatch" -- poprun eval "$config" --checkpoint tampered.safetensors
 head -c 3000 r/checkpoint-step3.safetensors >truncated.safetensors
-expect 1 "poprun train: error: truncated.safetensors: " -- poprun train "$config" --resume truncated.safetensors
-expect 1 "poprun eval: error: r/checkpoint-step3.safetensors: does not match the model: tensor fc1.bias has shape [32], the model's fc1.bias is [16]" \
+expect 2 "poprun train: error: truncated.safetensors: " -- poprun train "$config" --resume truncated.safetensors
+expect 2 "poprun eval: error: r/checkpoint-step3.safetensors: does not match the model: tensor fc1.bias has shape [32], the model's fc1.bias is [16]" \
   -- poprun eval "$POPKIT_SOURCE_DIR/tests/train/data/narrow.yaml" --checkpoint r/checkpoint-step3.safetensors
-# Files that are not regular files: refused at once, exit 1 (no hang on a FIFO, no
-# endless read of /dev/zero).
-expect 1 "poprun eval: error: /dev/zero: is not a regular file (a character device); expected a safetensors checkpoint" \
+# Files that are not regular files: refused at once (no hang on a FIFO, no endless
+# read of /dev/zero); a checkpoint so is refused input (exit 2), a data file exit 1.
+expect 2 "poprun eval: error: /dev/zero: is not a regular file (a character device); expected a safetensors checkpoint" \
   -- poprun eval "$config" --checkpoint /dev/zero
 mkfifo fifo.safetensors
-expect 1 "poprun train: error: fifo.safetensors: is not a regular file (a FIFO); expected a safetensors checkpoint" \
+expect 2 "poprun train: error: fifo.safetensors: is not a regular file (a FIFO); expected a safetensors checkpoint" \
   -- timeout 60 poprun train "$config" --resume fifo.safetensors
 expect 1 "poprun train: error: /dev/zero: is not a regular file (a character device); expected an IDX file (raw or .gz)" \
   -- poprun train "$config" --out z/run.json --set data.dataset=idx \
   --set data.train_images=/dev/zero --set data.train_labels=/dev/zero \
   --set data.test_images=/dev/zero --set data.test_labels=/dev/zero
 # Weights as PyTorch would save them (no popkit metadata, so no checksum to pass) with
-# one +Inf, or all NaN, in fc1.weight: eval and --init-from refuse them, exit 1.
+# one +Inf, or all NaN, in fc1.weight: eval and --init-from refuse them, exit 2.
 for how in inf nan; do
   /usr/bin/python3 - r/checkpoint-step3.safetensors "$how.safetensors" "$how" <<'PY' || fail "cannot write $how.safetensors"
 import json, struct, sys
@@ -112,11 +112,11 @@ text = json.dumps(out).encode()
 open(dst, "wb").write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 PY
 done
-expect 1 "poprun eval: error: inf.safetensors: tensor fc1.weight: 1 of 2048 values are not finite (NaN or Inf)" \
+expect 2 "poprun eval: error: inf.safetensors: tensor fc1.weight: 1 of 2048 values are not finite (NaN or Inf)" \
   -- poprun eval "$config" --checkpoint inf.safetensors
-expect 1 "poprun eval: error: nan.safetensors: tensor fc1.weight: 2048 of 2048 values are not finite (NaN or Inf)" \
+expect 2 "poprun eval: error: nan.safetensors: tensor fc1.weight: 2048 of 2048 values are not finite (NaN or Inf)" \
   -- poprun eval "$config" --checkpoint nan.safetensors
-expect 1 "poprun train: error: nan.safetensors: tensor fc1.weight: 2048 of 2048 values are not finite (NaN or Inf)" \
+expect 2 "poprun train: error: nan.safetensors: tensor fc1.weight: 2048 of 2048 values are not finite (NaN or Inf)" \
   -- poprun train "$config" --steps 1 --init-from nan.safetensors --out n/run.json
 # Unwritable output and missing data: exit 1 before training, nothing written.
 touch blocker
