@@ -1,6 +1,8 @@
 // The planner's text tables; see text_table.h.
 #include "planner/text_table.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "planner/fold_rows.h"
@@ -105,6 +107,13 @@ bool TextTable::print(Printer& out, const std::string& indent, std::size_t width
   }
   if (!first) out.put('\n');
   print_block(out, indent, block, widths, rows);
+  // Columns left out are named, with where to find them.
+  std::vector<std::string> left_out;
+  for (std::size_t c = n_keys; c < header_.size(); ++c)
+    if (width > 0 && wide_only_[c]) left_out.push_back(header_[c]);
+  if (!left_out.empty())
+    print_wrapped(out, indent + "(left out to fit: ", indent + " ",
+                  fmt::format("{}; --format wide shows them)", fmt::join(left_out, ", ")), width);
   return folded.folded;
 }
 

@@ -96,4 +96,21 @@ BOOST_AUTO_TEST_CASE(a_table_folds_within_a_width_and_lists_every_row_without_on
   BOOST_TEST(all.str().find('{') == std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(columns_left_out_to_fit_are_named) {
+  TextTable t({"Name", "Shape", "Elements", "Dtype"}, {false, false, true, false}, 1,
+              {false, false, true, true});
+  t.add({"fc1.weight", "[784, 32]", "25088", "float32"});
+  std::ostringstream narrow;
+  t.print(narrow, "  ", 100);
+  BOOST_TEST(narrow.str().find("25088") == std::string::npos);
+  BOOST_TEST(
+      narrow.str().find("  (left out to fit: Elements, Dtype; --format wide shows them)\n") !=
+          std::string::npos,
+      narrow.str());
+  std::ostringstream all;
+  t.print(all, "  ", 0);
+  BOOST_TEST(all.str().find("25088") != std::string::npos);
+  BOOST_TEST(all.str().find("left out") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
