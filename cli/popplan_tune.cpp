@@ -91,18 +91,18 @@ int run_tune(const TuneOptions& o) {
     std::cerr << "popplan tune: error: " << o.config << ": " << e.what() << '\n';
     return kExitInvalid;
   }
+  // When nothing fits, advice only where planning shows a fit: with more replicas, if any.
+  if (r.fits.empty()) r.advice = planner::advise_beyond_tune(*cfg, request, r);
   planner::print_tune(std::cout, r, o.format == "json", static_cast<std::size_t>(o.top));
   if (r.fits.empty()) {
-    // Advice only where planning shows a fit: with more replicas, if any.
-    std::size_t n_planned = r.n_planned;
-    const std::optional<planner::FitAdvice> more =
-        planner::advise_more_replicas(*cfg, request, n_planned);
     planner::Printer err(std::cerr);
-    planner::print_wrapped(err, "popplan tune: nothing fits; ", "  ",
-                           more ? planner::describe_advice(*more, *memory)
-                                : fmt::format("nor with up to {} times the replicas ({} "
-                                              "candidates planned in all)",
-                                              planner::kMoreReplicas, n_planned));
+    planner::print_wrapped(
+        err, "popplan tune: nothing fits; ", "  ",
+        r.advice->fits ? planner::describe_advice(*r.advice, *memory)
+                       : fmt::format("nor with up to {} times the replicas ({} candidates planned "
+                                     "in all; the least peak {})",
+                                     planner::kMoreReplicas, r.advice->n_planned,
+                                     planner::format_bytes(r.advice->peak_bytes)));
     err.flush();
     if (!o.write.empty()) std::cerr << "popplan tune: " << o.write << " not written\n";
     return kExitFailure;

@@ -38,6 +38,38 @@ std::vector<std::int64_t> more_replicas(std::int64_t replicas, std::int64_t glob
   return out;
 }
 
+// The fewest of 2, 4, ... 64 times the request's replicas (over which its global batch
+// splits) at which a candidate fits, with the fewest changes of those; nullopt when none
+// does. `n_planned` counts what was planned, `least_peak` is lowered to the least peak.
+std::optional<FitAdvice> advise_more_replicas(const config::Config& config,
+                                              const TuneRequest& request, std::size_t& n_planned,
+                                              std::uint64_t& least_peak) {
+  const std::int64_t replicas = request.replicas > 0 ? request.replicas : config.replication.factor;
+  const std::int64_t global = request.global_batch > 0 ? request.global_batch
+                                                       : config.training.micro_batch_size *
+                                                             config.training.gradient_accumulation *
+                                                             config.replication.factor;
+  for (const std::int64_t r : more_replicas(replicas, global)) {
+    TuneRequest more = request;
+    more.replicas = r;
+    more.global_batch = global;
+    TuneResult found;
+    try {
+      found = tune(config, more);
+    } catch (const Error&) {
+      break;  // a search past its bound: more replicas only grow it
+    }
+    n_planned += found.n_planned;
+    if (found.smallest) least_peak = std::min(least_peak, found.smallest->peak_bytes);
+    if (const TuneCandidate* best = fewest_changes(found))
+      return advice_of(*best, n_planned,
+                       fmt::format("the fewest replicas that fit, and the fewest changes there, "
+                                   "of the {} candidates popplan tune planned",
+                                   n_planned));
+  }
+  return std::nullopt;
+}
+
 std::vector<FitAdvice> advise_training(const config::Config& config) {
   const TuneRequest request{memory_per_replica(config)};
   const TuneResult r = tune(config, request);
@@ -46,15 +78,7 @@ std::vector<FitAdvice> advise_training(const config::Config& config) {
                       fmt::format("the fewest changes that fit of the {} candidates popplan "
                                   "tune planned",
                                   r.n_planned))};
-  std::size_t n_planned = r.n_planned;
-  constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
-  std::uint64_t least = r.smallest ? r.smallest->peak_bytes : kNone;
-  if (auto more = advise_more_replicas(config, request, n_planned, &least)) return {*more};
-  FitAdvice none;
-  none.n_planned = n_planned;
-  none.peak_bytes = least == kNone ? 0 : least;  // over every replica count planned
-  none.found = fmt::format("with up to {} times the replicas", kMoreReplicas);
-  return {none};
+  return {advise_beyond_tune(config, request, r)};
 }
 
 std::string setting(const char* key, std::int64_t value) {
@@ -119,34 +143,25 @@ std::vector<FitAdvice> advise_fit(const config::Config& config, Program program)
   return program == Program::kEval ? advise_evaluation(config) : advise_training(config);
 }
 
-std::optional<FitAdvice> advise_more_replicas(const config::Config& config,
-                                              const TuneRequest& request, std::size_t& n_planned,
-                                              std::uint64_t* least_peak) {
-  const std::int64_t replicas = request.replicas > 0 ? request.replicas : config.replication.factor;
-  const std::int64_t global = request.global_batch > 0 ? request.global_batch
-                                                       : config.training.micro_batch_size *
-                                                             config.training.gradient_accumulation *
-                                                             config.replication.factor;
-  for (const std::int64_t r : more_replicas(replicas, global)) {
-    TuneRequest more = request;
-    more.replicas = r;
-    more.global_batch = global;
-    TuneResult found;
-    try {
-      found = tune(config, more);
-    } catch (const Error&) {
-      break;  // a search past its bound: more replicas only grow it
-    }
-    n_planned += found.n_planned;
-    if (least_peak && found.smallest)
-      *least_peak = std::min(*least_peak, found.smallest->peak_bytes);
-    if (const TuneCandidate* best = fewest_changes(found))
-      return advice_of(*best, n_planned,
-                       fmt::format("the fewest replicas that fit, and the fewest changes there, "
-                                   "of the {} candidates popplan tune planned",
-                                   n_planned));
-  }
-  return std::nullopt;
+FitAdvice advise_beyond_tune(const config::Config& config, const TuneRequest& request,
+                             const TuneResult& tuned) {
+  std::size_t n_planned = tuned.n_planned;
+  constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t least = tuned.smallest ? tuned.smallest->peak_bytes : kNone;
+  if (auto more = advise_more_replicas(config, request, n_planned, least)) return *more;
+  FitAdvice none;
+  none.n_planned = n_planned;
+  none.peak_bytes = least == kNone ? 0 : least;  // over every replica count planned
+  none.found = fmt::format("with up to {} times the replicas", kMoreReplicas);
+  return none;
+}
+
+nlohmann::json fit_advice_json(const FitAdvice& a) {
+  return {{"fits", a.fits},
+          {"settings", a.settings},
+          {"peak_bytes", a.peak_bytes},
+          {"samples_per_second", a.samples_per_second},
+          {"planned", a.n_planned}};
 }
 
 std::string describe_advice(const FitAdvice& a, std::uint64_t memory_per_replica) {

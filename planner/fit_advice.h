@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
 
@@ -29,13 +30,16 @@ inline constexpr std::int64_t kMoreReplicas = 64;
 // fewest replicas that fit.
 std::vector<FitAdvice> advise_fit(const config::Config& config, Program program = Program::kTrain);
 
-// For popplan tune when nothing fits `request`: the fewest of 2, 4, ... 64 times its
-// replicas (over which its global batch splits) at which a candidate fits, with the
-// fewest changes of those. nullopt when none does; `n_planned` counts what was planned,
-// and `least_peak`, when given, is lowered to the least peak planned.
-std::optional<FitAdvice> advise_more_replicas(const config::Config& config,
-                                              const TuneRequest& request, std::size_t& n_planned,
-                                              std::uint64_t* least_peak = nullptr);
+// After `tuned` (tune(config, request)) found nothing that fits: the fewest of 2, 4, ...
+// 64 times the request's replicas (over which its global batch splits) at which a
+// candidate fits, with the fewest changes of those; when none does, an entry that does
+// not fit, with the least peak of every candidate planned (tuned's included).
+FitAdvice advise_beyond_tune(const config::Config& config, const TuneRequest& request,
+                             const TuneResult& tuned);
+
+// {"fits", "settings", "peak_bytes", "samples_per_second", "planned"}: the advice in plan
+// and tune JSON.
+nlohmann::json fit_advice_json(const FitAdvice& advice);
 
 // The advice as lines: "fits with: --set a=b (peak 812.00 MiB of 900.00 MiB, est. 41,200
 // samples/s; the fewest changes that fit of the 658 candidates popplan tune planned)",

@@ -9,6 +9,7 @@
 #include <array>
 #include <sstream>
 
+#include "planner/fit_advice.h"
 #include "planner/json_writer.h"
 #include "planner/names.h"
 
@@ -226,12 +227,7 @@ json not_fitting_json(const NotFitting& nf) {
             {"bytes_over", nf.bytes_over},
             {"largest", nf.largest},
             {"suggestions", nf.suggestions}};
-  if (const auto& a = nf.advice)
-    j["advice"] = {{"fits", a->fits},
-                   {"settings", a->settings},
-                   {"peak_bytes", a->peak_bytes},
-                   {"samples_per_second", a->samples_per_second},
-                   {"planned", a->n_planned}};
+  if (const auto& a = nf.advice) j["advice"] = fit_advice_json(*a);
   return j;
 }
 

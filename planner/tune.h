@@ -92,6 +92,9 @@ struct TuneResult {
   std::string device_profile;                // the profile the candidates are ranked for
   std::uint64_t memory_per_replica = 0;      // what they fit
   std::vector<std::string> request_changes;  // every candidate's changes: the request's own
+  // When nothing fits: what does, planned (fit_advice.h's advise_beyond_tune; popplan
+  // tune asks for it).
+  std::optional<FitAdvice> advice;
 };
 
 // The config must be valid and carry its device profile (Config::device.resolved).
@@ -105,7 +108,8 @@ std::uint64_t memory_per_replica(const config::Config& config);
 // Pareto mark, how many candidates the row stands for, the changes to the config),
 // wrapped to 100 columns; JSON: {"device_profile", "memory_per_replica", "planned",
 // "skipped", "combinations", "thinned", "pipelined_limit", "candidates": [{"rank" (the row),
-// "samples_per_second", "peak_bytes", "pareto", "settings", "changes"}]}. Text shows the first
+// "samples_per_second", "peak_bytes", "pareto", "settings", "changes"}], and "advice" (as
+// fit_advice_json) when the result holds it}. Text shows the first
 // `top` rows (0: all) and says how many more there are; JSON has every candidate.
 void print_tune(std::ostream& out, const TuneResult& result, bool json, std::size_t top = 0);
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/units.h"
+#include "planner/fit_advice.h"
 #include "planner/plan_text.h"
 #include "planner/tune.h"
 
@@ -44,6 +45,7 @@ void print_json(std::ostream& out, const TuneResult& r) {
                                {"pareto", c.pareto},
                                {"settings", c.settings},
                                {"changes", c.changes}});
+  if (r.advice) j["advice"] = fit_advice_json(*r.advice);
   out << j.dump(1) << '\n';
 }
 

@@ -72,6 +72,19 @@ rc=$?
 [ -z "$(awk 'length($0) > 100' <<<"$err")" ] || fail "tune's advice is wider than 100 columns: $err"
 grep -qF "popplan tune: nothing fits; fits with: --set device.memory_per_replica=3MiB --set replication.factor=4 --set training.gradient_accumulation=2 (peak 2.31 MiB of 3.00 MiB" \
   <<<"$(tr '\n' ' ' <<<"$err" | sed 's/  */ /g')" || fail "tune's advice at 3 MiB: $err"
+# The same advice in JSON (it was on stderr only), and when nothing fits at all, the least
+# peak planned.
+/usr/bin/python3 - <(popplan tune examples/mnist.yaml --memory-per-replica 3MiB --format json 2>/dev/null) \
+  <(popplan tune examples/mnist.yaml --memory-per-replica 1KiB --format json 2>/dev/null) <<'PY' \
+  || fail "tune --format json lacks the advice"
+import json, sys
+fits, none = (json.load(open(p)) for p in sys.argv[1:3])
+assert fits["candidates"] == [] and fits["advice"]["fits"], fits.get("advice")
+assert "replication.factor=4" in fits["advice"]["settings"], fits["advice"]
+assert fits["advice"]["peak_bytes"] <= 3 << 20, fits["advice"]
+assert not none["advice"]["fits"] and none["advice"]["settings"] == [], none["advice"]
+assert none["advice"]["peak_bytes"] > 1024 and none["advice"]["planned"] > none["planned"], none["advice"]
+PY
 # 256 replicas and a global batch of 2^18: 21,384 combinations (minutes of planning) are
 # thinned to what --max-combinations allows, and the output says which values it tried.
 out=$(timeout 300 popplan tune examples/mnist.yaml --memory-per-replica 900MiB --replicas 256 \
