@@ -186,9 +186,8 @@ void print_pipeline(Printer& out, const Plan& plan) {
     for (const Phase& p : plan.phases)
       if (p.stage == s) ph = &p;
     t.add({std::to_string(s), layers, std::to_string(st.stash_depth),
-           ph ? format_bytes(ph->memory.peak) : "-",
-           fmt::format("{:.3f} ms", st.forward_seconds * 1e3),
-           train ? fmt::format("{:.3f} ms", st.backward_seconds * 1e3) : "-"});
+           ph ? format_bytes(ph->memory.peak) : "-", format_seconds(st.forward_seconds),
+           train ? format_seconds(st.backward_seconds) : "-"});
   }
   t.print(out);
   out.print(
@@ -270,8 +269,9 @@ void print_verdict(Printer& out, const Plan& plan) {
             format_bytes(plan.peak_bytes), format_bytes(plan.memory_per_replica));
   out.print("  the peak in phase {}: {}\n", plan.peak_phase + 1, peak.name);
   const char* per = plan.program == Program::kEval ? "batch" : "step";
-  out.print("  estimated {:.3f} ms per {}, {} samples/s on {}\n", plan.estimated_step_seconds * 1e3,
-            per, format_rate(plan.estimated_samples_per_second), plan.device_profile);
+  out.print("  estimated {} per {}, {} samples/s on {}\n",
+            format_seconds(plan.estimated_step_seconds), per,
+            format_rate(plan.estimated_samples_per_second), plan.device_profile);
   if (!plan.fits) {
     const NotFitting& nf = plan.not_fitting;
     out.print("  phase '{}' needs {} more than the {} per replica\n", nf.phase,
@@ -416,7 +416,7 @@ bool print_memory(Printer& out, const Plan& plan, std::size_t width) {
     const Phase& ph = plan.phases[p];
     mem.add({fmt::format("{}: {}", p + 1, ph.name), format_bytes(ph.memory.peak),
              format_bytes(ph.memory.always_live), format_bytes(ph.memory.not_always_live),
-             fmt::format("{:.3f} ms", ph.estimated_seconds * 1e3)});
+             format_seconds(ph.estimated_seconds)});
     std::vector<std::string> row{std::to_string(p + 1)};
     for (auto b : ph.memory.peak_by_class) row.push_back(format_bytes(b));
     by_class.add(std::move(row));
@@ -445,8 +445,8 @@ bool print_memory(Printer& out, const Plan& plan, std::size_t width) {
       per, format_bytes(n.on_host_bytes), format_bytes(n.cross_host_bytes));
   out.print("    crossing the network per {}: {} in all, at most {} through one host's link\n", per,
             format_bytes(n.network_bytes), format_bytes(n.busiest_link_bytes));
-  out.print("    each way; {} messages from the busiest replica; the network adds {:.3f} ms\n",
-            n.messages, n.seconds * 1e3);
+  out.print("    each way; {} messages from the busiest replica; the network adds {}\n", n.messages,
+            format_seconds(n.seconds));
   return folded;
 }
 

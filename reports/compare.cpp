@@ -270,7 +270,7 @@ Report compare_report(const Comparison& c) {
   }
   t.columns = {{"case", "Case", false},
                {"source", "Source", false},
-               {"threshold", "Threshold", true},
+               {"threshold", "Sharding threshold", true},
                {"throughput", "Throughput (samples/s)", true},
                {"throughput_ratio", "vs base", true},
                {"execution_time", "Execution time (s)", true},

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/units.h"
 #include "planner/names.h"
 #include "planner/plan_text.h"
 #include "planner/sync_groups.h"
@@ -276,8 +277,8 @@ void write_phases_svg(std::ostream& out, const planner::Plan& plan) {
                   "column a phase, in execution order",
                   plan.replication_factor, plan.micro_batch_size, plan.gradient_accumulation,
                   enum_name(plan.mode), enum_name(plan.io_mode)),
-      fmt::format("per replica and step; estimated {:.3f} ms per step on {}",
-                  plan.estimated_step_seconds * 1e3, plan.device_profile)};
+      fmt::format("per replica and step; estimated {} per step on {}",
+                  format_seconds(plan.estimated_step_seconds), plan.device_profile)};
   const int top = 42 + 16 * static_cast<int>(notes.size()) + 12;
   int lanes_height = 0;
   for (const Lane lane : lanes) lanes_height += lane_height(lane);
@@ -297,9 +298,8 @@ void write_phases_svg(std::ostream& out, const planner::Plan& plan) {
           out, x + kColumn / 2.0, y + 26 + 12 * static_cast<double>(k),
           svg::fit(name[k] + (k == 1 && name.size() > 2 ? "..." : ""), kColumn - 4, kTextSize),
           "middle", kTextSize);
-    svg::text(out, x + kColumn / 2.0, y + 52,
-              fmt::format("est. {:.3f} ms", p.estimated_seconds * 1e3), "middle", 9,
-              " fill=\"#444444\"");
+    svg::text(out, x + kColumn / 2.0, y + 52, "est. " + format_seconds(p.estimated_seconds),
+              "middle", 9, " fill=\"#444444\"");
     if (i > 0) svg::line(out, x, y, x, y + kPhaseHead + lanes_height, kRule);
   }
   y += kPhaseHead;
