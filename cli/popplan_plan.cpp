@@ -243,10 +243,9 @@ void add_plan_verbs(Tool& tool) {
               "text: also the device tensors and every phase's ops (the schedule), after the "
               "verdict, the memory and the variables");
   add_output_option(p, plan->output, "write the plan to FILE instead of stdout");
-  add_output_file(p, "--chart", plan->chart,
-                  "also draw the plan as SVG into FILE.svg: each phase's loads, collectives, "
-                  "compute and stores with its device memory, or a pipeline's schedule",
-                  "--chart");
+  add_chart_file(p, plan->chart,
+                 "also draw the plan as SVG into FILE.svg: each phase's loads, collectives, "
+                 "compute and stores with its device memory, or a pipeline's schedule");
   p->add_flag("--eval", plan->eval,
               "the evaluation plan instead: forward only, eval.micro_batch_size, the weights "
               "where training keeps them, no optimizer state or gradients");
@@ -281,10 +280,9 @@ void add_plan_verbs(Tool& tool) {
   g->add_option("--stride", groups->stride, "distance between members (default 1)")
       ->check(whole_number());
   g->add_option("--format", groups->format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  add_output_file(g, "--chart", groups->chart,
-                  "also draw the groupings as SVG into FILE.svg: a box per replica, coloured by "
-                  "its group",
-                  "--chart");
+  add_chart_file(g, groups->chart,
+                 "also draw the groupings as SVG into FILE.svg: a box per replica, coloured by "
+                 "its group");
   g->add_option("--set", groups->overrides, "override a config key: --set key.path=value")
       ->allow_extra_args(false);
 }

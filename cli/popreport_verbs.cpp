@@ -76,7 +76,7 @@ void add_table_verb(Tool& tool, const std::string& verb, const std::string& help
     });
   });
   add_common(sub, *o);
-  add_output_file(sub, "--chart", o->chart, chart_help, "--chart");
+  add_chart_file(sub, o->chart, chart_help);
 }
 
 }  // namespace
@@ -122,10 +122,9 @@ void add_report_verbs(Tool& tool) {
                  });
                });
   add_common(sub, *compare);
-  add_output_file(sub, "--chart", compare->chart,
-                  "also write one SVG chart across the files: peak memory per phase, time per "
-                  "phase (like with like) and the loss curves overlaid",
-                  "--chart");
+  add_chart_file(sub, compare->chart,
+                 "also write one SVG chart across the files: peak memory per phase, time per "
+                 "phase (like with like) and the loss curves overlaid");
   sub->add_option("--names", *names, "row names, one per file, comma separated")->delimiter(',');
   sub->add_option("--baseline", *baseline, "the row the ratios and the gate compare against");
   sub->add_option("--fail-if", *fail_if,

@@ -9,9 +9,11 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <new>
@@ -104,6 +106,24 @@ inline CLI::Option* add_output_file(CLI::App* app, const std::string& names, std
       [&file, flag](const std::string& path) {
         if (std::string why = output_path_problem(path); !why.empty())
           throw CLI::ValidationError(flag, why);
+        file = path;
+      },
+      help);
+}
+
+// --chart FILE.svg: an output file (add_output_file) named .svg, the one format the tools
+// draw; another name is refused (exit 2) rather than filled with SVG the name belies.
+inline CLI::Option* add_chart_file(CLI::App* app, std::string& file, const std::string& help) {
+  return app->add_option_function<std::string>(
+      "--chart",
+      [&file](const std::string& path) {
+        std::string why = output_path_problem(path);
+        std::string extension = std::filesystem::path(path).extension().string();
+        std::transform(extension.begin(), extension.end(), extension.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        if (why.empty() && extension != ".svg")
+          why = fmt::format("{}: charts are drawn as SVG: name the file .svg", path);
+        if (!why.empty()) throw CLI::ValidationError("--chart", why);
         file = path;
       },
       help);

@@ -70,4 +70,16 @@ set -e
 [ "$rc" = 2 ] || fail "--chart of 128 replicas exited $rc, want 2 (refused input)"
 grep -qF "at most 64" <<<"$err" || fail "--chart of 128 replicas: $err"
 [ ! -e "$tmp/big.svg" ] || fail "a refused chart left a file"
+# A chart is SVG: a file named otherwise (a .png that would hold SVG) is refused, by
+# every tool that draws one.
+for cmd in "popplan groups --factor 4" "popplan plan $POPKIT_SOURCE_DIR/examples/mnist.yaml -q" \
+  "popreport memory $POPKIT_SOURCE_DIR/tests/data/reports/quick_plan.json"; do
+  set +e
+  err=$($cmd --chart "$tmp/chart.png" 2>&1 >/dev/null)
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] || fail "$cmd --chart chart.png exited $rc, want 2"
+  grep -qF "chart.png: charts are drawn as SVG: name the file .svg" <<<"$err" || fail "$cmd --chart chart.png: $err"
+done
+[ ! -e "$tmp/chart.png" ] || fail "a refused chart left a file"
 echo "popplan groups: ok"
