@@ -128,7 +128,8 @@ void add_eval_verb(Tool& tool, const std::shared_ptr<Launch>& launch) {
   CLI::App* e = tool.add(
       "eval",
       "Evaluate the weights of a checkpoint on CONFIG's test set: loss and accuracy. Exit 0, "
-      "1 run-time failure (e.g. a checkpoint that does not match the model), 2 invalid config.",
+      "1 run-time failure, 2 invalid config or refused input (a checkpoint that is missing, "
+      "damaged or of another model).",
       [eval, launch, &tool] {
         return here_or_ranks(tool, *launch,
                              [&] { return runner::run_eval_command(*eval, std::cout, std::cerr); });
