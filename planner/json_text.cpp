@@ -415,6 +415,20 @@ bool JsonPath::matches(std::initializer_list<std::string_view> pattern) const {
 
 nlohmann::json parse_json(std::string_view text, const std::string& filename,
                           std::initializer_list<JsonSplit*> splits) {
+  // A file that does not begin as a JSON document does (a user's file named .json by
+  // mistake, the password file) is refused without a word of its contents.
+  const std::size_t start = text.find_first_not_of(" \t\r\n");
+  if (start != std::string_view::npos &&
+      std::string_view("{[\"-0123456789tfn").find(text[start]) == std::string_view::npos) {
+    const auto line =
+        1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(start), '\n');
+    const std::size_t newline = text.rfind('\n', start);
+    const std::size_t column = newline == std::string_view::npos ? start + 1 : start - newline;
+    throw Error(
+        "{}:{}:{}: not JSON: a JSON document begins with '{{', '[', a string, a number, true, "
+        "false or null",
+        filename, line, column);
+  }
   const char* read = text.data();
   Builder builder(splits, text, &read);
   const SharedCursor first(&read);

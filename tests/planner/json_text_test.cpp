@@ -112,6 +112,13 @@ BOOST_AUTO_TEST_CASE(syntax_errors_point_at_the_line_and_column) {
              "^");
 }
 
+BOOST_AUTO_TEST_CASE(text_that_cannot_begin_json_is_not_quoted) {
+  // The password file named .json: nothing of it is printed.
+  BOOST_TEST(error_of("\n  root:x:0:0:root:/root:/bin/bash\n") ==
+             "f.json:2:3: not JSON: a JSON document begins with '{', '[', a string, a number, "
+             "true, false or null");
+}
+
 BOOST_AUTO_TEST_CASE(numbers_beyond_a_double_are_errors_at_their_first_byte) {
   BOOST_TEST(error_of("{\n  \"x\": [1, -1e999]\n}") ==
              "f.json:2:12: number out of range: -1e999\n"

@@ -27,7 +27,7 @@ expect 1 "popreport compare: gate failed: base: throughput -3.0% < -2%" \
   -- popreport compare base.json fast.json --baseline fast --fail-if 'throughput < -2%'
 
 # Invalid input: exit 2, the file and the field named.
-expect 2 "popreport memory: error: not_json.json:1:1: not JSON: syntax error while parsing value - invalid literal; last read: 'k'" -- popreport memory not_json.json
+expect 2 "popreport memory: error: not_json.json:1:1: not JSON: a JSON document begins with '{', '[', a string, a number, true, false or null" -- popreport memory not_json.json
 expect 2 'popreport throughput: error: wrong_kind.json: kind: "config" is neither a plan nor a run file' -- popreport throughput wrong_kind.json
 expect 2 "popreport compare: error: newer_version.json: version: 2 is newer than this build of popkit reads (1)" -- popreport compare base.json newer_version.json
 expect 2 "popreport memory: error: missing_field.json: phases[1].planned_memory.peak: missing" -- popreport memory missing_field.json

@@ -243,10 +243,8 @@ BOOST_AUTO_TEST_CASE(paths_that_are_not_utf8_are_written_as_replacement_characte
 
 BOOST_AUTO_TEST_CASE(bad_files_are_named_with_the_field) {
   BOOST_TEST(load_error("not_json.json") ==
-             "not_json.json:1:1: not JSON: syntax error while parsing value - invalid literal; "
-             "last read: 'k'\n"
-             "kind: run\n"
-             "^");
+             "not_json.json:1:1: not JSON: a JSON document begins with '{', '[', a string, a "
+             "number, true, false or null");
   BOOST_TEST(load_error("wrong_kind.json") ==
              "wrong_kind.json: kind: \"config\" is neither a plan nor a run file (want \"plan\" "
              "or \"run\")");
