@@ -27,6 +27,7 @@
 #include "base/output_file.h"
 #include "base/suggest.h"
 #include "config/run_folder.h"
+#include "config/yaml/load.h"
 #include "popkit/version.h"
 
 namespace popkit::cli {
@@ -194,7 +195,13 @@ inline bool input_readable(const std::string& where, const std::string& path) {
 // A config given on the command line: a config file, or a run folder or its run file
 // (config/run_folder.h) standing for the folder's config.yaml.
 inline bool config_readable(const std::string& where, const std::string& path) {
-  return input_readable(where, config::config_file_of(path));
+  const std::string file = config::config_file_of(path);
+  if (!input_readable(where, file)) return false;
+  if (const std::string why = config::config_name_problem(file); !why.empty()) {
+    std::cerr << fmt::format("{}: error: {}: {}\n", where, file, why);
+    return false;
+  }
+  return true;
 }
 
 // A stream buffer that takes everything and keeps nothing: std::cout under --quiet, so

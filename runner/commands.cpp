@@ -74,8 +74,10 @@ std::optional<config::Config> load_config_on_every_rank(const std::string& path,
                                                         const std::vector<std::string>& overrides,
                                                         RankStreams& streams, std::ostream& err) {
   on_every_rank([&] {
-    if (const std::string why = input_file_problem(config::config_file_of(path)); !why.empty())
-      refuse("{}: {}", path, why);
+    const std::string file = config::config_file_of(path);
+    if (std::string why = input_file_problem(file); !why.empty()) refuse("{}: {}", path, why);
+    if (std::string why = config::config_name_problem(file); !why.empty())
+      refuse("{}: {}", file, why);
     return true;
   });
   auto config = config::load_config_reporting(path, overrides, streams.diagnostics(err));

@@ -557,21 +557,22 @@ std::optional<Config> load_config_reporting(const std::string& path,
   return result.config;
 }
 
+std::string config_name_problem(const std::string& path) {
+  std::error_code ec;
+  if (named_as(path, {".yaml", ".yml"}) || !std::filesystem::is_regular_file(path, ec)) return {};
+  return "is not a config file: a config's name ends in .yaml or .yml (or give a run folder, or "
+         "its run.json); it was not read";
+}
+
 LoadResult load_config_file(const std::string& path, const std::vector<std::string>& overrides) {
   auto fail = [&](std::string message) {
     LoadResult result;
     result.diagnostics.push_back({Severity::kError, path, 0, 0, std::move(message)});
     return result;
   };
-  std::error_code ec;
   if (const std::string file = config_file_of(path); file != path)
     return load_config_file(file, overrides);
-  if (!named_as(path, {".yaml", ".yml"}) && std::filesystem::is_regular_file(path, ec)) {
-    // Not read: a diagnostic would show the lines of what may be no config at all.
-    return fail(
-        "is not a config file: a config's name ends in .yaml or .yml (or give a run folder, or "
-        "its run.json); it was not read");
-  }
+  if (std::string why = config_name_problem(path); !why.empty()) return fail(std::move(why));
   std::string text;
   try {
     InputFile file = open_input_file(path, "give the path of a YAML config file");

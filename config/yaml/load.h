@@ -29,6 +29,10 @@ LoadResult load_config_file(const std::string& path,
 LoadResult load_config_string(std::string_view yaml, const std::string& filename,
                               const std::vector<std::string>& overrides = {});
 
+// Why `path` is not read as a config though it is a file: a name not ending in .yaml or
+// .yml (what it holds may be no config at all, so no line of it is shown); else empty.
+std::string config_name_problem(const std::string& path);
+
 // load_config_file, with every diagnostic (warnings too) printed to `err`: what the
 // tools do before planning or training. The config is set when there are no errors.
 std::optional<Config> load_config_reporting(const std::string& path,

@@ -85,9 +85,13 @@ class Reader {
     DeviceProfile p;
     p.name = default_name;
     if (root.kind != NodeKind::kMap) {
-      error(root.location, fmt::format("a device profile is a mapping (name, tiles, memory, "
-                                       "compute, links, overheads), got {}",
-                                       describe(root)));
+      // Not quoted: a file that is no mapping may be no profile at all (a password file).
+      out_.push_back({Severity::kError, file_, 0, 0,
+                      fmt::format("a device profile is a mapping (name, tiles, memory, compute, "
+                                  "links, overheads); this file's text is {}, not shown",
+                                  root.kind == NodeKind::kSequence ? "a sequence"
+                                  : root.kind == NodeKind::kNull   ? "empty"
+                                                                   : "a scalar")});
       return p;
     }
     walk(root, "");

@@ -22,15 +22,24 @@ check() {  # RC FILE -- COMMAND...: exits RC, names FILE's line, shows none of i
   grep -q "hunter2" <<<"$err" && fail "'$*' printed the file's contents: $err"
   grep -qF "$file:1:" <<<"$err" || fail "'$*' does not name $file's line: $err"
 }
-# A config is not read unless its name says it is one.
+# A config is not read unless its name says it is one: the tool's error (validate's
+# report is its own, a diagnostic per file).
 for cmd in "popplan validate" "popplan plan" "popplan tune --memory-per-replica 1GiB" "poprun train"; do
   out=$($cmd secret 2>&1)
   rc=$?
   [ "$rc" = 2 ] || fail "$cmd secret exited $rc, want 2: $out"
-  grep -qF "secret: error: is not a config file: a config's name ends in .yaml or .yml" <<<"$out" ||
-    fail "$cmd secret: $out"
+  want="${cmd%% -*}: error: secret: is not a config file: a config's name ends in .yaml or .yml"
+  [ "$cmd" = "popplan validate" ] && want="secret: error: is not a config file"
+  grep -qF "$want" <<<"$out" || fail "$cmd secret: $out"
   grep -q hunter2 <<<"$out" && fail "$cmd secret printed the file's contents"
 done
+# A device profile that is no mapping (the password file named .yaml) is refused unquoted.
+cp secret profile.yaml
+out=$(popplan plan "$POPKIT_SOURCE_DIR/examples/quick.yaml" --set device.profile=profile.yaml 2>&1)
+rc=$?
+[ "$rc" = 2 ] || fail "a profile that is no mapping: exit $rc, want 2: $out"
+grep -qF "profile.yaml: error: a device profile is a mapping" <<<"$out" || fail "profile.yaml: $out"
+grep -q hunter2 <<<"$out" && fail "a profile that is no mapping printed the file's contents: $out"
 check 2 secret-json -- popreport memory secret-json
 check 2 secret-json -- popreport throughput secret-json
 # Nor is a calibration table: its values would show in the messages.
