@@ -5,9 +5,11 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/output_file.h"
 #include "cli/verbs.h"
 #include "config/validate.h"
 #include "config/yaml/load.h"
@@ -111,9 +113,21 @@ struct GroupsOptions {
   std::int64_t group_size = 0;
   std::int64_t stride = 1;
   std::string format = "text";
-  std::string chart;  // --chart FILE.svg
+  std::string chart;   // --chart FILE.svg
+  std::string output;  // -o FILE: the tables (or JSON) there instead of stdout
   std::vector<std::string> overrides;
 };
+
+// The groupings' text to -o FILE (whole or not at all), or to stdout.
+void put_groups(const GroupsOptions& o, const std::string& text) {
+  if (o.output.empty()) {
+    std::cout << text;
+    return;
+  }
+  AtomicFile file(o.output, TemporaryName::kSuffix);
+  file.write(text.data(), text.size());
+  file.commit();
+}
 
 // False, said, when there are too many replicas to draw: refused input, nothing written.
 bool draw_groups(const std::string& chart, const std::vector<reports::NamedGrouping>& groupings,
@@ -134,6 +148,7 @@ bool draw_groups(const std::string& chart, const std::vector<reports::NamedGroup
 
 int run_groups(const GroupsOptions& o) {
   const bool json = o.format == "json";
+  std::ostringstream out;
   if (o.config.empty()) {
     if (o.factor < 1 || o.group_size < 1 || o.stride < 1) {
       std::cerr << "popplan groups: error: give CONFIG, or --factor, --group-size (and --stride), "
@@ -177,9 +192,10 @@ int run_groups(const GroupsOptions& o) {
                      {{fmt::format("group_size {}, stride {}", g.group_size, g.stride), g}}))
       return kExitInvalid;
     if (json)
-      std::cout << planner::grouping_to_json(g).dump(1) << '\n';
+      out << planner::grouping_to_json(g).dump(1) << '\n';
     else
-      planner::print_grouping(std::cout, g);
+      planner::print_grouping(out, g);
+    put_groups(o, out.str());
     return kExitOk;
   }
   if (!config_readable("popplan groups", o.config)) return kExitInvalid;
@@ -199,9 +215,9 @@ int run_groups(const GroupsOptions& o) {
       groupings.push_back(j);
       continue;
     }
-    std::cout << fmt::format("{}Grouping {}: group_size {}, stride {} over {} replicas\n",
-                             i ? "\n" : "", all[i].name, g.group_size, g.stride, r);
-    planner::print_grouping(std::cout, g);
+    out << fmt::format("{}Grouping {}: group_size {}, stride {} over {} replicas\n", i ? "\n" : "",
+                       all[i].name, g.group_size, g.stride, r);
+    planner::print_grouping(out, g);
   }
   const auto name = [](const std::string& n) { return n.empty() ? std::string("(all)") : n; };
   const std::string vars = name(cfg->variables.grouping);
@@ -212,16 +228,17 @@ int run_groups(const GroupsOptions& o) {
                                 cfg->sharding.enabled ? "over each group of " + shard : "off")}))
     return kExitInvalid;
   if (json) {
-    nlohmann::json out = {
+    const nlohmann::json j = {
         {"replication_factor", r},
         {"groupings", groupings},
         {"variables", vars},
         {"sharding", cfg->sharding.enabled ? nlohmann::json(shard) : nlohmann::json()}};
-    std::cout << out.dump(1) << '\n';
+    out << j.dump(1) << '\n';
   } else {
-    std::cout << fmt::format("\nvariables: {}\nsharding: {}\n", vars,
-                             cfg->sharding.enabled ? shard : std::string("off"));
+    out << fmt::format("\nvariables: {}\nsharding: {}\n", vars,
+                       cfg->sharding.enabled ? shard : std::string("off"));
   }
+  put_groups(o, out.str());
   return kExitOk;
 }
 
@@ -283,6 +300,7 @@ void add_plan_verbs(Tool& tool) {
   add_chart_file(g, groups->chart,
                  "also draw the groupings as SVG into FILE.svg: a box per replica, coloured by "
                  "its group");
+  add_output_option(g, groups->output, "write the groupings to FILE instead of stdout");
   g->add_option("--set", groups->overrides, "override a config key: --set key.path=value")
       ->allow_extra_args(false);
 }

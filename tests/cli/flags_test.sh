@@ -55,7 +55,7 @@ expect 2 "popplan plan: error: --network-gbps: 'fast' is not a number" -- poppla
 # An output FILE in a folder that does not exist: exit 2 before any work, the path as
 # given (never a temporary's name), the same from every verb and spelling.
 for cmd in "popplan plan $config -o" "popplan plan $config --chart" "popplan groups $config --chart" \
-  "popplan tune $config --memory-per-replica 1GiB -o" "popplan tune $config --memory-per-replica 1GiB --write" \
+  "popplan groups $config -o" "popplan groups $config --out" "popplan tune $config --memory-per-replica 1GiB -o" "popplan tune $config --memory-per-replica 1GiB --write" \
   "popplan calibrate --table x.csv -o" "popplan schema -o" "popplan schema --out" "poprun calibrate -o" \
   "poprun calibrate --write" "poprun generate x --prompt a --tokens 1 -o" "popreport memory x.json -o" \
   "popreport memory x.json --chart" "popreport compare x.json --chart"; do
@@ -72,6 +72,12 @@ done
 
 # popplan schema: stdout, or -o FILE.
 popplan schema -o schema.json && popplan schema | cmp -s - schema.json || fail "popplan schema -o wrote another schema"
+# popplan groups: the same, -o FILE or --out FILE.
+popplan groups "$config" -o groups.txt && popplan groups "$config" | cmp -s - groups.txt \
+  || fail "popplan groups -o wrote other tables"
+popplan groups --factor 8 --group-size 2 --format json --out groups.json \
+  && popplan groups --factor 8 --group-size 2 --format json | cmp -s - groups.json \
+  || fail "popplan groups --out wrote other JSON"
 
 for tool in popplan poprun popreport; do
   $tool --help | grep -q "130 stopped by SIGINT or SIGTERM" || fail "$tool --help does not document exit code 130"
@@ -82,9 +88,9 @@ for verb in "popplan validate" "popplan plan" "popplan groups" "popplan schema" 
   # shellcheck disable=SC2086
   $verb --help | grep -q -- "-q,--quiet" || fail "$verb has no -q/--quiet"
 done
-for verb in "popplan plan" "popplan tune" "popplan calibrate" "popplan schema" "poprun train" \
-  "poprun eval" "poprun generate" "poprun calibrate" "popreport memory" "popreport throughput" \
-  "popreport compare"; do
+for verb in "popplan plan" "popplan groups" "popplan tune" "popplan calibrate" "popplan schema" \
+  "poprun train" "poprun eval" "poprun generate" "poprun calibrate" "popreport memory" \
+  "popreport throughput" "popreport compare"; do
   # shellcheck disable=SC2086
   $verb --help | grep -q -- "-o,--output" || fail "$verb has no -o/--output"
 done
