@@ -2,6 +2,8 @@
 // file), optionally priced over a network of hosts, and print replica groupings as
 // "Group | Replicas" tables.
 // Exit codes: plan 0 fits / 1 does not fit / 2 invalid config; groups 0 / 2.
+#include <fmt/ranges.h>
+
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -151,8 +153,17 @@ int run_groups(const GroupsOptions& o) {
   std::ostringstream out;
   if (o.config.empty()) {
     if (o.factor < 1 || o.group_size < 1 || o.stride < 1) {
-      std::cerr << "popplan groups: error: give CONFIG, or --factor, --group-size (and --stride), "
-                   "all >= 1\n";
+      std::vector<std::string> wrong;
+      if (o.factor < 1) wrong.push_back(o.factor == 0 ? "--factor is missing" : "--factor < 1");
+      if (o.group_size < 1)
+        wrong.push_back(o.group_size == 0 ? "--group-size is missing" : "--group-size < 1");
+      if (o.stride < 1) wrong.push_back(fmt::format("--stride is {}", o.stride));
+      std::cerr << fmt::format(
+          "popplan groups: error: give CONFIG, or --factor, --group-size (and --stride), all >= "
+          "1{}\n",
+          wrong.size() == 2 && o.factor == 0 && o.group_size == 0
+              ? std::string()
+              : fmt::format(": {}", fmt::join(wrong, ", ")));
       return kExitInvalid;
     }
     // A table a row per group: as many replicas as a config may have, no more.

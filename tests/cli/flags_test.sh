@@ -50,6 +50,8 @@ expect 2 "poprun train: error: --steps: '2.5' is not a whole number" -- poprun t
 out=$(poprun calibrate -o cpu.yaml --passes 0 2>&1 >/dev/null)
 [ $? = 2 ] && [ "$(head -1 <<<"$out")" = "poprun calibrate: error: --passes: must be > 0, got 0" ] || fail "--passes 0: $out"
 expect 2 "popplan groups: error: --factor: 'abc' is not a whole number" -- popplan groups --factor abc
+expect 2 "popplan groups: error: give CONFIG, or --factor, --group-size (and --stride), all >= 1: --group-size is missing" \
+  -- popplan groups --factor 1099511627776
 expect 2 "popplan plan: error: --network-gbps: 'fast' is not a number" -- popplan plan "$config" --replicas-per-host 1 --network-gbps fast
 
 # An output FILE in a folder that does not exist: exit 2 before any work, the path as
