@@ -138,6 +138,18 @@ bool ranks_hold_stop(pid_t mpirun, int want) {
   return ready >= want;
 }
 
+// Whether `pid` catches `signal` now (/proc/PID/status: SigCgt). mpirun resets its
+// handlers as it ends, and SIGUSR1 would then kill it: a repeated stop is sent only while
+// it would be passed on.
+bool catches(pid_t pid, int signal) {
+  std::ifstream status(fmt::format("/proc/{}/status", pid));
+  std::string line;
+  while (std::getline(status, line))
+    if (line.starts_with("SigCgt:"))
+      return ((std::strtoull(line.c_str() + 7, nullptr, 16) >> (signal - 1)) & 1) != 0;
+  return false;
+}
+
 // Passes mpirun's error stream on through `err` until mpirun exits and the stream is
 // drained (a process it left behind may hold the pipe open: it is not waited for).
 pid_t pass_on_until_exit(pid_t pid, int local_ranks, int fd, MpirunStderr& err, int& status) {
@@ -152,7 +164,8 @@ pid_t pass_on_until_exit(pid_t pid, int local_ranks, int fd, MpirunStderr& err, 
   while (true) {
     if (g_signals == 1 && Clock::now() - sent >= kRepeat &&
         (local_ranks > 0 ? ranks_hold_stop(pid, local_ranks)
-                         : Clock::now() - started >= kRanksUp)) {
+                         : Clock::now() - started >= kRanksUp) &&
+        catches(pid, SIGUSR1)) {
       kill(pid, SIGUSR1);
       sent = Clock::now();
     }
