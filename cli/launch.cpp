@@ -113,6 +113,24 @@ bool is_launch_option_with_value(std::string_view arg) {
   return arg.starts_with("--processes=") || arg.starts_with("--hostfile=");
 }
 
+// What /proc/PID/status says of a process's parent and signals.
+struct ProcStatus {
+  long ppid = -1;
+  std::uint64_t blocked = 0;  // SigBlk
+  std::uint64_t caught = 0;   // SigCgt
+};
+ProcStatus proc_status(const std::filesystem::path& file) {
+  std::ifstream status(file);
+  std::string line;
+  ProcStatus out;
+  while (std::getline(status, line)) {
+    if (line.starts_with("PPid:")) out.ppid = std::strtol(line.c_str() + 5, nullptr, 10);
+    if (line.starts_with("SigBlk:")) out.blocked = std::strtoull(line.c_str() + 7, nullptr, 16);
+    if (line.starts_with("SigCgt:")) out.caught = std::strtoull(line.c_str() + 7, nullptr, 16);
+  }
+  return out;
+}
+
 // Whether `want` ranks, mpirun's children here, each hold SIGUSR1 blocked or handled
 // (/proc/PID/status: SigBlk, SigCgt), so that one mpirun passes on now stops the run; a
 // rank in its start-up, before poprun's main(), would end on it. mpirun passes SIGUSR1
@@ -124,16 +142,8 @@ bool ranks_hold_stop(pid_t mpirun, int want) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream status(entry.path() / "status");
-    std::string line;
-    long ppid = -1;
-    std::uint64_t held = 0;
-    while (std::getline(status, line)) {
-      if (line.starts_with("PPid:")) ppid = std::strtol(line.c_str() + 5, nullptr, 10);
-      if (line.starts_with("SigBlk:") || line.starts_with("SigCgt:"))
-        held |= std::strtoull(line.c_str() + 7, nullptr, 16);
-    }
-    if (ppid == mpirun && (held & kUsr1) != 0) ++ready;
+    const ProcStatus st = proc_status(entry.path() / "status");
+    if (st.ppid == mpirun && ((st.blocked | st.caught) & kUsr1) != 0) ++ready;
   }
   return ready >= want;
 }
@@ -142,12 +152,7 @@ bool ranks_hold_stop(pid_t mpirun, int want) {
 // handlers as it ends, and SIGUSR1 would then kill it: a repeated stop is sent only while
 // it would be passed on.
 bool catches(pid_t pid, int signal) {
-  std::ifstream status(fmt::format("/proc/{}/status", pid));
-  std::string line;
-  while (std::getline(status, line))
-    if (line.starts_with("SigCgt:"))
-      return ((std::strtoull(line.c_str() + 7, nullptr, 16) >> (signal - 1)) & 1) != 0;
-  return false;
+  return ((proc_status(fmt::format("/proc/{}/status", pid)).caught >> (signal - 1)) & 1) != 0;
 }
 
 // Passes mpirun's error stream on through `err` until mpirun exits and the stream is
