@@ -41,10 +41,11 @@ median_of() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.arg
 echo "round  2 ranks x 1 replica  1 process x 2 replicas  ratio"
 ratios=()
 for round in $(seq "$rounds"); do
-  mpirun --oversubscribe -np 2 "$poprun" train "${args[@]}" -o "$tmp/ranks.json" --checkpoint-dir "$tmp/c1" --force >/dev/null
-  "$poprun" train "${args[@]}" -o "$tmp/process.json" --checkpoint-dir "$tmp/c2" --force >/dev/null
-  a=$(median_of "$tmp/ranks.json")
-  b=$(median_of "$tmp/process.json")
+  # a folder a round, so that no run replaces the last one's files (--force would say so)
+  mpirun --oversubscribe -np 2 "$poprun" train "${args[@]}" -o "$tmp/$round/ranks/run.json" --checkpoint-dir "$tmp/$round/ranks/c" >/dev/null
+  "$poprun" train "${args[@]}" -o "$tmp/$round/process/run.json" --checkpoint-dir "$tmp/$round/process/c" >/dev/null
+  a=$(median_of "$tmp/$round/ranks/run.json")
+  b=$(median_of "$tmp/$round/process/run.json")
   r=$(/usr/bin/python3 -c "print(f'{$a / $b:.3f}')")
   ratios+=("$r")
   printf '%5d  %19.0f  %22.0f  %5s\n' "$round" "$a" "$b" "$r"
@@ -54,7 +55,7 @@ import statistics, sys
 r = sorted(float(x) for x in sys.argv[1:])
 print(f"ranks / process samples/s: min {r[0]:.3f}  median {statistics.median(r):.3f}  max {r[-1]:.3f}")
 PY
-/usr/bin/python3 - "$tmp/ranks.json" <<'PY'
+/usr/bin/python3 - "$tmp/$rounds/ranks/run.json" <<'PY'
 import json, sys
 run = json.load(open(sys.argv[1]))
 p = run["processes"]

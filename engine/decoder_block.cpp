@@ -197,8 +197,7 @@ void decoder_block_backward(const Op& op, const LayerInfo& l, const OpRun& run) 
   drop_residual(op, run, d, residual, Site::kMlpResidual, dy, d_att);
   linear_backward_call(run, ws.gemm(), {o.param(db::kFc2W), n, H, C}, d_att, o.saved(db::kMlpAct),
                        df, o.grad(db::kFc2W), o.grad(db::kFc2B), s);
-  kernels_at<LinearKernels>(run.kernels())
-      .activation_backward(Activation::kGelu, o.saved(db::kMlpPre), df, n * H);
+  activation_backward_call(run, Activation::kGelu, o.saved(db::kMlpPre), df, n * H);
   linear_backward_call(run, ws.gemm(), {o.param(db::kFcW), n, C, H}, df, o.saved(db::kLn2Out), dm,
                        o.grad(db::kFcW), o.grad(db::kFcB), s);
   layer_norm_backward_call(

@@ -1,4 +1,5 @@
-// The linear and layer-norm kernels run over an op's blocks (OpRun::in_column_blocks),
+// The linear and layer-norm kernels run over an op's blocks (OpRun::in_column_blocks and
+// in_element_blocks),
 // each GEMM's column blocks packing into their own regions of a workspace: the calls
 // that the linear and layer_norm entries (layer_kinds.cpp) and the decoder block's
 // (decoder_block.cpp), which runs four linears and two layer norms, share.
@@ -21,10 +22,12 @@ struct Regions {
   Regions(const OpRun& run, const planner::OpWorkspace& need)
       : Regions(run.workspace(), run.workspace_bytes(), need) {}
   [[nodiscard]] float* of(std::int64_t j0) const {
+    return at(j0 / planner::kColumnBlock % planner::kMaxRegions);
+  }
+  // Region `region` (a GEMM tile's, planner::GemmTile).
+  [[nodiscard]] float* at(std::int64_t region) const {
     if (base == nullptr) return nullptr;
-    const auto region =
-        static_cast<std::uint64_t>(j0 / planner::kColumnBlock % planner::kMaxRegions);
-    return base + region * bytes / sizeof(float);
+    return base + static_cast<std::uint64_t>(region) * bytes / sizeof(float);
   }
   float* base;
   std::uint64_t bytes;
@@ -49,6 +52,12 @@ void linear_forward_call(const OpRun& run, const Packing& ws, const LinearArgs& 
 // repeat step s.
 void linear_backward_call(const OpRun& run, const Packing& ws, const LinearArgs& a, float* dz,
                           const float* x, float* dx, float* gw, float* gb, std::int64_t s);
+
+// dy *= act'(pre) over n elements, and x /= by (the running mean's division), in element
+// blocks (OpRun::in_element_blocks).
+void activation_backward_call(const OpRun& run, config::Activation act, const float* pre, float* dy,
+                              std::int64_t n);
+void divide_in_blocks(const OpRun& run, float* x, std::int64_t by, std::int64_t n);
 
 // A layer norm over n rows of C: out = (x - mean) rstd scale + shift (mean and rstd may
 // be null); its backward's dx (when not null) and the running mean of its parameters'

@@ -56,8 +56,8 @@ void linear_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
   const std::int64_t n = run.rows(dy);
   float* dz = run.f32(dy);  // dz = dy act'(pre), in place in dy
   if (const Activation act = activation(l); act != Activation::kNone)
-    kernels_at<LinearKernels>(run.kernels())
-        .activation_backward(act, run.f32(operand(op, R::kSaved, kPre)), dz, n * l.out_features);
+    activation_backward_call(run, act, run.f32(operand(op, R::kSaved, kPre)), dz,
+                             n * l.out_features);
   linear_backward_call(run, {run.workspace(), run.workspace_bytes()},
                        {dx_t >= 0 ? run.f32(operand(op, R::kParam, kWeight)) : nullptr, n,
                         l.in_features, l.out_features},
@@ -162,8 +162,8 @@ void embedding_backward(const Op& op, const LayerInfo& l, const OpRun& run) {
     k.backward_columns(tok, d, gte, gpe, B, T, C, V, c0, c1);
   });
   if (s > 0) {
-    run.kernels().divide(gte, static_cast<float>(s + 1), V * C);
-    run.kernels().divide(gpe, static_cast<float>(s + 1), P * C);
+    divide_in_blocks(run, gte, s + 1, V * C);
+    divide_in_blocks(run, gpe, s + 1, P * C);
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "engine/kernels/kernels.h"
 #include "planner/plan.h"
+#include "planner/workspace.h"
 
 namespace popkit::engine {
 
@@ -25,6 +26,14 @@ class OpRun {
   virtual void in_column_blocks(
       std::int64_t rows_x_inner, std::int64_t n_cols,
       const std::function<void(std::int64_t, std::int64_t)>& fn) const = 0;
+  // fn(tile) over a linear GEMM's tiles of [0, rows) x [0, n_cols) (planner::gemm_tiles),
+  // each packing into its region of the op's workspace; on the pool likewise.
+  virtual void in_gemm_tiles(std::int64_t rows, std::int64_t inner, std::int64_t n_cols,
+                             const std::function<void(const planner::GemmTile&)>& fn) const = 0;
+  // fn(i0, i1) over blocks of [0, n) of an element-wise pass (planner/element_blocks.h),
+  // on the pool when one replica has the threads.
+  virtual void in_element_blocks(
+      std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& fn) const = 0;
   // The kernel level in use: its shared table, and the key to each kind's
   // (engine::kernels_at).
   [[nodiscard]] virtual const Kernels& kernels() const = 0;

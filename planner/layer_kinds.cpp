@@ -93,14 +93,14 @@ std::uint64_t linear_backward_flops(const LayerInfo& l, std::uint64_t rows, bool
 // [rows, out] and dz W^T is [rows, out] x [out, in].
 OpGemms linear_forward_gemms(const LayerInfo& l, std::uint64_t rows) {
   OpGemms g;
-  g.gemm[0] = {rows, u(l.out_features), u(l.in_features)};
+  g.gemm[0] = {rows, u(l.out_features), u(l.in_features), true};
   g.n_gemms = 1;
   return g;
 }
 OpGemms linear_backward_gemms(const LayerInfo& l, std::uint64_t rows, bool dx) {
   OpGemms g;
   g.gemm[0] = {u(l.in_features), u(l.out_features), rows};
-  if (dx) g.gemm[1] = {rows, u(l.in_features), u(l.out_features)};
+  if (dx) g.gemm[1] = {rows, u(l.in_features), u(l.out_features), true};
   g.n_gemms = dx ? 2 : 1;
   return g;
 }

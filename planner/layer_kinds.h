@@ -33,6 +33,9 @@ namespace popkit::planner {
 // A GEMM [m, k] x [k, n]: what the cost model prices at a shape-dependent rate.
 struct Gemm {
   std::uint64_t m = 0, n = 0, k = 0;
+  // Its m rows are a micro-batch's, which the engine may cut in tiles too (a linear's
+  // forward and input gradient: planner/workspace.h gemm_tiles).
+  bool row_tiles = false;
   [[nodiscard]] std::uint64_t flops() const { return 2 * m * n * k; }
 };
 // The GEMMs of one op: none, one (a linear's forward), two (its backward: the weight's

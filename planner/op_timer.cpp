@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "planner/element_blocks.h"
 #include "planner/layer_ops.h"
 #include "planner/operands.h"
 #include "planner/optimizer_kinds.h"
@@ -252,10 +253,16 @@ Seconds Timer::replica_time(const Op& op, double working_set, double accumulatin
       // On-tile fills and copies with no exchange: Poplar runs them within the
       // neighbouring compute sets, so they add no compute set and no sync of their own.
       break;
-    case OpKind::kOptimizerStep:
-      s.serial = p_.op_overhead_seconds + compute(op.flops, OpGemms{}, 0, 0.0) +
-                 optimizer_cold_seconds_per_flop_ * static_cast<double>(op.flops);
+    case OpKind::kOptimizerStep: {
+      const int weight = optimizer_operand(op, plan_.optimizer, OperandRole::kParam);
+      const std::int64_t elements =
+          weight >= 0 ? plan_.tensors[static_cast<std::size_t>(weight)].nelms : 0;
+      s.serial =
+          p_.op_overhead_seconds + element_spread(elements, compute(op.flops, OpGemms{}, 0, 0.0) +
+                                                                optimizer_cold_seconds_per_flop_ *
+                                                                    static_cast<double>(op.flops));
       break;
+    }
     default:  // loss: element-wise
       s.serial = p_.op_overhead_seconds + compute(op.flops, OpGemms{}, 0, 0.0);
       break;
@@ -367,8 +374,21 @@ double Timer::compute(std::uint64_t flops, const OpGemms& g, std::uint64_t op_ro
 // column blocks over the CPU's threads.
 double Timer::column_share(const Gemm& m) const {
   if (gemm_threads_ <= 1) return 1.0;
-  return column_blocks(static_cast<std::int64_t>(m.m * m.k), static_cast<std::int64_t>(m.n))
+  const auto rows = static_cast<std::int64_t>(m.m), inner = static_cast<std::int64_t>(m.k),
+             cols = static_cast<std::int64_t>(m.n);
+  return (m.row_tiles ? gemm_tiles(rows, inner, cols) : column_blocks(rows * inner, cols))
       .busiest_share(gemm_threads_);
+}
+
+// An element-wise pass of `seconds` on one thread, cut into element blocks
+// (planner/element_blocks.h) that one replica spreads over the CPU's threads: its
+// busiest thread's share, at the spread rate, and a run of the pool.
+double Timer::element_spread(std::int64_t elements, double seconds) const {
+  if (gemm_threads_ <= 1) return seconds;
+  const double share = element_blocks(elements).busiest_share(gemm_threads_);
+  if (share >= 1.0) return seconds;
+  return seconds * share / spread_efficiency_ +
+         (p_.pool_run_seconds > 0.0 ? p_.pool_run_seconds : p_.barrier_seconds);
 }
 
 // `phases` synchronised exchanges, a link latency each, wherever the bytes go; then the

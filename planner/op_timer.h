@@ -71,6 +71,7 @@ class Timer {
   double compute(std::uint64_t flops, const OpGemms& g, std::uint64_t op_rows,
                  double working_set) const;
   double column_share(const Gemm& m) const;
+  double element_spread(std::int64_t elements, double seconds) const;
   double collective(const Op& op, int phases) const;
   double on_host(std::uint64_t bytes_per_replica) const;
   double cross_host(const CollectiveTraffic& t) const;

@@ -243,7 +243,7 @@ std::uint64_t block_backward_flops(const LayerInfo& l, std::uint64_t rows, bool)
 OpGemms block_forward_gemms(const LayerInfo& l, std::uint64_t rows) {
   OpGemms g;
   for (const Linear& b : block_linears(l))
-    g.gemm[static_cast<std::size_t>(g.n_gemms++)] = {rows * u(seq(l)), u(b.out), u(b.in)};
+    g.gemm[static_cast<std::size_t>(g.n_gemms++)] = {rows * u(seq(l)), u(b.out), u(b.in), true};
   return g;
 }
 OpGemms block_backward_gemms(const LayerInfo& l, std::uint64_t rows, bool) {
@@ -251,7 +251,7 @@ OpGemms block_backward_gemms(const LayerInfo& l, std::uint64_t rows, bool) {
   const std::uint64_t n = rows * u(seq(l));
   for (const Linear& b : block_linears(l)) {
     g.gemm[static_cast<std::size_t>(g.n_gemms++)] = {u(b.in), u(b.out), n};
-    g.gemm[static_cast<std::size_t>(g.n_gemms++)] = {n, u(b.in), u(b.out)};
+    g.gemm[static_cast<std::size_t>(g.n_gemms++)] = {n, u(b.in), u(b.out), true};
   }
   return g;
 }

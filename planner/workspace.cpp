@@ -29,9 +29,8 @@ std::int64_t gemm_columns_beside_small(std::int64_t n, std::int64_t j0, std::int
 // The largest call workspace over the column blocks of an op (the first and the last
 // are the only widths).
 template <typename Fn>
-OpWorkspace over_blocks(std::int64_t rows_x_inner, std::int64_t n_cols, const Fn& call) {
+OpWorkspace over_blocks(const ColumnBlocks& cb, std::int64_t n_cols, const Fn& call) {
   if (n_cols <= 0) return {};
-  const ColumnBlocks cb = column_blocks(rows_x_inner, n_cols);
   const std::uint64_t first = call(0, std::min(n_cols, cb.width));
   const std::uint64_t last = call((cb.n - 1) * cb.width, n_cols);
   const std::uint64_t region = std::max(first, last);
@@ -61,6 +60,24 @@ ColumnBlocks column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols) {
   return {n_blocks, kColumnBlock};
 }
 
+ColumnBlocks gemm_tiles(std::int64_t rows, std::int64_t inner, std::int64_t n_cols) {
+  const ColumnBlocks cb = column_blocks(rows * inner, n_cols);
+  const std::int64_t tiles = rows / kRowTile;
+  if (tiles <= cb.n || rows * inner * n_cols < kMinBlockedWork) return cb;
+  return {1, n_cols, tiles};
+}
+
+GemmTile gemm_tile(const ColumnBlocks& cb, std::int64_t b, std::int64_t rows, std::int64_t n_cols) {
+  const std::int64_t tile = b / cb.n, block = b % cb.n;
+  GemmTile t;
+  t.r0 = cb.row_tiles == 1 ? 0 : tile * kRowTile;
+  t.r1 = tile + 1 == cb.row_tiles ? rows : t.r0 + kRowTile;
+  t.j0 = block * cb.width;
+  t.j1 = cb.n == 1 ? n_cols : std::min(n_cols, (block + 1) * cb.width);
+  t.region = b % kMaxRegions;
+  return t;
+}
+
 // Column-major views: forward pre^T[cols, n] = W^T x^T (inner in); grad gw^T[cols, in] =
 // dz^T x (inner n); dx dx^T[cols, n] = W dz^T (inner out).
 std::uint64_t linear_forward_call_workspace(std::int64_t n, std::int64_t in, std::int64_t j0,
@@ -80,39 +97,61 @@ std::uint64_t linear_dx_call_workspace(std::int64_t n, std::int64_t out, std::in
   return gemm ? gemm_workspace_bytes(j1 - j0, out, n) : 0;
 }
 
+// The largest call workspace over a linear's row tiles (planner::gemm_tiles): the first
+// tile's rows and the last's are the only heights; otherwise its column blocks.
+template <typename Fn>
+OpWorkspace over_tiles(std::int64_t rows, std::int64_t inner, std::int64_t n_cols, const Fn& call) {
+  const ColumnBlocks cb = gemm_tiles(rows, inner, n_cols);
+  if (cb.row_tiles == 1)
+    return over_blocks(cb, n_cols,
+                       [&](std::int64_t j0, std::int64_t j1) { return call(rows, j0, j1); });
+  const GemmTile last = gemm_tile(cb, cb.blocks() - 1, rows, n_cols);
+  const std::uint64_t region = std::max(call(kRowTile, std::int64_t{0}, n_cols),
+                                        call(last.r1 - last.r0, std::int64_t{0}, n_cols));
+  return region == 0 ? OpWorkspace{} : OpWorkspace{region, cb.regions()};
+}
+
 OpWorkspace linear_forward_workspace(std::int64_t n, std::int64_t in, std::int64_t out) {
-  return over_blocks(n * in, out, [&](std::int64_t j0, std::int64_t j1) {
-    return linear_forward_call_workspace(n, in, j0, j1);
+  return over_tiles(n, in, out, [&](std::int64_t rows, std::int64_t j0, std::int64_t j1) {
+    return linear_forward_call_workspace(rows, in, j0, j1);
+  });
+}
+
+OpWorkspace linear_grad_workspace(std::int64_t n, std::int64_t in, std::int64_t out) {
+  return over_blocks(column_blocks(n * in, out), out, [&](std::int64_t j0, std::int64_t j1) {
+    return linear_grad_call_workspace(n, in, j0, j1);
+  });
+}
+
+OpWorkspace linear_dx_workspace(std::int64_t n, std::int64_t in, std::int64_t out) {
+  return over_tiles(n, out, in, [&](std::int64_t rows, std::int64_t i0, std::int64_t i1) {
+    return linear_dx_call_workspace(rows, out, i0, i1);
   });
 }
 
 OpWorkspace linear_backward_workspace(std::int64_t n, std::int64_t in, std::int64_t out, bool dx) {
-  const OpWorkspace grad = over_blocks(n * in, out, [&](std::int64_t j0, std::int64_t j1) {
-    return linear_grad_call_workspace(n, in, j0, j1);
-  });
+  const OpWorkspace grad = linear_grad_workspace(n, in, out);
   if (!dx) return grad;
-  const OpWorkspace d = over_blocks(n * out, in, [&](std::int64_t i0, std::int64_t i1) {
-    return linear_dx_call_workspace(n, out, i0, i1);
-  });
-  return {std::max(grad.region_bytes, d.region_bytes), std::max(grad.regions, d.regions)};
+  const OpWorkspace d = linear_dx_workspace(n, in, out);
+  return d.bytes() > grad.bytes() ? d : grad;
 }
 
 // Row-major C [rows, cols] = A B runs as gemm_workspace_bytes(cols, depth, rows)
 // (engine/tensor/layers.h's gemm).
 OpWorkspace lm_head_forward_workspace(std::int64_t n, std::int64_t C, std::int64_t V) {
-  return over_blocks(n * C, V, [&](std::int64_t j0, std::int64_t j1) {
+  return over_blocks(column_blocks(n * C, V), V, [&](std::int64_t j0, std::int64_t j1) {
     return gemm_workspace_bytes(j1 - j0, C, n);
   });
 }
 
 OpWorkspace lm_head_backward_workspace(std::int64_t n, std::int64_t C, std::int64_t V, bool dx) {
-  const OpWorkspace grad = over_blocks(n * C, V, [&](std::int64_t j0, std::int64_t j1) {
-    return gemm_workspace_bytes(C, n, j1 - j0);
-  });
+  const OpWorkspace grad = over_blocks(
+      column_blocks(n * C, V), V,
+      [&](std::int64_t j0, std::int64_t j1) { return gemm_workspace_bytes(C, n, j1 - j0); });
   if (!dx) return grad;
-  const OpWorkspace d = over_blocks(n * V, C, [&](std::int64_t i0, std::int64_t i1) {
-    return gemm_workspace_bytes(i1 - i0, V, n);
-  });
+  const OpWorkspace d = over_blocks(
+      column_blocks(n * V, C), C,
+      [&](std::int64_t i0, std::int64_t i1) { return gemm_workspace_bytes(i1 - i0, V, n); });
   return {std::max(grad.region_bytes, d.region_bytes), std::max(grad.regions, d.regions)};
 }
 

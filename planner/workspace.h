@@ -49,7 +49,9 @@ struct GemmBlocking {
                                                  std::uint64_t scalar_bytes = 4);
 
 // How a GEMM over n_cols output columns with rows x inner multiply-adds per column is cut:
-// `n` calls of `width` columns (the last one may be narrower).
+// `n` calls of `width` columns (the last one may be narrower), or, where the GEMM's rows
+// may be cut instead (gemm_tiles), `row_tiles` calls of kRowTile rows (the last takes the
+// rest) on every column. Block b covers column block b % n of row tile b / n.
 // The blocks pack into at most kMaxRegions regions: block b into region b % kMaxRegions,
 // the blocks of a region one after the other (one task of the pool), so that an op's
 // workspace is bounded whatever its width (a vocabulary of 50,257 is 393 blocks).
@@ -58,17 +60,39 @@ inline constexpr std::int64_t kMaxRegions = 32;
 struct ColumnBlocks {
   std::int64_t n = 1;
   std::int64_t width = 0;
+  std::int64_t row_tiles = 1;
+  [[nodiscard]] std::int64_t blocks() const { return n * row_tiles; }
   // The regions, and the tasks the blocks run as.
-  [[nodiscard]] std::int64_t regions() const { return std::min(n, kMaxRegions); }
+  [[nodiscard]] std::int64_t regions() const { return std::min(blocks(), kMaxRegions); }
   // The share of the GEMM's time its busiest thread takes when `threads` threads run the
-  // tasks: ceil(tasks / threads) tasks of at most ceil(n / tasks) blocks, over n.
+  // tasks: ceil(tasks / threads) tasks of at most ceil(blocks / tasks) blocks, over them.
   [[nodiscard]] double busiest_share(std::int64_t threads) const {
-    const std::int64_t tasks = regions();
-    const std::int64_t busiest = (tasks + threads - 1) / threads * ((n + tasks - 1) / tasks);
-    return static_cast<double>(std::min(busiest, n)) / static_cast<double>(n);
+    const std::int64_t tasks = regions(), all = blocks();
+    const std::int64_t busiest = (tasks + threads - 1) / threads * ((all + tasks - 1) / tasks);
+    return static_cast<double>(std::min(busiest, all)) / static_cast<double>(all);
   }
 };
 [[nodiscard]] ColumnBlocks column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols);
+
+// A linear layer's forward and input gradient, whose rows are the micro-batch's: cut in
+// row tiles of kRowTile (each on every column) when that gives more calls than the column
+// blocks do and the work is large enough to block (kMinBlockedWork); else in the column
+// blocks. More calls let one replica use more threads (a 512-wide layer is 4 column
+// blocks, its 2,048 rows 16 tiles), for a region of workspace each. Every element's sum
+// runs over the inner dimension in the same order however the rows and columns are cut,
+// and a call on every column walks the kGemmMc = kColumnBlock column panels the blocks
+// are, so the cuts give the same bits (tests/engine/gemm_tiles_test.cpp).
+inline constexpr std::int64_t kRowTile = 128;
+static_assert(kGemmMc == kColumnBlock && kRowTile > kSmallRows);
+[[nodiscard]] ColumnBlocks gemm_tiles(std::int64_t rows, std::int64_t inner, std::int64_t n_cols);
+
+// Block b of a GEMM cut by `cb` over [0, rows) x [0, n_cols): its rows, its columns and
+// the region of the workspace it packs into.
+struct GemmTile {
+  std::int64_t r0 = 0, r1 = 0, j0 = 0, j1 = 0, region = 0;
+};
+[[nodiscard]] GemmTile gemm_tile(const ColumnBlocks& cb, std::int64_t b, std::int64_t rows,
+                                 std::int64_t n_cols);
 
 // One op's workspace: `regions` regions of `region_bytes`, one per column block up to
 // kMaxRegions; the call on block b packs into region b % kMaxRegions.
@@ -93,11 +117,14 @@ struct OpWorkspace {
 [[nodiscard]] std::uint64_t linear_dx_call_workspace(std::int64_t n, std::int64_t out,
                                                      std::int64_t j0, std::int64_t j1);
 
-// A linear layer's forward and backward ops on n rows: the forward's GEMM, or the
-// larger of the backward's two (dx, when computed, then the weight gradient; they run
-// one after the other and share the regions).
+// A linear layer's forward and backward ops on n rows: the forward's GEMM; the
+// backward's weight gradient and input gradient, each cut its own way (they run one
+// after the other, each laying its regions out from the workspace's start); and the
+// backward op's workspace, the larger of its two (dx only when computed).
 [[nodiscard]] OpWorkspace linear_forward_workspace(std::int64_t n, std::int64_t in,
                                                    std::int64_t out);
+[[nodiscard]] OpWorkspace linear_grad_workspace(std::int64_t n, std::int64_t in, std::int64_t out);
+[[nodiscard]] OpWorkspace linear_dx_workspace(std::int64_t n, std::int64_t in, std::int64_t out);
 [[nodiscard]] OpWorkspace linear_backward_workspace(std::int64_t n, std::int64_t in,
                                                     std::int64_t out, bool dx);
 

@@ -38,14 +38,16 @@ struct LayerData {
         gb(out),
         dx(rows * in),
         wf(planner::linear_forward_workspace(rows, in, out)),
-        wb(planner::linear_backward_workspace(rows, in, out, true)) {}
+        wg(planner::linear_grad_workspace(rows, in, out)),
+        wd(planner::linear_dx_workspace(rows, in, out)) {}
 
   // Each kernel runs its column blocks one after another, or with `pool` spread over its
   // threads as the engine spreads a lone replica's (engine/engine.cpp in_column_blocks).
   void forward(const engine::LinearKernels& k, engine::ThreadPool* pool = nullptr) const {
-    in_blocks(pool, rows * in, out, [&](std::int64_t j0, std::int64_t j1) {
-      k.forward_columns(config::Activation::kNone, x.data(), w.data(), b.data(), y.data(), y.data(),
-                        rows, in, out, j0, j1, wf.of(j0), wf.region_bytes);
+    in_tiles(pool, rows, in, out, [&](const planner::GemmTile& t) {
+      k.forward_columns(config::Activation::kNone, x.data() + t.r0 * in, w.data(), b.data(),
+                        y.data() + t.r0 * out, y.data() + t.r0 * out, t.r1 - t.r0, in, out, t.j0,
+                        t.j1, wf.at(t.region), wf.region_bytes);
     });
   }
   // At micro-batch `step` of an accumulation: after the first, the kernels fold the
@@ -54,24 +56,24 @@ struct LayerData {
                    engine::ThreadPool* pool = nullptr) const {
     in_blocks(pool, rows * in, out, [&](std::int64_t j0, std::int64_t j1) {
       k.grad_columns(dz.data(), x.data(), gw.data(), gb.data(), rows, in, out, step, j0, j1,
-                     wb.of(j0), wb.region_bytes);
+                     wg.of(j0), wg.region_bytes);
     });
   }
   void input_grad(const engine::LinearKernels& k, engine::ThreadPool* pool = nullptr) const {
-    in_blocks(pool, rows * out, in, [&](std::int64_t i0, std::int64_t i1) {
-      k.dx_columns(dz.data(), w.data(), dx.data(), rows, in, out, i0, i1, wb.of(i0),
-                   wb.region_bytes);
+    in_tiles(pool, rows, out, in, [&](const planner::GemmTile& t) {
+      k.dx_columns(dz.data() + t.r0 * out, w.data(), dx.data() + t.r0 * in, t.r1 - t.r0, in, out,
+                   t.j0, t.j1, wd.at(t.region), wd.region_bytes);
     });
   }
   [[nodiscard]] std::uint64_t bytes() const {
-    std::uint64_t n = wf.bytes + wb.bytes;
+    std::uint64_t n = wf.bytes + wg.bytes + wd.bytes;
     for (const Floats* f : {&x, &w, &b, &y, &dz, &gw, &gb, &dx}) n += f->bytes;
     return n;
   }
 
   std::int64_t rows, in, out;
   Floats x, w, b, y, dz, gw, gb, dx;
-  Workspace wf, wb;
+  Workspace wf, wg, wd;
 
  private:
   template <typename Fn>
@@ -86,6 +88,22 @@ struct LayerData {
       return;
     }
     for (std::int64_t j = 0; j < cb.n; ++j) block(j);
+  }
+  // The tiles of a linear's forward or input gradient (planner::gemm_tiles), as the
+  // engine runs them (engine/exec/op_runner.cpp in_gemm_tiles).
+  template <typename Fn>
+  static void in_tiles(engine::ThreadPool* pool, std::int64_t rows, std::int64_t inner,
+                       std::int64_t n_cols, Fn&& fn) {
+    const planner::ColumnBlocks cb = planner::gemm_tiles(rows, inner, n_cols);
+    const std::int64_t blocks = cb.blocks(), tasks = cb.regions();
+    const auto block = [&](std::int64_t b) { fn(planner::gemm_tile(cb, b, rows, n_cols)); };
+    if (pool != nullptr && blocks > 1) {
+      pool->run(tasks, [&](std::int64_t r) {
+        for (std::int64_t b = r; b < blocks; b += tasks) block(b);
+      });
+      return;
+    }
+    for (std::int64_t b = 0; b < blocks; ++b) block(b);
   }
 };
 
@@ -138,9 +156,11 @@ double spread_efficiency(Machine& machine, const std::vector<GemmTiming>& gemms,
         const bool grad = g.kernel == "weight grad" && g.m == in && g.n == out && g.k == rows;
         const bool input = g.kernel == "input grad" && g.m == rows && g.n == in && g.k == out;
         if (!forward && !grad && !input) continue;
-        const planner::ColumnBlocks cb = planner::column_blocks(g.m * g.k, g.n);
-        priced += cb.n == 1 ? g.seconds
-                            : g.seconds * cb.busiest_share(machine.threads) + pool_run_seconds;
+        const planner::ColumnBlocks cb =
+            grad ? planner::column_blocks(g.m * g.k, g.n) : planner::gemm_tiles(g.m, g.k, g.n);
+        priced += cb.blocks() == 1
+                      ? g.seconds
+                      : g.seconds * cb.busiest_share(machine.threads) + pool_run_seconds;
       }
     }
   return priced / measured;

@@ -101,9 +101,11 @@ struct Workspace {
     return bytes == 0 ? nullptr : reinterpret_cast<float*>(block.data());
   }
   // The region of the column block that starts at column j0 (engine/layer_kinds.cpp).
-  [[nodiscard]] float* of(std::int64_t j0) const {
+  [[nodiscard]] float* of(std::int64_t j0) const { return at(j0 / planner::kColumnBlock); }
+  // Region `region` (a GEMM tile's, planner::GemmTile).
+  [[nodiscard]] float* at(std::int64_t region) const {
     if (bytes == 0) return nullptr;
-    return data() + static_cast<std::uint64_t>(j0 / planner::kColumnBlock) * region_bytes / 4;
+    return data() + static_cast<std::uint64_t>(region) * region_bytes / 4;
   }
   std::uint64_t bytes;
   std::uint64_t region_bytes = 0;

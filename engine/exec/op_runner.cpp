@@ -2,6 +2,7 @@
 #include "engine/exec/op_runner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -9,6 +10,7 @@
 #include "engine/layer_kinds.h"
 #include "engine/runtime/float_mode.h"
 #include "engine/tensor/layers.h"
+#include "planner/element_blocks.h"
 #include "planner/names.h"
 #include "planner/operands.h"
 #include "planner/optimizer_kinds.h"
@@ -45,6 +47,14 @@ class Run final : public OpRun {
   void in_column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols,
                         const std::function<void(std::int64_t, std::int64_t)>& fn) const override {
     runner_.in_column_blocks(rows_x_inner, n_cols, fn);
+  }
+  void in_gemm_tiles(std::int64_t rows, std::int64_t inner, std::int64_t n_cols,
+                     const std::function<void(const planner::GemmTile&)>& fn) const override {
+    runner_.in_gemm_tiles(rows, inner, n_cols, fn);
+  }
+  void in_element_blocks(std::int64_t n,
+                         const std::function<void(std::int64_t, std::int64_t)>& fn) const override {
+    runner_.in_element_blocks(n, fn);
   }
   const Kernels& kernels() const override { return m_.kern; }
   float* workspace() const override {
@@ -98,6 +108,34 @@ void OpRunner::in_column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols,
   } else {
     for (std::int64_t k = 0; k < cb.n; ++k) block(k);
   }
+}
+
+// The same over a linear GEMM's tiles: the blocks of a region, one after the other, are
+// a task.
+void OpRunner::in_gemm_tiles(std::int64_t rows, std::int64_t inner, std::int64_t n_cols,
+                             const std::function<void(const planner::GemmTile&)>& fn) const {
+  const planner::ColumnBlocks cb = planner::gemm_tiles(rows, inner, n_cols);
+  const std::int64_t blocks = cb.blocks();
+  auto block = [&](std::int64_t b) { fn(planner::gemm_tile(cb, b, rows, n_cols)); };
+  if (blocks > 1 && m_.schedule.spread_gemms) {
+    const std::int64_t tasks = cb.regions();
+    m_.pool->run(tasks, [&](std::int64_t r) {
+      for (std::int64_t b = r; b < blocks; b += tasks) block(b);
+    });
+  } else {
+    for (std::int64_t b = 0; b < blocks; ++b) block(b);
+  }
+}
+
+// The same for an element-wise pass: a task of the pool a block.
+void OpRunner::in_element_blocks(std::int64_t n,
+                                 const std::function<void(std::int64_t, std::int64_t)>& fn) const {
+  const planner::ElementBlocks eb = planner::element_blocks(n);
+  if (eb.n == 1 || !m_.schedule.spread_gemms) {
+    fn(0, n);
+    return;
+  }
+  m_.pool->run(eb.n, [&](std::int64_t k) { fn(k * eb.width, std::min(n, (k + 1) * eb.width)); });
 }
 
 void OpRunner::run_on(Device& dev, const Op& op, std::int64_t r, std::int64_t s) const {
@@ -254,7 +292,13 @@ void OpRunner::optimizer_step(const Op& op, Device& dev, std::int64_t r, std::in
   const int grad = planner::optimizer_operand(op, o, R::kGrad);
   const std::int64_t n = m_.tensor(weight).nelms;
   const float* g = f32(dev, grad, s, op);
-  if (m_.options.check_finite && any_non_finite(g, n)) {
+  // The scan in element blocks too; the first bad element is found again in order.
+  std::atomic<bool> bad{false};
+  if (m_.options.check_finite)
+    in_element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
+      if (any_non_finite(g + i0, i1 - i0)) bad.store(true, std::memory_order_relaxed);
+    });
+  if (bad.load(std::memory_order_relaxed)) {
     for (std::int64_t i = 0; i < n; ++i)
       if (!std::isfinite(g[i]))
         throw Error("optimizer step {}, {}: the gradient '{}' of replica {} is {} at element {}",
@@ -272,9 +316,17 @@ void OpRunner::optimizer_step(const Op& op, Device& dev, std::int64_t r, std::in
     state[i] = raw(dev, t, s, op);
     dtypes[i] = m_.tensor(t).dtype;
   }
-  m_.optimizer->step(m_.kern, f32(dev, weight, s, op), g, std::span(state).first(n_state),
-                     std::span<const config::DType>(dtypes).first(n_state), n,
-                     m_.steps_done + 1);  // t incremented before use
+  // Element by element (optimizer.h), so in element blocks: each block's state at its
+  // offset in the state's own dtype.
+  float* w = f32(dev, weight, s, op);
+  in_element_blocks(n, [&](std::int64_t i0, std::int64_t i1) {
+    std::array<std::byte*, kMaxState> at{};
+    for (std::size_t i = 0; i < n_state; ++i)
+      at[i] = state[i] + i0 * planner::dtype_size(dtypes[i]);
+    m_.optimizer->step(m_.kern, w + i0, g + i0, std::span(at).first(n_state),
+                       std::span<const config::DType>(dtypes).first(n_state), i1 - i0,
+                       m_.steps_done + 1);  // t incremented before use
+  });
 }
 
 std::vector<ReplicaBuffer> OpRunner::buffers_of(int t, std::int64_t s, const Op& op) const {

@@ -10,6 +10,7 @@
 
 #include "engine/exec/state.h"
 #include "planner/plan.h"
+#include "planner/workspace.h"
 
 namespace popkit::engine {
 
@@ -37,6 +38,12 @@ class OpRunner {
   // threads (engine/layer_kinds.h OpRun::in_column_blocks).
   void in_column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols,
                         const std::function<void(std::int64_t, std::int64_t)>& fn) const;
+  // fn(tile) over the tiles of planner::gemm_tiles, likewise.
+  void in_gemm_tiles(std::int64_t rows, std::int64_t inner, std::int64_t n_cols,
+                     const std::function<void(const planner::GemmTile&)>& fn) const;
+  // fn(i0, i1) over the element blocks of [0, n) (planner/element_blocks.h), likewise.
+  void in_element_blocks(std::int64_t n,
+                         const std::function<void(std::int64_t, std::int64_t)>& fn) const;
 
  private:
   void allocate(Device& dev, const planner::Op& op) const;

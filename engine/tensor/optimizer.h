@@ -21,6 +21,9 @@ class OptimizerKernel {
   explicit OptimizerKernel(const config::Optimizer& optimizer);
 
   // One step on n elements with the kernels of `level`; `t` counts optimizer steps from 1.
+  // Every kind steps element by element (an element's new weight and state depend on
+  // that element alone), so the engine may step a tensor in any cut of its elements
+  // (planner/element_blocks.h) and get the same bits.
   void step(const Kernels& level, float* w, const float* g, std::span<std::byte* const> state,
             std::span<const config::DType> dtypes, std::int64_t n, std::int64_t t) const;
 

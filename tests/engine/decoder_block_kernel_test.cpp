@@ -17,6 +17,7 @@
 #include "engine/decoder_block.h"
 #include "engine/tensor/dropout.h"
 #include "planner/build.h"
+#include "planner/element_blocks.h"
 #include "planner/layer_kinds.h"
 #include "planner/layer_ops.h"
 #include "tests/engine/decoder_block_reference.h"
@@ -104,6 +105,17 @@ class BufferRun final : public OpRun {
     const planner::ColumnBlocks cb = planner::column_blocks(rows_x_inner, n_cols);
     for (std::int64_t k = cb.n - 1; k >= 0; --k)
       fn(k * cb.width, std::min(n_cols, (k + 1) * cb.width));
+  }
+  void in_gemm_tiles(std::int64_t rows, std::int64_t inner, std::int64_t n_cols,
+                     const std::function<void(const planner::GemmTile&)>& fn) const override {
+    const planner::ColumnBlocks cb = planner::gemm_tiles(rows, inner, n_cols);
+    for (std::int64_t b = cb.blocks() - 1; b >= 0; --b) fn(planner::gemm_tile(cb, b, rows, n_cols));
+  }
+  // Last block first, as above: no result may depend on the blocks' order.
+  void in_element_blocks(std::int64_t n,
+                         const std::function<void(std::int64_t, std::int64_t)>& fn) const override {
+    const planner::ElementBlocks eb = planner::element_blocks(n);
+    for (std::int64_t k = eb.n - 1; k >= 0; --k) fn(k * eb.width, std::min(n, (k + 1) * eb.width));
   }
   const Kernels& kernels() const override { return level_; }
   float* workspace() const override { return ws_.data(); }

@@ -118,30 +118,9 @@ class MappedBatches final : public engine::BatchSource {
 
 BOOST_AUTO_TEST_SUITE(equivalence)
 
-// The optimizers of the equivalence tests: Adam with either first-moment dtype, SGD
-// with Nesterov momentum and weight decay (a momentum buffer per parameter), plain SGD
-// (no optimizer state at all).
-struct OptimizerCase {
-  std::string name;
-  config::Optimizer optimizer;
-};
+using engine::test::OptimizerCase;
 std::vector<OptimizerCase> optimizer_cases() {
-  config::Optimizer adam = base_config(1, 1, 1).training.optimizer;
-  config::Optimizer adam16 = adam;
-  adam16.attributes.set("first_order_dtype", "float16");
-  config::Optimizer nesterov;
-  config::set_optimizer_type(nesterov, "sgd");
-  nesterov.lr = 0.05;
-  nesterov.attributes.set("momentum", 0.9);
-  nesterov.attributes.set("nesterov", true);
-  nesterov.weight_decay = 1e-3;
-  config::Optimizer sgd;
-  config::set_optimizer_type(sgd, "sgd");
-  sgd.lr = 0.05;
-  return {{"adam", adam},
-          {"adam, float16 first order", adam16},
-          {"sgd, nesterov momentum", nesterov},
-          {"sgd", sgd}};
+  return engine::test::optimizer_cases(base_config(1, 1, 1).training.optimizer);
 }
 
 // Each of the modes of mode_variants.h applied to `ref` trains 3 steps to the bits `ref`

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <cstring>
 #include <numeric>
+#include <string>
 #include <vector>
 
+#include "config/optimizer_kinds.h"
 #include "engine/data/batch_source.h"
 #include "engine/data/dataset.h"
 #include "engine/engine.h"
@@ -46,6 +48,31 @@ inline std::vector<std::vector<float>> all_state(const Engine& e) {
     for (std::int64_t g = 0; g < e.plan().variables_grouping.n_groups(); ++g)
       out.push_back(e.read_variable(name, g));
   return out;
+}
+
+// The optimizers of the equivalence tests: `adam` as given and with a float16 first
+// moment, SGD with Nesterov momentum and weight decay (a momentum buffer per parameter),
+// plain SGD (no optimizer state at all).
+struct OptimizerCase {
+  std::string name;
+  config::Optimizer optimizer;
+};
+inline std::vector<OptimizerCase> optimizer_cases(const config::Optimizer& adam) {
+  config::Optimizer adam16 = adam;
+  adam16.attributes.set("first_order_dtype", "float16");
+  config::Optimizer nesterov;
+  config::set_optimizer_type(nesterov, "sgd");
+  nesterov.lr = 0.05;
+  nesterov.attributes.set("momentum", 0.9);
+  nesterov.attributes.set("nesterov", true);
+  nesterov.weight_decay = 1e-3;
+  config::Optimizer sgd;
+  config::set_optimizer_type(sgd, "sgd");
+  sgd.lr = 0.05;
+  return {{"adam", adam},
+          {"adam, float16 first order", adam16},
+          {"sgd, nesterov momentum", nesterov},
+          {"sgd", sgd}};
 }
 
 inline bool bitwise_equal(const std::vector<std::vector<float>>& a,

@@ -9,6 +9,7 @@
 #include "planner/build.h"
 #include "planner/layer_kinds.h"
 #include "planner/schedule.h"
+#include "planner/workspace.h"
 #include "tests/planner/configs.h"
 
 using namespace popkit::planner;
@@ -90,6 +91,19 @@ double priced(Plan& p, const DeviceProfile& d = profile()) {
   annotate_costs(p);
   estimate_time(p, d);
   return p.estimated_step_seconds;
+}
+
+// tiny()'s layer made 512 -> 512 on `rows` rows, its forward the one phase.
+Plan wide_forward(std::int64_t rows) {
+  Plan p = tiny();
+  p.layers[0].in_features = 512;
+  p.layers[0].out_features = 512;
+  for (const int t : {0, 1}) {
+    p.tensors[static_cast<std::size_t>(t)].shape = {rows, 512};
+    p.tensors[static_cast<std::size_t>(t)].nelms = rows * 512;
+  }
+  p.phases.push_back({"fwd", {forward()}, {}, 0.0, -1, {}});
+  return p;
 }
 
 // The forward: x W, [2, 4] x [4, 3], 48 FLOPs at 1e9 * 0.5 * 2 / (2 + 2); the bias, 6
@@ -255,14 +269,7 @@ BOOST_AUTO_TEST_CASE(a_cpu_runs_its_replicas_in_turns_on_its_threads) {
 // One replica on a CPU spreads a GEMM of at least 2^18 multiply-adds over its column
 // blocks of 128 (planner/workspace.h): 512 columns are 4 blocks, 2 per thread.
 BOOST_AUTO_TEST_CASE(one_replica_spreads_a_large_gemm_over_the_threads) {
-  Plan p = tiny();
-  p.layers[0].in_features = 512;
-  p.layers[0].out_features = 512;
-  p.tensors[0].shape = {8, 512};
-  p.tensors[0].nelms = 8 * 512;
-  p.tensors[1].shape = {8, 512};
-  p.tensors[1].nelms = 8 * 512;
-  p.phases.push_back({"fwd", {forward()}, {}, 0.0, -1, {}});
+  Plan p = wide_forward(8);
   // 2 * 8 * 512 * 512 FLOPs at 1e9 * 0.5 * 8 / (8 + 2); the bias, 8 * 512 element-wise.
   const double gemm = 2.0 * 8 * 512 * 512 / (1e9 * 0.4);
   const double bias = 8 * 512 / 1e9;
@@ -287,6 +294,61 @@ BOOST_AUTO_TEST_CASE(one_replica_spreads_a_large_gemm_over_the_threads) {
   two.global_batch_size = 16;
   d.barrier_seconds = 0.0;  // the replicas' segment: no run of the pool to price
   BOOST_TEST(priced(two, d) == 1e-6 + gemm + bias, tt::tolerance(1e-12));
+}
+
+// A linear's forward on 2,048 rows runs in 16 row tiles of 128 rows, more than its 4
+// column blocks (planner/workspace.h gemm_tiles): on 8 threads its busiest thread runs 2
+// tiles of 16; its weight gradient stays in its 4 column blocks.
+BOOST_AUTO_TEST_CASE(one_replica_spreads_a_tall_gemm_in_row_tiles) {
+  Plan p = wide_forward(2048);
+  DeviceProfile d = profile();
+  d.gemm_half_m = 0;  // the GEMM at max_efficiency: 0.5
+  d.host_threads = 1;
+  const double gemm = 2.0 * 2048 * 512 * 512 / (1e9 * 0.5);
+  const double bias = 2048.0 * 512 / 1e9;
+  BOOST_TEST(priced(p, d) == 1e-6 + gemm + bias, tt::tolerance(1e-12));
+  d.host_threads = 8;
+  BOOST_TEST(priced(p, d) == 1e-6 + gemm * 2 / 16 + bias, tt::tolerance(1e-12));
+  const ColumnBlocks tiles = gemm_tiles(2048, 512, 512);
+  BOOST_TEST(tiles.row_tiles == 16);
+  BOOST_TEST(tiles.n == 1);
+  BOOST_TEST(column_blocks(512 * 2048, 512).n == 4);  // the weight gradient's, inner 2,048
+}
+
+// One replica on a CPU steps its optimizer in element blocks of 32,768 (planner/
+// element_blocks.h) spread over the threads: 100,000 elements are 4 blocks, 2 a thread.
+BOOST_AUTO_TEST_CASE(one_replica_spreads_its_optimizer_step_over_the_threads) {
+  Plan p = tiny();
+  const auto add = [&p] {
+    DeviceTensor t;
+    t.shape = {100'000};
+    t.nelms = 100'000;
+    t.nbytes = 400'000;
+    p.tensors.push_back(t);
+    return static_cast<int>(p.tensors.size()) - 1;
+  };
+  Op step;
+  step.kind = OpKind::kOptimizerStep;
+  step.state = {add(), add(), add()};  // Adam: the weight, its two moments
+  step.inputs = {add()};               // the gradient
+  p.phases.push_back({"update", {step}, {}, 0.0, -1, {}});
+  DeviceProfile d = profile();
+  d.host_threads = 1;
+  const double one = priced(p, d);
+  const auto flops = static_cast<double>(p.phases[0].ops[0].flops);
+  BOOST_TEST(flops > 0.0);
+  BOOST_TEST(one == 1e-6 + flops / 1e9, tt::tolerance(1e-12));
+  d.host_threads = 2;
+  BOOST_TEST(priced(p, d) == 1e-6 + flops / 1e9 / 2, tt::tolerance(1e-12));
+  d.host_threads = 3;  // ceil(4 / 3) = 2 blocks on the busiest thread
+  d.pool_run_seconds = 2e-7;
+  BOOST_TEST(priced(p, d) == 1e-6 + flops / 1e9 / 2 + 2e-7, tt::tolerance(1e-12));
+  d.gemm_spread_efficiency = 0.8;  // the spread rate, as the GEMMs' blocks
+  BOOST_TEST(priced(p, d) == 1e-6 + flops / 1e9 / 2 / 0.8 + 2e-7, tt::tolerance(1e-12));
+  Plan two = p;  // a thread a replica: nothing to spread
+  two.replication_factor = 2;
+  two.global_batch_size = 4;
+  BOOST_TEST(priced(two, d) == 1e-6 + flops / 1e9, tt::tolerance(1e-12));
 }
 
 // A CPU's small-batch kernels: an op of at most small_rows rows runs its GEMMs at their
