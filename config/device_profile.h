@@ -67,11 +67,11 @@ struct DeviceProfile {
   // A CPU running the popkit engine (poprun), not a device per replica: the threads its
   // replicas run on (poprun's default, the machine's cores). More replicas than threads
   // take turns, so a replica's compute, copies and collective bytes take ceil(R / threads)
-  // times as long; a single replica spreads its large GEMMs' column blocks over them
-  // (planner/workspace.h column_blocks), and io_overlapped overlaps nothing unless a
-  // thread is left free for the engine's IO thread. 0: every replica has a device of its
-  // own (an IPU). A profile with threads is a CPU's: its estimates compare with poprun's
-  // measurements (popreport compare).
+  // times as long; a single replica spreads its large GEMMs' blocks and its element-wise
+  // passes over them (planner/workspace.h, element_blocks.h), and io_overlapped overlaps
+  // nothing unless a thread is left free for the engine's IO thread. 0: every replica has a
+  // device of its own (an IPU). A profile with threads is a CPU's: its estimates compare
+  // with poprun's measurements (popreport compare).
   double host_threads = 0.0;
 
   // A CPU: the caches. The GEMM rates and the streaming link are measured on data that

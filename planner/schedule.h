@@ -104,8 +104,9 @@ struct Schedule {
   // A pipelined plan: a worker thread per (replica, stage) runs its stage's phase op by
   // op (planner/sync_groups.h PipelineCycles); setup and phases hold no items.
   bool stage_workers = false;
-  // One replica with several threads: its large GEMMs' column blocks run on the pool
-  // (planner/workspace.h column_blocks).
+  // One replica with several threads: its large GEMMs' column blocks or row tiles
+  // (planner/workspace.h column_blocks, gemm_tiles) and its element-wise passes' blocks
+  // (planner/element_blocks.h) run on the pool.
   bool spread_gemms = false;
   int lane_threads = 1;  // replica_and_ladder: each ladder set's pool
   OpsSchedule setup;
