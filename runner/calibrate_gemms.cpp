@@ -76,27 +76,11 @@ struct LayerData {
   Workspace wf, wg, wd;
 
  private:
+  // Blocks [0, blocks) as `tasks` tasks of `pool` (task r runs blocks r, r + tasks, ...),
+  // or one after another without one.
   template <typename Fn>
-  static void in_blocks(engine::ThreadPool* pool, std::int64_t rows_x_inner, std::int64_t n_cols,
-                        Fn&& fn) {
-    const planner::ColumnBlocks cb = planner::column_blocks(rows_x_inner, n_cols);
-    const auto block = [&](std::int64_t j) {
-      fn(j * cb.width, cb.n == 1 ? n_cols : std::min(n_cols, (j + 1) * cb.width));
-    };
-    if (pool != nullptr && cb.n > 1) {
-      pool->run(cb.n, block);
-      return;
-    }
-    for (std::int64_t j = 0; j < cb.n; ++j) block(j);
-  }
-  // The tiles of a linear's forward or input gradient (planner::gemm_tiles), as the
-  // engine runs them (engine/exec/op_runner.cpp in_gemm_tiles).
-  template <typename Fn>
-  static void in_tiles(engine::ThreadPool* pool, std::int64_t rows, std::int64_t inner,
-                       std::int64_t n_cols, Fn&& fn) {
-    const planner::ColumnBlocks cb = planner::gemm_tiles(rows, inner, n_cols);
-    const std::int64_t blocks = cb.blocks(), tasks = cb.regions();
-    const auto block = [&](std::int64_t b) { fn(planner::gemm_tile(cb, b, rows, n_cols)); };
+  static void on_pool(engine::ThreadPool* pool, std::int64_t blocks, std::int64_t tasks,
+                      Fn&& block) {
     if (pool != nullptr && blocks > 1) {
       pool->run(tasks, [&](std::int64_t r) {
         for (std::int64_t b = r; b < blocks; b += tasks) block(b);
@@ -104,6 +88,23 @@ struct LayerData {
       return;
     }
     for (std::int64_t b = 0; b < blocks; ++b) block(b);
+  }
+  template <typename Fn>
+  static void in_blocks(engine::ThreadPool* pool, std::int64_t rows_x_inner, std::int64_t n_cols,
+                        Fn&& fn) {
+    const planner::ColumnBlocks cb = planner::column_blocks(rows_x_inner, n_cols);
+    on_pool(pool, cb.n, cb.n, [&](std::int64_t j) {
+      fn(j * cb.width, cb.n == 1 ? n_cols : std::min(n_cols, (j + 1) * cb.width));
+    });
+  }
+  // The tiles of a linear's forward or input gradient (planner::gemm_tiles), as the
+  // engine runs them (engine/exec/op_runner.cpp in_gemm_tiles).
+  template <typename Fn>
+  static void in_tiles(engine::ThreadPool* pool, std::int64_t rows, std::int64_t inner,
+                       std::int64_t n_cols, Fn&& fn) {
+    const planner::ColumnBlocks cb = planner::gemm_tiles(rows, inner, n_cols);
+    on_pool(pool, cb.blocks(), cb.regions(),
+            [&](std::int64_t b) { fn(planner::gemm_tile(cb, b, rows, n_cols)); });
   }
 };
 

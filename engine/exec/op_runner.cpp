@@ -88,10 +88,23 @@ std::int64_t OpRunner::entry_of(const Op& op, std::int64_t s) const {
   return m_.plan.buffers[static_cast<std::size_t>(op.buffer)].flat_index(op.row, s);
 }
 
-// In kColumnBlock blocks on the pool when one replica has the threads and the GEMM is
-// large enough (rows x inner x cols >= 2^18 multiply-adds), else at once. The blocks
-// depend on the shapes only (planner::column_blocks, which the workspace is sized by);
-// the blocks that share a region of the workspace run one after the other, a task each.
+// Blocks [0, blocks) as `tasks` tasks of the pool when one replica has the threads (task
+// r runs blocks r, r + tasks, ... one after the other: the blocks that share a region of
+// the workspace), else one after the other here.
+void OpRunner::on_pool(std::int64_t blocks, std::int64_t tasks,
+                       const std::function<void(std::int64_t)>& block) const {
+  if (blocks > 1 && m_.schedule.spread_gemms) {
+    m_.pool->run(tasks, [&](std::int64_t r) {
+      for (std::int64_t b = r; b < blocks; b += tasks) block(b);
+    });
+    return;
+  }
+  for (std::int64_t b = 0; b < blocks; ++b) block(b);
+}
+
+// In kColumnBlock blocks when the GEMM is large enough (rows x inner x cols >= 2^18
+// multiply-adds), else at once. The blocks depend on the shapes only
+// (planner::column_blocks, which the workspace is sized by).
 void OpRunner::in_column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols,
                                 const std::function<void(std::int64_t, std::int64_t)>& fn) const {
   const planner::ColumnBlocks cb = planner::column_blocks(rows_x_inner, n_cols);
@@ -99,32 +112,16 @@ void OpRunner::in_column_blocks(std::int64_t rows_x_inner, std::int64_t n_cols,
     fn(0, n_cols);
     return;
   }
-  auto block = [&](std::int64_t k) { fn(k * cb.width, std::min(n_cols, (k + 1) * cb.width)); };
-  if (m_.schedule.spread_gemms) {
-    const std::int64_t tasks = cb.regions();
-    m_.pool->run(tasks, [&](std::int64_t r) {
-      for (std::int64_t k = r; k < cb.n; k += tasks) block(k);
-    });
-  } else {
-    for (std::int64_t k = 0; k < cb.n; ++k) block(k);
-  }
+  on_pool(cb.n, cb.regions(),
+          [&](std::int64_t k) { fn(k * cb.width, std::min(n_cols, (k + 1) * cb.width)); });
 }
 
-// The same over a linear GEMM's tiles: the blocks of a region, one after the other, are
-// a task.
+// The same over a linear GEMM's tiles (planner::gemm_tiles).
 void OpRunner::in_gemm_tiles(std::int64_t rows, std::int64_t inner, std::int64_t n_cols,
                              const std::function<void(const planner::GemmTile&)>& fn) const {
   const planner::ColumnBlocks cb = planner::gemm_tiles(rows, inner, n_cols);
-  const std::int64_t blocks = cb.blocks();
-  auto block = [&](std::int64_t b) { fn(planner::gemm_tile(cb, b, rows, n_cols)); };
-  if (blocks > 1 && m_.schedule.spread_gemms) {
-    const std::int64_t tasks = cb.regions();
-    m_.pool->run(tasks, [&](std::int64_t r) {
-      for (std::int64_t b = r; b < blocks; b += tasks) block(b);
-    });
-  } else {
-    for (std::int64_t b = 0; b < blocks; ++b) block(b);
-  }
+  on_pool(cb.blocks(), cb.regions(),
+          [&](std::int64_t b) { fn(planner::gemm_tile(cb, b, rows, n_cols)); });
 }
 
 // The same for an element-wise pass: a task of the pool a block.
@@ -132,10 +129,10 @@ void OpRunner::in_element_blocks(std::int64_t n,
                                  const std::function<void(std::int64_t, std::int64_t)>& fn) const {
   const planner::ElementBlocks eb = planner::element_blocks(n);
   if (eb.n == 1 || !m_.schedule.spread_gemms) {
-    fn(0, n);
+    fn(0, n);  // a pass not spread needs no cut
     return;
   }
-  m_.pool->run(eb.n, [&](std::int64_t k) { fn(k * eb.width, std::min(n, (k + 1) * eb.width)); });
+  on_pool(eb.n, eb.n, [&](std::int64_t k) { fn(k * eb.width, std::min(n, (k + 1) * eb.width)); });
 }
 
 void OpRunner::run_on(Device& dev, const Op& op, std::int64_t r, std::int64_t s) const {

@@ -46,6 +46,8 @@ class OpRunner {
                          const std::function<void(std::int64_t, std::int64_t)>& fn) const;
 
  private:
+  void on_pool(std::int64_t blocks, std::int64_t tasks,
+               const std::function<void(std::int64_t)>& block) const;
   void allocate(Device& dev, const planner::Op& op) const;
   void release(Device& dev, const planner::Op& op) const;
   void remote_copy(Device& dev, const planner::Op& op, std::int64_t s) const;
